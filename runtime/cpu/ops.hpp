@@ -1,0 +1,108 @@
+// CPU reference implementations of every op, forward and backward: the numeric oracle
+// for all other backends. Straightforward loops, storage type T (float or double) with
+// double accumulation inside each op, results rounded to T once. Deterministic: every
+// sum runs in a fixed order. Tensors are contiguous, row-major (NCHW or [N, F]).
+//
+// `accumulate`: add the result to what the output holds (a gradient with several
+// contributions, or weight gradients summed over tiles) instead of overwriting it.
+#pragma once
+
+#include "runtime/op.hpp"
+#include "runtime/shape.hpp"
+
+#include <cstdint>
+#include <span>
+
+namespace kiln::cpu {
+
+template <class T> struct View {
+  T* data;
+  Shape shape;
+};
+template <class T> using CView = View<const T>;
+
+// conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O] or null, y [N, O, OH, OW].
+template <class T>
+void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* bias, View<T> y);
+template <class T>
+void conv2d_backward_data(const Attrs& a, CView<T> dy, CView<T> w, View<T> dx, bool accumulate);
+template <class T>
+void conv2d_backward_weight(const Attrs& a, CView<T> x, CView<T> dy, View<T> dw, bool accumulate);
+// Bias gradient of conv2d or linear: dy summed over every axis but 1.
+template <class T> void bias_backward(CView<T> dy, T* db, bool accumulate);
+
+// linear: x [N, F], w [K, F], bias [K] or null, y [N, K].
+template <class T> void linear(CView<T> x, CView<T> w, const T* bias, View<T> y);
+template <class T> void linear_backward_data(CView<T> dy, CView<T> w, View<T> dx, bool accumulate);
+template <class T>
+void linear_backward_weight(CView<T> x, CView<T> dy, View<T> dw, bool accumulate);
+
+// batchnorm over axis 1 of [N, C, H, W] or [N, C]. Inference uses running statistics;
+// training uses batch statistics (biased variance) and saves mean and 1/sqrt(var + eps)
+// per channel for the backward.
+template <class T>
+void batchnorm_inference(const Attrs& a, CView<T> x, const T* gamma, const T* beta,
+                         const T* running_mean, const T* running_var, View<T> y);
+template <class T>
+void batchnorm_train(const Attrs& a, CView<T> x, const T* gamma, const T* beta, View<T> y,
+                     T* save_mean, T* save_invstd);
+// Training-mode backward: dx (accumulated or not), dgamma and dbeta (accumulated or not).
+template <class T>
+void batchnorm_backward(CView<T> x, CView<T> dy, const T* gamma, const T* save_mean,
+                        const T* save_invstd, View<T> dx, T* dgamma, T* dbeta, bool accumulate);
+// Inference-mode backward (running statistics are constants): dx only.
+template <class T>
+void batchnorm_inference_backward(const Attrs& a, CView<T> dy, const T* gamma,
+                                  const T* running_var, View<T> dx, bool accumulate);
+
+// relu; its backward masks dy where the forward output y is not positive.
+template <class T> void relu(CView<T> x, View<T> y);
+template <class T> void relu_backward(CView<T> y, CView<T> dy, View<T> dx, bool accumulate);
+
+// Pooling ([N, C, H, W]). Max: the gradient goes to the first maximum of each window in
+// row-major window order (as PyTorch). Average: PyTorch's divisor rules, including
+// count_include_pad and ceil_mode windows clipped at the padded border.
+template <class T> void maxpool2d(const Attrs& a, CView<T> x, View<T> y);
+template <class T>
+void maxpool2d_backward(const Attrs& a, CView<T> x, CView<T> dy, View<T> dx, bool accumulate);
+template <class T> void avgpool2d(const Attrs& a, CView<T> x, View<T> y);
+template <class T>
+void avgpool2d_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
+// Adaptive average pooling to y's spatial size (global average pooling is the 1x1 case).
+template <class T> void adaptive_avgpool2d(CView<T> x, View<T> y);
+template <class T> void adaptive_avgpool2d_backward(CView<T> dy, View<T> dx, bool accumulate);
+
+// Elementwise sum of equally shaped inputs. (Its backward is a copy of dy per input.)
+template <class T> void add(std::span<const CView<T>> xs, View<T> y);
+// Copy or accumulate src into dst (same element count).
+template <class T> void copy(CView<T> src, View<T> dst, bool accumulate);
+
+// Channel-axis concatenation and its backward (dx_i = the channel slice of dy).
+template <class T> void concat(std::span<const CView<T>> xs, View<T> y);
+template <class T>
+void concat_backward(CView<T> dy, int64_t channel_offset, View<T> dx, bool accumulate);
+
+// Nearest-neighbour upsampling by an integer scale; backward sums each scale x scale block.
+template <class T> void upsample2d(const Attrs& a, CView<T> x, View<T> y);
+template <class T>
+void upsample2d_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
+
+// Softmax over axis 1 (any rank >= 2); backward from the forward output y.
+template <class T> void softmax(CView<T> x, View<T> y);
+template <class T> void softmax_backward(CView<T> y, CView<T> dy, View<T> dx, bool accumulate);
+
+// Mean softmax cross-entropy over axis 1 of logits [N, K, *spatial] against integer class
+// targets [N, *spatial] (per-pixel classification for segmentation models), averaged over
+// the N*prod(spatial) positions; writes the probabilities (for the backward) and returns
+// the loss. A target outside [0, K) throws kiln::Error naming its index.
+template <class T>
+double softmax_cross_entropy(CView<T> logits, std::span<const int64_t> targets, View<T> probs);
+// d loss / d logits = (probs - onehot(target)) / positions.
+template <class T>
+void softmax_cross_entropy_backward(CView<T> probs, std::span<const int64_t> targets,
+                                    View<T> dlogits, bool accumulate);
+
+// Plain SGD: param -= lr * grad.
+template <class T> void sgd_update(View<T> param, CView<T> grad, double lr);
+
+} // namespace kiln::cpu

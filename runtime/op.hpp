@@ -1,0 +1,110 @@
+// The operators of kiln-model/1 and their attributes: one flat attribute record per node
+// (each op reads the fields its schema names), the schema, shape rules and parameters.
+// Shared by the model IR (generator) and the plan (runtime), so both agree on semantics.
+#pragma once
+
+#include "runtime/shape.hpp"
+
+#include <array>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+enum class OpKind {
+  conv2d,
+  linear,
+  batchnorm,
+  relu,
+  maxpool2d,
+  avgpool2d,
+  adaptive_avgpool2d,
+  global_avgpool,
+  add,
+  concat,
+  flatten,
+  upsample2d,
+  softmax,
+  fold,   // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
+  unfold, // [M, f*K] -> [M*f, K], a view
+};
+
+inline constexpr OpKind all_ops[] = {
+    OpKind::conv2d,     OpKind::linear,         OpKind::batchnorm,          OpKind::relu,
+    OpKind::maxpool2d,  OpKind::avgpool2d,      OpKind::adaptive_avgpool2d, OpKind::global_avgpool,
+    OpKind::add,        OpKind::concat,         OpKind::flatten,            OpKind::upsample2d,
+    OpKind::softmax,    OpKind::fold,           OpKind::unfold};
+
+std::string_view op_name(OpKind op);
+std::optional<OpKind> parse_op(std::string_view name);
+
+using Int2 = std::array<int64_t, 2>; // [h, w]
+
+struct Attrs {
+  int64_t out_channels = 0; // conv2d
+  int64_t out_features = 0; // linear
+  Int2 kernel{0, 0};
+  Int2 stride{1, 1};
+  Int2 padding{0, 0};
+  Int2 dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+  double eps = 1e-5;
+  bool ceil_mode = false;
+  bool count_include_pad = true; // avgpool2d, as PyTorch
+  int64_t scale = 2;             // upsample2d (nearest)
+  Int2 output_size{1, 1};        // adaptive_avgpool2d
+  int64_t factor = 1;            // fold, unfold
+  bool operator==(const Attrs&) const = default;
+};
+
+enum class AttrType { integer, int2, boolean, number };
+
+struct AttrSpec {
+  std::string_view name;
+  AttrType type;
+  bool required;
+};
+
+// The attributes an op accepts, in canonical order.
+std::span<const AttrSpec> op_attr_specs(OpKind op);
+
+// Inputs an op takes: exact count, or a minimum when `variadic`.
+struct Arity {
+  int min;
+  bool variadic;
+};
+Arity op_arity(OpKind op);
+
+// True for ops whose output is the input's bytes under another shape (no kernel runs).
+bool op_is_view(OpKind op);
+
+// Output shape from the input shapes; throws kiln::Error (no file or place: the caller
+// knows the layer) when the inputs do not fit the op.
+Shape infer_shape(OpKind op, const Attrs& a, std::span<const Shape> inputs);
+
+// A parameter tensor of a node: name suffix (`weight`, `bias`, `running_mean`, ...),
+// shape, and whether it is trained (running statistics are not).
+struct ParamSpec {
+  std::string suffix;
+  Shape shape;
+  bool trainable;
+};
+std::vector<ParamSpec> op_params(OpKind op, const Attrs& a, std::span<const Shape> inputs);
+
+// Multiply-accumulates of conv2d and linear for this output (0 for other ops).
+int64_t op_macs(OpKind op, const Attrs& a, std::span<const Shape> inputs, const Shape& out);
+
+// Output extent of a sliding window along one axis (conv: ceil_mode false).
+int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode);
+
+// Adaptive pooling's window [begin, end) for output index i (PyTorch's rule).
+inline int64_t adaptive_begin(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
+inline int64_t adaptive_end(int64_t i, int64_t in, int64_t out) {
+  return ((i + 1) * in + out - 1) / out;
+}
+
+} // namespace kiln
