@@ -1,6 +1,7 @@
 #include "runtime/op_json.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/json_util.hpp"
 
 #include <algorithm>
 
@@ -10,19 +11,8 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string_view type_name(const json& v) {
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a number";
-  return v.type_name();
-}
-
-int64_t get_int(const json& v, const std::string& ptr) {
-  if (!v.is_number_integer())
-    throw Error("", ptr, cat("expected an integer, got ", type_name(v)));
-  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
-    throw Error("", ptr, "integer out of range");
-  return v.get<int64_t>();
-}
+using json_util::get_int;
+using json_util::type_name;
 
 Int2 get_int2(const json& v, const std::string& ptr) {
   if (v.is_array()) {

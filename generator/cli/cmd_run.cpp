@@ -1,0 +1,130 @@
+// kiln run: one inference or training step of a model on a backend.
+#include "generator/cli/commands.hpp"
+#include "generator/cli/format.hpp"
+#include "generator/cli/model_args.hpp"
+#include "generator/cli/progress.hpp"
+#include "generator/emit/lower.hpp"
+#include "runtime/cpu/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/io/npy.hpp"
+#include "runtime/io/safetensors.hpp"
+#include "runtime/weights.hpp"
+
+#include <chrono>
+#include <fmt/format.h>
+
+namespace kiln::cli {
+
+namespace {
+
+struct RunArgs {
+  ModelArgs model;
+  std::string device = "cpu";
+  std::string weights;
+  uint64_t seed = 0;
+  std::string input, output;
+  bool train = false;
+  std::string target, grads;
+  double lr = 0.01;
+  bool update = false;
+};
+
+std::unique_ptr<Backend> make_backend(const std::string& device) {
+  if (device == "cpu") return std::make_unique<cpu::CpuBackend>();
+  throw Error("", "--device", cat("the ", device, " backend is not part of this kiln build yet (cpu is)"));
+}
+
+void run(const RunArgs& a) {
+  // The input file fixes the batch and image size unless they are given explicitly.
+  const Tensor input = io::read_npy(a.input);
+  if (!is_float(input.dtype()))
+    throw Error(a.input, "", cat("the input must hold floats, not ", dtype_name(input.dtype())));
+  ModelOverrides ov = a.model.overrides();
+  Model m = load_model_or_shipped(a.model.model);
+  if (input.shape().size() == m.input_shape.size()) {
+    if (!ov.batch) ov.batch = input.shape()[0];
+    if (!ov.image && input.shape().size() == 4) ov.image = Int2{input.shape()[2], input.shape()[3]};
+  }
+  apply_overrides(m, ov);
+  if (input.shape() != m.input_shape)
+    throw Error(a.input, "", cat("has shape ", shape_str(input.shape()), ", the model takes ",
+                                 shape_str(m.input_shape)));
+  if (a.train && (a.target.empty() || a.grads.empty()))
+    throw Error("", "--train", "needs --target T.npy and --grads G.safetensors");
+  if (!a.train && a.output.empty()) throw Error("", "--output", "is required for inference");
+
+  LowerOptions lo;
+  lo.train = a.train;
+  lo.lr = a.lr;
+  const Plan plan = lower_model(m, lo);
+  std::unique_ptr<Backend> backend = make_backend(a.device);
+  Progress progress(plan);
+  ExecutorOptions eo;
+  eo.on_step = progress.callback();
+  Executor ex(plan, *backend, eo);
+  if (!a.weights.empty()) {
+    const io::Safetensors w = io::read_safetensors(a.weights);
+    bind_weights(ex, plan, w.tensors, a.weights);
+  } else {
+    bind_seeded_weights(ex, plan, a.seed);
+  }
+  ex.write(plan.inputs[0], input);
+  if (a.train) {
+    Tensor target = io::read_npy(a.target);
+    if (target.dtype() != DType::i64 && target.dtype() != DType::i32)
+      throw Error(a.target, "", cat("targets must be integer class indices (int64), not ",
+                                    dtype_name(target.dtype())));
+    if (target.shape() != plan.buffers[plan.target].shape)
+      throw Error(a.target, "", cat("has shape ", shape_str(target.shape()), ", expected ",
+                                    shape_str(plan.buffers[plan.target].shape)));
+    ex.write(plan.target, target.to(DType::i64));
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ex.run("forward");
+  if (a.train) ex.run("backward");
+  if (a.train && a.update) ex.run("update");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.done();
+
+  if (!a.output.empty()) io::write_npy(a.output, ex.read(plan.outputs[0]));
+  if (a.train) {
+    io::Safetensors g;
+    g.tensors = collect_grads(ex, plan);
+    g.metadata["kiln"] = KILN_VERSION;
+    g.metadata["model"] = m.name;
+    io::write_safetensors(a.grads, g);
+  }
+  fmt::print("{} {} on {}: input {}, {:.3f} s, peak live activations {}", m.name,
+             a.train ? "training step" : "forward", a.device, shape_str(m.input_shape), secs,
+             human_bytes(ex.peak_transient_bytes()));
+  if (a.train) fmt::print(", loss {:.6g}", ex.read(plan.loss).get(0));
+  fmt::print("\n");
+}
+
+} // namespace
+
+void add_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "one inference or training step: reads X.npy (its shape sets the batch and image "
+             "size), writes the first output as Y.npy; with --train also the gradients");
+  a->model.add_to(cmd);
+  cmd->add_option("--device", a->device, "backend: cpu (reference)")
+      ->check(CLI::IsMember({"cpu", "emu", "gpu"}));
+  cmd->add_option("--weights", a->weights,
+                  "parameters by name (.safetensors, PyTorch state_dict names); default: seeded");
+  cmd->add_option("--seed", a->seed, "seed for the weights when no --weights are given (default 0)");
+  cmd->add_option("--input", a->input, "input batch, .npy [N, C, H, W]")->required();
+  cmd->add_option("--output", a->output, "where to write the first output (.npy)");
+  cmd->add_flag("--train", a->train,
+                "training step: softmax cross-entropy on the first output's logits, backward");
+  cmd->add_option("--target", a->target, "class indices, int64 .npy [N] (or [N, H, W])");
+  cmd->add_option("--grads", a->grads, "where to write every parameter's gradient (.safetensors)");
+  cmd->add_option("--lr", a->lr, "learning rate of the SGD update (with --update)");
+  cmd->add_flag("--update", a->update, "also apply the SGD update (the gradients are unaffected)");
+  cmd->callback([a] { run(*a); });
+}
+
+} // namespace kiln::cli

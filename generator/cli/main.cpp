@@ -1,0 +1,48 @@
+// kiln: ahead-of-time CUDA kernel generator for convolutional networks.
+#include "generator/cli/commands.hpp"
+#include "runtime/error.hpp"
+
+#include <cstdio>
+#include <fmt/format.h>
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln " KILN_VERSION
+               ": ahead-of-time CUDA kernel generator for convolutional networks.\n"
+               "Reads a model (kiln-model/1 JSON) and a GPU descriptor (kiln-gpu/1), emits "
+               "kernels specialized to each layer and GPU, and runs whole networks.\n"
+               "Example: kiln inspect resnet18; kiln run resnet18 --input x.npy --output y.npy",
+               "kiln"};
+  app.set_version_flag("--version", "kiln " KILN_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  kiln::cli::add_inspect(app);
+  kiln::cli::add_models(app);
+  kiln::cli::add_gpu(app);
+  kiln::cli::add_fold(app);
+  kiln::cli::add_run(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "kiln: error: {}\n(run with --help for usage)\n", e.what());
+    return 2;
+  } catch (const kiln::cli::CheckFailed& e) {
+    fmt::print(stderr, "kiln: check failed: {}\n", e.what());
+    return 1;
+  } catch (const kiln::Error& e) {
+    fmt::print(stderr, "kiln: error: {}\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "kiln: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kiln: internal error: {}\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,66 @@
+#include "generator/cli/model_args.hpp"
+
+#include "generator/model/model_json.hpp"
+#include "runtime/embedded.hpp"
+#include "runtime/error.hpp"
+
+#include <filesystem>
+
+namespace kiln {
+extern const EmbeddedFile shipped_model_files[];
+extern const size_t shipped_model_files_count;
+} // namespace kiln
+
+namespace kiln::cli {
+
+void ModelArgs::add_to(CLI::App* cmd, bool model_optional) {
+  auto* opt = cmd->add_option("MODEL", model,
+                              "model file (kiln-model/1 JSON) or a shipped model's name "
+                              "(`kiln models` lists them)" +
+                                  std::string(model_optional ? "; default resnet18" : ""));
+  if (!model_optional) opt->required();
+  else model = "resnet18";
+  cmd->add_option("--batch", batch, "override the input batch size");
+  cmd->add_option("--image", image, "override the input image size, HxW (or one number)");
+  cmd->add_option("--dtype", dtype, "override the element type: f32, f16, bf16 or f64")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "f64"}));
+}
+
+ModelOverrides ModelArgs::overrides() const {
+  ModelOverrides o;
+  if (batch_given()) o.batch = batch;
+  if (image_given()) o.image = parse_image_size(image);
+  if (!dtype.empty()) o.dtype = parse_dtype(dtype);
+  return o;
+}
+
+Model ModelArgs::load() const {
+  Model m = load_model_or_shipped(model);
+  apply_overrides(m, overrides());
+  return m;
+}
+
+std::vector<std::string> shipped_model_names() {
+  std::vector<std::string> r;
+  for (size_t i = 0; i < shipped_model_files_count; ++i)
+    r.push_back(std::filesystem::path(std::string(shipped_model_files[i].path)).stem().string());
+  return r;
+}
+
+Model load_model_or_shipped(const std::string& path_or_name) {
+  std::error_code ec;
+  if (std::filesystem::exists(path_or_name, ec) || path_or_name.find('/') != std::string::npos ||
+      path_or_name.ends_with(".json"))
+    return load_model(path_or_name);
+  std::string known;
+  for (size_t i = 0; i < shipped_model_files_count; ++i) {
+    const EmbeddedFile& f = shipped_model_files[i];
+    const std::string stem = std::filesystem::path(std::string(f.path)).stem().string();
+    if (stem == path_or_name) return parse_model(f.data, "models/" + std::string(f.path));
+    known += (known.empty() ? "" : ", ") + stem;
+  }
+  throw Error(path_or_name, "", cat("no such file, and no shipped model has that name (shipped: ",
+                                    known, ")"));
+}
+
+} // namespace kiln::cli

@@ -1,0 +1,29 @@
+// Lowers a model to a plan: the forward pass, and for training the loss (softmax
+// cross-entropy on the first output's logits), the backward pass storing every tensor the
+// backward needs, and an SGD update phase. Steps are `reference` steps; kernel selection
+// and schedules refine the plan later.
+#pragma once
+
+#include "generator/model/model.hpp"
+#include "runtime/plan.hpp"
+
+#include <string>
+
+namespace kiln {
+
+struct LowerOptions {
+  bool train = false;
+  double lr = 0.01;
+  std::string gpu; // descriptor identity, empty for reference plans
+};
+
+Plan lower_model(const Model& m, const LowerOptions& o);
+
+// Buffer names: the model input, node activations and gradients, parameters.
+std::string input_buffer_name(const Model& m);
+std::string act_name(const std::string& node);
+std::string dact_name(const std::string& node);
+std::string param_buffer_name(const std::string& param);
+std::string grad_buffer_name(const std::string& param);
+
+} // namespace kiln

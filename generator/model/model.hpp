@@ -1,0 +1,58 @@
+// The model IR: a DAG of nodes (ops with attributes) in topological order, with the
+// inferred output shape of every node. Built by the loader (model_json), changed by
+// transforms (fold, overrides), read by everything downstream.
+#pragma once
+
+#include "runtime/dtype.hpp"
+#include "runtime/op.hpp"
+#include "runtime/shape.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct Hints {
+  std::optional<double> activation_density; // expected fraction of nonzeros in the input
+  std::optional<std::string> variant;       // force a kernel family
+  bool operator==(const Hints&) const = default;
+};
+
+// A reference to a value: a node index, or the model input.
+constexpr int kModelInput = -1;
+
+struct Node {
+  std::string name;
+  OpKind op = OpKind::relu;
+  Attrs attrs;
+  std::vector<int> inputs; // node indices (smaller than this node's), or kModelInput
+  Hints hints;
+  Shape shape; // inferred output shape
+};
+
+struct Model {
+  std::string name;
+  std::string input_name = "input";
+  Shape input_shape;
+  DType dtype = DType::f32;
+  std::vector<Node> nodes; // topological order
+  std::vector<int> outputs;
+  std::string file; // where it was loaded from, for messages
+
+  int find(std::string_view node_name) const; // -1 if absent
+  const Shape& shape_of(int ref) const { return ref == kModelInput ? input_shape : nodes[ref].shape; }
+  const std::string& name_of(int ref) const { return ref == kModelInput ? input_name : nodes[ref].name; }
+  std::vector<Shape> input_shapes(int node) const;
+  std::vector<ParamSpec> params(int node) const;
+  int64_t macs(int node) const;
+  int64_t total_params() const; // trainable parameters
+  int64_t total_macs() const;
+  // Consumers of each node's output (and of the model input, at index nodes.size()).
+  std::vector<std::vector<int>> consumers() const;
+};
+
+// Infers every node's output shape in order; throws kiln::Error naming the layer.
+void infer_shapes(Model& m);
+
+} // namespace kiln

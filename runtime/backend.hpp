@@ -1,0 +1,29 @@
+// What the executor needs from a device: an arena laid out as the plan says, transfers,
+// and the computation of one step. Implemented by the cpu, emu and cuda backends.
+#pragma once
+
+#include "runtime/plan.hpp"
+#include "runtime/tensor.hpp"
+
+#include <string_view>
+
+namespace kiln {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // Allocates the arena (plan.arena_bytes) and loads whatever the plan's steps need.
+  virtual void prepare(const Plan& plan) = 0;
+  // Host <-> buffer; the tensor has the buffer's shape and dtype (the executor checks).
+  virtual void upload(int buffer, const Tensor& t) = 0;
+  virtual Tensor download(int buffer) = 0;
+  // Fills a buffer with NaN (or an all-ones pattern for integers) so that elements a
+  // step fails to write show up.
+  virtual void poison(int buffer) = 0;
+  // Computes one step (never a free).
+  virtual void run(const Step& step) = 0;
+  virtual void synchronize() {}
+};
+
+} // namespace kiln

@@ -1,0 +1,15 @@
+// Computes one plan step with the reference ops on buffers in host memory: the cpu
+// backend's whole work, and the emu backend's for library steps.
+#pragma once
+
+#include "runtime/plan.hpp"
+
+#include <cstddef>
+
+namespace kiln::cpu {
+
+// `arena` holds the plan's buffers at their offsets. Throws kiln::Error for functions on
+// dtypes the reference does not compute (it computes f32 and f64).
+void run_reference_step(const Plan& plan, const Step& step, std::byte* arena);
+
+} // namespace kiln::cpu

@@ -1,0 +1,308 @@
+#include "runtime/plan.hpp"
+
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+#include "runtime/json_util.hpp"
+#include "runtime/op_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace kiln {
+
+namespace ju = json_util;
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::pair<BufferRole, std::string_view> role_names[] = {
+    {BufferRole::input, "input"},           {BufferRole::target, "target"},
+    {BufferRole::param, "param"},           {BufferRole::state, "state"},
+    {BufferRole::param_grad, "param_grad"}, {BufferRole::output, "output"},
+    {BufferRole::loss, "loss"},             {BufferRole::activation, "activation"}};
+
+constexpr std::pair<StepKind, std::string_view> kind_names[] = {
+    {StepKind::launch, "launch"},
+    {StepKind::library, "library"},
+    {StepKind::reference, "reference"},
+    {StepKind::free, "free"}};
+
+template <class E, size_t N>
+E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string& s,
+             const std::string& ptr, std::string_view what) {
+  for (auto& [e, n] : names)
+    if (n == s) return e;
+  throw Error("", ptr, cat("unknown ", what, " \"", s, "\""));
+}
+
+} // namespace
+
+std::string_view role_name(BufferRole r) {
+  for (auto& [e, n] : role_names)
+    if (e == r) return n;
+  return "?";
+}
+
+std::string_view step_kind_name(StepKind k) {
+  for (auto& [e, n] : kind_names)
+    if (e == k) return n;
+  return "?";
+}
+
+int Step::arg(std::string_view role) const {
+  for (const Arg& a : args)
+    if (a.role == role) return a.buffer;
+  return -1;
+}
+
+int Step::need(std::string_view role) const {
+  const int b = arg(role);
+  if (b < 0) throw Error("", cat("step ", fn_name(fn), " of ", node), cat("no \"", role, "\" argument"));
+  return b;
+}
+
+std::vector<int> Step::variadic(char prefix) const {
+  std::vector<int> r;
+  for (int i = 0;; ++i) {
+    const int b = arg(std::string(1, prefix) + std::to_string(i));
+    if (b < 0) return r;
+    r.push_back(b);
+  }
+}
+
+int Plan::find_buffer(std::string_view name) const {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].name == name) return int(i);
+  return -1;
+}
+
+const Phase* Plan::phase(std::string_view name) const {
+  for (const Phase& p : phases)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+ojson plan_to_json(const Plan& p) {
+  ojson j;
+  j["format"] = kPlanFormat;
+  j["kiln_version"] = p.kiln_version;
+  j["model"] = p.model;
+  j["gpu"] = p.gpu;
+  j["dtype"] = dtype_name(p.dtype);
+  j["train"] = p.train;
+  j["arena_bytes"] = p.arena_bytes;
+  auto name = [&](int b) { return p.buffers[b].name; };
+  ojson bufs = ojson::array();
+  for (const Buffer& b : p.buffers) {
+    ojson o{{"name", b.name}, {"shape", b.shape}, {"dtype", dtype_name(b.dtype)},
+            {"role", role_name(b.role)}, {"offset", b.offset}, {"bytes", b.bytes()}};
+    if (b.view_of >= 0) o["view_of"] = name(b.view_of);
+    bufs.push_back(o);
+  }
+  j["buffers"] = bufs;
+  ojson params = ojson::array();
+  for (const ParamBinding& b : p.params) {
+    ojson o{{"name", b.name}, {"buffer", name(b.buffer)}};
+    if (b.grad >= 0) o["grad"] = name(b.grad);
+    o["init"] = {b.init_lo, b.init_hi};
+    params.push_back(o);
+  }
+  j["params"] = params;
+  ojson ins = ojson::array(), outs = ojson::array();
+  for (int b : p.inputs) ins.push_back(name(b));
+  for (int b : p.outputs) outs.push_back(name(b));
+  j["inputs"] = ins;
+  j["outputs"] = outs;
+  if (p.target >= 0) j["target"] = name(p.target);
+  if (p.loss >= 0) j["loss"] = name(p.loss);
+  ojson phases = ojson::object();
+  for (const Phase& ph : p.phases) {
+    ojson steps = ojson::array();
+    for (const Step& s : ph.steps) {
+      ojson o;
+      o["kind"] = step_kind_name(s.kind);
+      if (s.kind == StepKind::free) {
+        o["buffer"] = name(s.buffer);
+        steps.push_back(o);
+        continue;
+      }
+      o["fn"] = fn_name(s.fn);
+      o["node"] = s.node;
+      o["op"] = op_name(s.op);
+      o["attrs"] = attrs_to_json(s.op, s.attrs, false);
+      ojson args = ojson::object();
+      for (const Arg& a : s.args) args[a.role] = name(a.buffer);
+      o["args"] = args;
+      if (s.accumulate) o["accumulate"] = true;
+      if (s.fn == Fn::concat_backward) o["channel_offset"] = s.channel_offset;
+      if (s.fn == Fn::sgd_update) o["lr"] = s.lr;
+      steps.push_back(o);
+    }
+    phases[ph.name] = steps;
+  }
+  j["phases"] = phases;
+  return j;
+}
+
+Plan parse_plan(std::string_view text, const std::string& file) {
+  try {
+    const json j = ju::parse(text, file);
+    ju::expect_object(j, "");
+    ju::reject_unknown_keys(j, "", {"format", "kiln_version", "model", "gpu", "dtype", "train",
+                                    "arena_bytes", "buffers", "params", "inputs", "outputs",
+                                    "target", "loss", "phases"});
+    const std::string format = ju::get_string(ju::require(j, "format", ""), "/format");
+    if (format != kPlanFormat)
+      throw Error("", "/format", cat("unsupported format \"", format, "\" (this kiln reads ", kPlanFormat, ")"));
+    Plan p;
+    p.kiln_version = ju::get_string(ju::require(j, "kiln_version", ""), "/kiln_version");
+    p.model = ju::get_string(ju::require(j, "model", ""), "/model");
+    p.gpu = ju::get_string(ju::require(j, "gpu", ""), "/gpu");
+    const std::string dt = ju::get_string(ju::require(j, "dtype", ""), "/dtype");
+    auto dtype = parse_dtype(dt);
+    if (!dtype || !is_float(*dtype)) throw Error("", "/dtype", cat("unknown dtype \"", dt, "\""));
+    p.dtype = *dtype;
+    p.train = ju::get_bool(ju::require(j, "train", ""), "/train");
+    p.arena_bytes = ju::get_int(ju::require(j, "arena_bytes", ""), "/arena_bytes");
+
+    std::map<std::string, int> index;
+    const json& bufs = ju::require(j, "buffers", "");
+    ju::expect_array(bufs, "/buffers");
+    std::vector<std::string> views(bufs.size());
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      const std::string ptr = ju::child("/buffers", i);
+      const json& b = bufs[i];
+      ju::expect_object(b, ptr);
+      ju::reject_unknown_keys(b, ptr, {"name", "shape", "dtype", "role", "offset", "bytes", "view_of"});
+      Buffer buf;
+      buf.name = ju::get_string(ju::require(b, "name", ptr), ptr + "/name");
+      if (!index.emplace(buf.name, int(i)).second)
+        throw Error("", ptr + "/name", cat("duplicate buffer \"", buf.name, "\""));
+      const json& shape = ju::require(b, "shape", ptr);
+      ju::expect_array(shape, ptr + "/shape");
+      if (shape.size() > 8) throw Error("", ptr + "/shape", "more than 8 dimensions");
+      int64_t total = 1;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        const int64_t d = ju::get_int(shape[k], ju::child(ptr + "/shape", k));
+        if (d <= 0 || __builtin_mul_overflow(total, d, &total) || total > (int64_t(1) << 40))
+          throw Error("", ju::child(ptr + "/shape", k), "dimension out of range");
+        buf.shape.push_back(d);
+      }
+      const std::string bdt = ju::get_string(ju::require(b, "dtype", ptr), ptr + "/dtype");
+      auto bt = parse_dtype(bdt);
+      if (!bt) throw Error("", ptr + "/dtype", cat("unknown dtype \"", bdt, "\""));
+      buf.dtype = *bt;
+      buf.role = parse_enum(role_names, ju::get_string(ju::require(b, "role", ptr), ptr + "/role"),
+                            ptr + "/role", "role");
+      buf.offset = ju::get_int(ju::require(b, "offset", ptr), ptr + "/offset");
+      if (ju::get_int(ju::require(b, "bytes", ptr), ptr + "/bytes") != buf.bytes())
+        throw Error("", ptr + "/bytes", cat("does not match the shape and dtype (", buf.bytes(), ")"));
+      if (b.contains("view_of")) views[i] = ju::get_string(b["view_of"], ptr + "/view_of");
+      p.buffers.push_back(std::move(buf));
+    }
+    auto ref = [&](const json& v, const std::string& ptr) {
+      const std::string n = ju::get_string(v, ptr);
+      auto it = index.find(n);
+      if (it == index.end()) throw Error("", ptr, cat("unknown buffer \"", n, "\""));
+      return it->second;
+    };
+    for (size_t i = 0; i < views.size(); ++i)
+      if (!views[i].empty()) p.buffers[i].view_of = ref(bufs[i]["view_of"], ju::child("/buffers", i) + "/view_of");
+
+    if (j.contains("params")) {
+      const json& ps = j["params"];
+      ju::expect_array(ps, "/params");
+      for (size_t i = 0; i < ps.size(); ++i) {
+        const std::string ptr = ju::child("/params", i);
+        ju::expect_object(ps[i], ptr);
+        ju::reject_unknown_keys(ps[i], ptr, {"name", "buffer", "grad", "init"});
+        ParamBinding pb;
+        pb.name = ju::get_string(ju::require(ps[i], "name", ptr), ptr + "/name");
+        pb.buffer = ref(ju::require(ps[i], "buffer", ptr), ptr + "/buffer");
+        if (ps[i].contains("grad")) pb.grad = ref(ps[i]["grad"], ptr + "/grad");
+        const json& init = ju::require(ps[i], "init", ptr);
+        if (!init.is_array() || init.size() != 2)
+          throw Error("", ptr + "/init", "expected [low, high]");
+        pb.init_lo = ju::get_number(init[0], ptr + "/init/0");
+        pb.init_hi = ju::get_number(init[1], ptr + "/init/1");
+        if (!(pb.init_lo <= pb.init_hi) || std::abs(pb.init_lo) > 1e6 || std::abs(pb.init_hi) > 1e6)
+          throw Error("", ptr + "/init", "expected a finite range low <= high");
+        p.params.push_back(pb);
+      }
+    }
+    for (const char* key : {"inputs", "outputs"}) {
+      const json& list = ju::require(j, key, "");
+      const std::string ptr = std::string("/") + key;
+      ju::expect_array(list, ptr);
+      for (size_t i = 0; i < list.size(); ++i)
+        (key[0] == 'i' ? p.inputs : p.outputs).push_back(ref(list[i], ju::child(ptr, i)));
+    }
+    if (j.contains("target")) p.target = ref(j["target"], "/target");
+    if (j.contains("loss")) p.loss = ref(j["loss"], "/loss");
+
+    const json& phases = ju::require(j, "phases", "");
+    ju::expect_object(phases, "/phases");
+    for (auto it = phases.begin(); it != phases.end(); ++it) {
+      const std::string pp = ju::child("/phases", it.key());
+      if (it.key() != "forward" && it.key() != "backward" && it.key() != "update")
+        throw Error("", pp, cat("unknown phase \"", it.key(), "\" (forward, backward, update)"));
+      ju::expect_array(it.value(), pp);
+      Phase ph{it.key(), {}};
+      for (size_t i = 0; i < it.value().size(); ++i) {
+        const std::string ptr = ju::child(pp, i);
+        const json& s = it.value()[i];
+        ju::expect_object(s, ptr);
+        Step st;
+        st.kind = parse_enum(kind_names, ju::get_string(ju::require(s, "kind", ptr), ptr + "/kind"),
+                             ptr + "/kind", "step kind");
+        if (st.kind == StepKind::free) {
+          ju::reject_unknown_keys(s, ptr, {"kind", "buffer"});
+          st.buffer = ref(ju::require(s, "buffer", ptr), ptr + "/buffer");
+          ph.steps.push_back(st);
+          continue;
+        }
+        ju::reject_unknown_keys(s, ptr, {"kind", "fn", "node", "op", "attrs", "args", "accumulate",
+                                         "channel_offset", "lr"});
+        const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
+        auto f = parse_fn(fn);
+        if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
+        st.fn = *f;
+        st.node = ju::get_string(ju::require(s, "node", ptr), ptr + "/node");
+        const std::string op = ju::get_string(ju::require(s, "op", ptr), ptr + "/op");
+        auto o = parse_op(op);
+        if (!o) throw Error("", ptr + "/op", cat("unknown op \"", op, "\""));
+        st.op = *o;
+        const json& attrs = ju::require(s, "attrs", ptr);
+        ju::expect_object(attrs, ptr + "/attrs");
+        st.attrs = attrs_from_json(st.op, attrs, ptr + "/attrs", {});
+        const json& args = ju::require(s, "args", ptr);
+        ju::expect_object(args, ptr + "/args");
+        for (auto a = args.begin(); a != args.end(); ++a)
+          st.args.push_back({a.key(), ref(a.value(), ju::child(ptr + "/args", a.key()))});
+        if (s.contains("accumulate")) st.accumulate = ju::get_bool(s["accumulate"], ptr + "/accumulate");
+        if (s.contains("channel_offset"))
+          st.channel_offset = ju::get_int(s["channel_offset"], ptr + "/channel_offset");
+        if (s.contains("lr")) st.lr = ju::get_number(s["lr"], ptr + "/lr");
+        ph.steps.push_back(std::move(st));
+      }
+      p.phases.push_back(std::move(ph));
+    }
+    // JSON objects are unordered; phases run in their canonical order.
+    auto rank = [](const Phase& ph) { return ph.name == "forward" ? 0 : ph.name == "backward" ? 1 : 2; };
+    std::sort(p.phases.begin(), p.phases.end(),
+              [&](const Phase& a, const Phase& b) { return rank(a) < rank(b); });
+    validate_plan(p);
+    return p;
+  } catch (const Error& e) {
+    throw e.in_file(file);
+  }
+}
+
+Plan load_plan(const std::string& path) {
+  const auto bytes = io::read_file(path);
+  return parse_plan(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+}
+
+} // namespace kiln

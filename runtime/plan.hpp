@@ -1,0 +1,116 @@
+// kiln-plan/1 (DESIGN.md 4.4): the one contract between the generator and the runtime.
+//
+// A plan names buffers (shape, dtype, role, arena offset; a view shares its base's bytes),
+// the parameters and I/O bound to them, a kernel table, and phases (`forward`, `backward`,
+// `update`) as step lists. A step either computes a function (`fn`, e.g. conv2d.forward)
+// of a graph node (`node`, `op`, `attrs`) over named arguments, through a generated kernel
+// (`launch`), a library (`library`, cuDNN) or the reference implementation (`reference`,
+// plans made for the cpu backend), or frees a buffer (its bytes may be
+// reused by later steps; reading it again is an error). Phases run in order over one
+// arena; nothing is allocated while a plan runs.
+#pragma once
+
+#include "runtime/dtype.hpp"
+#include "runtime/op.hpp"
+#include "runtime/shape.hpp"
+#include "runtime/step_fn.hpp"
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+inline constexpr std::string_view kPlanFormat = "kiln-plan/1";
+
+enum class BufferRole {
+  input,      // a model input, written by the caller
+  target,     // training targets (integer classes)
+  param,      // trained parameter
+  state,      // non-trained parameter state (running statistics)
+  param_grad, // gradient of a parameter
+  output,     // a model output, read by the caller
+  loss,       // the training loss, a scalar
+  activation, // transient: forward values, saved tensors, activation gradients
+};
+std::string_view role_name(BufferRole r);
+// Persistent buffers live for the whole plan; only activations come and go.
+inline bool is_persistent(BufferRole r) { return r != BufferRole::activation; }
+
+struct Buffer {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;
+  BufferRole role = BufferRole::activation;
+  int64_t offset = 0; // in the arena (a view: its base's offset)
+  int view_of = -1;   // base buffer of a view (a base is never a view itself)
+  int64_t bytes() const { return numel(shape) * int64_t(dtype_size(dtype)); }
+};
+
+enum class StepKind { launch, library, reference, free };
+std::string_view step_kind_name(StepKind k);
+
+struct Arg {
+  std::string role; // "x", "w", "dy", "x0", ...
+  int buffer = -1;
+};
+
+struct Step {
+  StepKind kind = StepKind::reference;
+  Fn fn = Fn::copy;
+  std::string node; // graph node, for messages and NVTX ranges
+  OpKind op = OpKind::relu;
+  Attrs attrs;
+  std::vector<Arg> args;
+  bool accumulate = false; // add into the outputs instead of overwriting them
+  int64_t channel_offset = 0; // concat.backward
+  double lr = 0;              // sgd.update
+  int kernel = -1;            // launch: index into Plan::kernels
+  int buffer = -1;            // free: the buffer freed
+
+  int arg(std::string_view role) const;      // buffer index, or -1
+  int need(std::string_view role) const;     // buffer index; throws if absent
+  std::vector<int> variadic(char prefix) const; // x0, x1, ... in order
+};
+
+struct ParamBinding {
+  std::string name; // "<layer>.<suffix>", the safetensors name
+  int buffer = -1;
+  int grad = -1; // param_grad buffer, -1 when not trained
+  // Seeded initialisation when no weights are given: uniform in [init_lo, init_hi].
+  double init_lo = 0, init_hi = 0;
+};
+
+struct Phase {
+  std::string name;
+  std::vector<Step> steps;
+};
+
+struct Plan {
+  std::string model;
+  std::string gpu; // descriptor identity, empty for reference plans
+  std::string kiln_version;
+  DType dtype = DType::f32;
+  bool train = false;
+  std::vector<Buffer> buffers;
+  std::vector<ParamBinding> params;
+  std::vector<int> inputs, outputs;
+  int target = -1, loss = -1;
+  std::vector<Phase> phases;
+  int64_t arena_bytes = 0;
+
+  int find_buffer(std::string_view name) const; // -1 if absent
+  const Phase* phase(std::string_view name) const;
+  int base(int buffer) const { return buffers[buffer].view_of >= 0 ? buffers[buffer].view_of : buffer; }
+};
+
+// Loads and validates a plan: every reference in range, every step's arguments present
+// with the shapes its function needs, buffers inside the arena. Throws kiln::Error.
+Plan parse_plan(std::string_view text, const std::string& file);
+Plan load_plan(const std::string& path);
+nlohmann::ordered_json plan_to_json(const Plan& p);
+void validate_plan(const Plan& p); // what parse_plan checks, for plans built in memory
+
+} // namespace kiln

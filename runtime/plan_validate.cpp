@@ -1,0 +1,230 @@
+// Static checks of a plan, so a lying plan.json fails with a message instead of reading
+// or writing outside a buffer.
+#include "runtime/error.hpp"
+#include "runtime/plan.hpp"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+struct Ctx {
+  const Plan& p;
+  const Step& s;
+  std::string where;
+  const Shape& shape(std::string_view role) const { return p.buffers[s.need(role)].shape; }
+  [[noreturn]] void fail(const std::string& what) const { throw Error("", where, what); }
+  void same(std::string_view a, std::string_view b) const {
+    if (shape(a) != shape(b))
+      fail(cat("\"", a, "\" ", shape_str(shape(a)), " and \"", b, "\" ", shape_str(shape(b)),
+               " must have the same shape"));
+  }
+  void expect(std::string_view role, const Shape& want) const {
+    if (shape(role) != want)
+      fail(cat("\"", role, "\" has shape ", shape_str(shape(role)), ", expected ", shape_str(want)));
+  }
+  Shape forward(const Shape& x) const {
+    try {
+      return infer_shape(s.op, s.attrs, std::span<const Shape>(&x, 1));
+    } catch (const Error& e) {
+      fail(e.where().empty() ? e.message() : e.where() + " " + e.message());
+    }
+  }
+  const ParamSpec param(const Shape& x, std::string_view suffix) const {
+    for (const ParamSpec& ps : op_params(s.op, s.attrs, std::span<const Shape>(&x, 1)))
+      if (ps.suffix == suffix) return ps;
+    fail(cat(op_name(s.op), " has no parameter \"", suffix, "\""));
+  }
+  Shape channels(std::string_view role) const {
+    const Shape& x = shape(role);
+    if (x.size() < 2) fail(cat("\"", role, "\" needs a channel axis"));
+    return {x[1]};
+  }
+};
+
+void check_shapes(const Ctx& c) {
+  const Step& s = c.s;
+  switch (s.fn) {
+  case Fn::conv2d_forward:
+  case Fn::linear_forward:
+    c.expect("y", c.forward(c.shape("x")));
+    c.expect("w", c.param(c.shape("x"), "weight").shape);
+    if (s.arg("b") >= 0) c.expect("b", {c.shape("y")[1]});
+    break;
+  case Fn::conv2d_backward_data:
+  case Fn::linear_backward_data:
+    c.expect("dy", c.forward(c.shape("dx")));
+    c.expect("w", c.param(c.shape("dx"), "weight").shape);
+    break;
+  case Fn::conv2d_backward_weight:
+  case Fn::linear_backward_weight:
+    c.expect("dy", c.forward(c.shape("x")));
+    c.expect("dw", c.param(c.shape("x"), "weight").shape);
+    break;
+  case Fn::bias_backward: c.expect("db", c.channels("dy")); break;
+  case Fn::batchnorm_forward:
+    c.expect("y", c.forward(c.shape("x")));
+    for (auto r : {"weight", "bias", "running_mean", "running_var"}) c.expect(r, c.channels("x"));
+    break;
+  case Fn::batchnorm_forward_train:
+    c.expect("y", c.forward(c.shape("x")));
+    for (auto r : {"weight", "bias", "mean", "invstd"}) c.expect(r, c.channels("x"));
+    break;
+  case Fn::batchnorm_backward:
+    c.same("x", "dy");
+    c.same("x", "dx");
+    for (auto r : {"weight", "mean", "invstd", "dweight", "dbias"}) c.expect(r, c.channels("x"));
+    break;
+  case Fn::relu_forward:
+  case Fn::softmax_forward: c.expect("y", c.forward(c.shape("x"))); break;
+  case Fn::relu_backward:
+  case Fn::softmax_backward:
+    c.same("y", "dy");
+    c.same("y", "dx");
+    break;
+  case Fn::maxpool2d_forward:
+  case Fn::avgpool2d_forward:
+  case Fn::adaptive_avgpool2d_forward:
+  case Fn::upsample2d_forward: c.expect("y", c.forward(c.shape("x"))); break;
+  case Fn::maxpool2d_backward:
+    c.same("x", "dx");
+    c.expect("dy", c.forward(c.shape("x")));
+    break;
+  case Fn::avgpool2d_backward:
+  case Fn::adaptive_avgpool2d_backward:
+  case Fn::upsample2d_backward: c.expect("dy", c.forward(c.shape("dx"))); break;
+  case Fn::add_forward:
+  case Fn::concat_forward: {
+    std::vector<Shape> xs;
+    for (int b : s.variadic('x')) xs.push_back(c.p.buffers[b].shape);
+    if (xs.size() < 2) c.fail("needs at least two inputs x0, x1");
+    try {
+      c.expect("y", infer_shape(s.op, s.attrs, xs));
+    } catch (const Error& e) {
+      c.fail(e.message());
+    }
+    break;
+  }
+  case Fn::concat_backward: {
+    const Shape& dy = c.shape("dy");
+    const Shape& dx = c.shape("dx");
+    bool ok = dy.size() == dx.size() && dy.size() >= 2 && s.channel_offset >= 0 &&
+              s.channel_offset + dx[1] <= dy[1] && dy[0] == dx[0];
+    for (size_t d = 2; ok && d < dy.size(); ++d) ok = dy[d] == dx[d];
+    if (!ok)
+      c.fail(cat("dx ", shape_str(dx), " at channel offset ", s.channel_offset,
+                 " is not a slice of dy ", shape_str(dy)));
+    break;
+  }
+  case Fn::softmax_xent_forward:
+  case Fn::softmax_xent_backward: {
+    const std::string_view logits = s.fn == Fn::softmax_xent_forward ? "logits" : "probs";
+    const Shape& l = c.shape(logits);
+    Shape t = l;
+    if (l.size() < 2) c.fail("logits need a class axis");
+    t.erase(t.begin() + 1);
+    c.expect("target", t);
+    if (s.fn == Fn::softmax_xent_forward) {
+      c.same("logits", "probs");
+      c.expect("loss", {1});
+    } else {
+      c.same("probs", "dlogits");
+    }
+    break;
+  }
+  case Fn::copy:
+    if (numel(c.shape("src")) != numel(c.shape("dst")))
+      c.fail(cat("copy from ", shape_str(c.shape("src")), " to ", shape_str(c.shape("dst")),
+                 " changes the element count"));
+    break;
+  case Fn::sgd_update: c.same("param", "grad"); break;
+  }
+}
+
+} // namespace
+
+void validate_plan(const Plan& p) {
+  const int nb = int(p.buffers.size());
+  if (p.arena_bytes < 0) throw Error("", "/arena_bytes", "must not be negative");
+  for (int i = 0; i < nb; ++i) {
+    const Buffer& b = p.buffers[i];
+    const std::string where = cat("buffer \"", b.name, "\"");
+    if (b.view_of >= 0) {
+      const Buffer& base = p.buffers[b.view_of];
+      if (base.view_of >= 0) throw Error("", where, "is a view of a view");
+      if (base.bytes() != b.bytes() || base.dtype != b.dtype || base.offset != b.offset)
+        throw Error("", where, cat("is not a view of \"", base.name, "\" (bytes, dtype or offset differ)"));
+    }
+    if (b.offset < 0 || b.offset > p.arena_bytes - b.bytes())
+      throw Error("", where, cat("[", b.offset, ", ", b.offset + b.bytes(), ") lies outside the arena of ",
+                                 p.arena_bytes, " bytes"));
+    const bool integer = b.role == BufferRole::target;
+    if (integer ? b.dtype != DType::i64 : b.dtype != p.dtype)
+      throw Error("", where, cat("has dtype ", dtype_name(b.dtype), ", expected ",
+                                 integer ? "i64" : dtype_name(p.dtype)));
+  }
+  auto expect_role = [&](int b, BufferRole r, std::string_view what) {
+    if (p.buffers[b].role != r)
+      throw Error("", cat(what, " \"", p.buffers[b].name, "\""),
+                  cat("has role ", role_name(p.buffers[b].role), ", expected ", role_name(r)));
+  };
+  for (int b : p.inputs) expect_role(b, BufferRole::input, "input");
+  for (int b : p.outputs) expect_role(b, BufferRole::output, "output");
+  if (p.target >= 0) expect_role(p.target, BufferRole::target, "target");
+  if (p.loss >= 0) {
+    expect_role(p.loss, BufferRole::loss, "loss");
+    if (p.buffers[p.loss].shape != Shape{1}) throw Error("", "loss", "must have shape [1]");
+  }
+  for (const ParamBinding& pb : p.params) {
+    const Buffer& b = p.buffers[pb.buffer];
+    if (b.role != BufferRole::param && b.role != BufferRole::state)
+      throw Error("", cat("param \"", pb.name, "\""), "is not bound to a param or state buffer");
+    if (pb.grad >= 0) {
+      expect_role(pb.grad, BufferRole::param_grad, "gradient");
+      if (p.buffers[pb.grad].shape != b.shape)
+        throw Error("", cat("param \"", pb.name, "\""), "gradient shape differs from the parameter");
+    }
+  }
+  for (const Phase& ph : p.phases)
+    for (size_t i = 0; i < ph.steps.size(); ++i) {
+      const Step& s = ph.steps[i];
+      const std::string where = cat("/phases/", ph.name, "/", i);
+      if (s.kind == StepKind::free) {
+        if (s.buffer < 0 || s.buffer >= nb) throw Error("", where, "frees no buffer");
+        const Buffer& b = p.buffers[s.buffer];
+        if (b.role != BufferRole::activation || b.view_of >= 0)
+          throw Error("", where, cat("frees \"", b.name, "\", which is not a transient base buffer"));
+        continue;
+      }
+      const FnSignature sig = fn_signature(s.fn);
+      auto listed = [](std::span<const std::string_view> roles, const std::string& r) {
+        for (std::string_view x : roles)
+          if (x == r || (x.ends_with('*') && r.size() > 1 && r[0] == x[0] &&
+                         r.find_first_not_of("0123456789", 1) == std::string::npos))
+            return true;
+        return false;
+      };
+      for (const Arg& a : s.args)
+        if (!listed(sig.reads, a.role) && !listed(sig.writes, a.role))
+          throw Error("", where, cat(fn_name(s.fn), " takes no argument \"", a.role, "\""));
+      for (auto roles : {sig.reads, sig.writes})
+        for (std::string_view r : roles)
+          if (!r.ends_with('*') && s.arg(r) < 0 && !listed(sig.optional, std::string(r)))
+            throw Error("", where, cat(fn_name(s.fn), " needs argument \"", r, "\""));
+      for (const Arg& a : s.args) {
+        const Buffer& b = p.buffers[a.buffer];
+        const bool writes = listed(sig.writes, a.role) || (s.fn == Fn::sgd_update && a.role == "param");
+        if (writes && (b.role == BufferRole::input || b.role == BufferRole::target ||
+                       b.role == BufferRole::state ||
+                       (b.role == BufferRole::param && s.fn != Fn::sgd_update)))
+          throw Error("", where, cat(fn_name(s.fn), " would overwrite the ", role_name(b.role), " \"",
+                                     b.name, "\""));
+        if ((a.role == "target") != (b.dtype == DType::i64))
+          throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
+      }
+      check_shapes(Ctx{p, s, cat(where, " (", fn_name(s.fn), " of ", s.node, ")")});
+    }
+}
+
+} // namespace kiln

@@ -1,0 +1,78 @@
+#include "runtime/step_fn.hpp"
+
+#include <array>
+
+namespace kiln {
+
+namespace {
+
+using sv = std::string_view;
+
+struct Entry {
+  Fn fn;
+  sv name;
+  std::span<const sv> reads, writes, optional;
+};
+
+constexpr sv x_w_b[] = {"x", "w", "b"}, y[] = {"y"}, b[] = {"b"};
+constexpr sv dy_w[] = {"dy", "w"}, dx[] = {"dx"};
+constexpr sv x_dy[] = {"x", "dy"}, dw[] = {"dw"};
+constexpr sv dy[] = {"dy"}, db[] = {"db"};
+constexpr sv bn_in[] = {"x", "weight", "bias", "running_mean", "running_var"};
+constexpr sv bn_train_in[] = {"x", "weight", "bias"}, bn_train_out[] = {"y", "mean", "invstd"};
+constexpr sv bn_bw_in[] = {"x", "dy", "weight", "mean", "invstd"};
+constexpr sv bn_bw_out[] = {"dx", "dweight", "dbias"};
+constexpr sv x[] = {"x"}, y_dy[] = {"y", "dy"}, xs[] = {"x*"};
+constexpr sv xent_in[] = {"logits", "target"}, xent_out[] = {"probs", "loss"};
+constexpr sv probs_target[] = {"probs", "target"}, dlogits[] = {"dlogits"};
+constexpr sv src[] = {"src"}, dst[] = {"dst"};
+constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
+
+const std::array<Entry, 29> table = {{
+    {Fn::conv2d_forward, "conv2d.forward", x_w_b, y, b},
+    {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
+    {Fn::conv2d_backward_weight, "conv2d.backward_weight", x_dy, dw, {}},
+    {Fn::linear_forward, "linear.forward", x_w_b, y, b},
+    {Fn::linear_backward_data, "linear.backward_data", dy_w, dx, {}},
+    {Fn::linear_backward_weight, "linear.backward_weight", x_dy, dw, {}},
+    {Fn::bias_backward, "bias.backward", dy, db, {}},
+    {Fn::batchnorm_forward, "batchnorm.forward", bn_in, y, {}},
+    {Fn::batchnorm_forward_train, "batchnorm.forward_train", bn_train_in, bn_train_out, {}},
+    {Fn::batchnorm_backward, "batchnorm.backward", bn_bw_in, bn_bw_out, {}},
+    {Fn::relu_forward, "relu.forward", x, y, {}},
+    {Fn::relu_backward, "relu.backward", y_dy, dx, {}},
+    {Fn::maxpool2d_forward, "maxpool2d.forward", x, y, {}},
+    {Fn::maxpool2d_backward, "maxpool2d.backward", x_dy, dx, {}},
+    {Fn::avgpool2d_forward, "avgpool2d.forward", x, y, {}},
+    {Fn::avgpool2d_backward, "avgpool2d.backward", dy, dx, {}},
+    {Fn::adaptive_avgpool2d_forward, "adaptive_avgpool2d.forward", x, y, {}},
+    {Fn::adaptive_avgpool2d_backward, "adaptive_avgpool2d.backward", dy, dx, {}},
+    {Fn::add_forward, "add.forward", xs, y, {}},
+    {Fn::concat_forward, "concat.forward", xs, y, {}},
+    {Fn::concat_backward, "concat.backward", dy, dx, {}},
+    {Fn::upsample2d_forward, "upsample2d.forward", x, y, {}},
+    {Fn::upsample2d_backward, "upsample2d.backward", dy, dx, {}},
+    {Fn::softmax_forward, "softmax.forward", x, y, {}},
+    {Fn::softmax_backward, "softmax.backward", y_dy, dx, {}},
+    {Fn::softmax_xent_forward, "softmax_xent.forward", xent_in, xent_out, {}},
+    {Fn::softmax_xent_backward, "softmax_xent.backward", probs_target, dlogits, {}},
+    {Fn::copy, "copy", src, dst, {}},
+    {Fn::sgd_update, "sgd.update", param_grad, {}, {}},
+}};
+
+} // namespace
+
+std::string_view fn_name(Fn f) { return table[size_t(f)].name; }
+
+std::optional<Fn> parse_fn(std::string_view name) {
+  for (const Entry& e : table)
+    if (e.name == name) return e.fn;
+  return std::nullopt;
+}
+
+FnSignature fn_signature(Fn f) {
+  const Entry& e = table[size_t(f)];
+  return {e.reads, e.writes, e.optional};
+}
+
+} // namespace kiln
