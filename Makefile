@@ -1,0 +1,38 @@
+# kiln's front door. `make demo` and `make test` do all set-up on a fresh Debian 12
+# machine with the CUDA toolkit: missing packages, configure, build.
+BUILD ?= build
+CUDA_HOME ?= /usr/local/cuda
+MESON_OPTIONS ?= -Dtoolkit=$(CUDA_HOME)
+DEB_PACKAGES := meson ninja-build g++ pkg-config python3 python3-numpy libfmt-dev \
+  nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev clang libclang-rt-14-dev
+KILN := $(BUILD)/generator/kiln
+
+.PHONY: all deps configure build demo test test-all bench clean format
+
+all: build
+
+deps:
+	@CUDA_HOME=$(CUDA_HOME) tools/deps.sh $(DEB_PACKAGES)
+
+configure: deps
+	@test -f $(BUILD)/build.ninja || meson setup $(BUILD) $(MESON_OPTIONS)
+
+build: configure
+	@ninja -C $(BUILD)
+
+# Everything CI runs: all suites but `gpu` (which needs a device).
+test: build
+	meson test -C $(BUILD) --no-suite gpu --print-errorlogs --num-processes 2
+
+# With a GPU present, the gpu suite too.
+test-all: build
+	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+
+demo: build
+	@tools/demo.sh $(KILN)
+
+format:
+	git ls-files '*.cpp' '*.hpp' '*.cuh' '*.cu' | grep -v '^generated/' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)

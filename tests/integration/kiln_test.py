@@ -1,0 +1,84 @@
+"""Helpers for kiln's integration tests: run the CLI, write safetensors with NumPy."""
+import atexit
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+KILN = os.environ.get("KILN") or sys.argv[1]
+failures = []
+
+
+def kiln(*args, expect=0):
+    """Runs kiln; checks the exit code; returns (stdout, stderr)."""
+    p = subprocess.run([KILN, *map(str, args)], capture_output=True, text=True)
+    if p.returncode != expect:
+        fail(f"kiln {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}\n"
+             f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p.stdout, p.stderr
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg, file=sys.stderr)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def expect_error(args, *fragments, code=2):
+    """kiln must fail with `code` and a `kiln: error:` line containing every fragment."""
+    out, err = kiln(*args, expect=code)
+    check(err.startswith("kiln: error: ") or code != 2, f"{args}: stderr does not start with 'kiln: error:': {err!r}")
+    for f in fragments:
+        check(f in err, f"{args}: stderr lacks {f!r}: {err!r}")
+    return err
+
+
+def write_safetensors(path, tensors, dtype="F32"):
+    np_type = {"F32": "<f4", "F64": "<f8", "I64": "<i8"}[dtype]
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name], dtype=np_type)
+        b = a.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        blobs.append(b)
+        offset += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_safetensors(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, v in header.items():
+        if name == "__metadata__":
+            continue
+        t = {"F32": "<f4", "F64": "<f8"}[v["dtype"]]
+        b, e = v["data_offsets"]
+        out[name] = np.frombuffer(data[8 + n + b:8 + n + e], dtype=t).reshape(v["shape"])
+    return out
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="kiln-test-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def finish():
+    if failures:
+        print(f"{len(failures)} failure(s)", file=sys.stderr)
+        sys.exit(1)
+    print("ok")

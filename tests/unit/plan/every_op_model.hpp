@@ -1,0 +1,35 @@
+// A small model that uses every op, with branches (add, concat), views and a softmax
+// output: the lowering's test subject.
+#pragma once
+
+#include "generator/model/model_json.hpp"
+#include "generator/model/overrides.hpp"
+
+inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t batch = 2) {
+  kiln::Model m = kiln::parse_model(R"({"format": "kiln-model/1", "name": "every_op",
+  "input": {"name": "image", "shape": [2, 3, 9, 9]},
+  "layers": [
+    {"name": "c1", "op": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1},
+    {"name": "bn1", "op": "batchnorm"},
+    {"name": "r1", "op": "relu"},
+    {"name": "c2", "op": "conv2d", "out_channels": 4, "kernel": [3, 1], "padding": [1, 0], "groups": 2, "bias": false},
+    {"name": "add", "op": "add", "inputs": ["c2", "r1"]},
+    {"name": "mp", "op": "maxpool2d", "kernel": 2, "ceil_mode": true},
+    {"name": "up", "op": "upsample2d", "scale": 2},
+    {"name": "ap", "op": "avgpool2d", "kernel": 3, "stride": 2, "padding": 1, "count_include_pad": false},
+    {"name": "cat", "op": "concat", "inputs": ["ap", "mp", "ap"]},
+    {"name": "c3", "op": "conv2d", "out_channels": 6, "kernel": 2, "stride": 2, "dilation": 1},
+    {"name": "aap", "op": "adaptive_avgpool2d", "output_size": [2, 1], "inputs": ["cat"]},
+    {"name": "gap", "op": "global_avgpool", "inputs": ["c3"]},
+    {"name": "f1", "op": "flatten", "inputs": ["gap"]},
+    {"name": "f2", "op": "flatten", "inputs": ["aap"]},
+    {"name": "cat2", "op": "concat", "inputs": ["f1", "f2"]},
+    {"name": "bn2", "op": "batchnorm"},
+    {"name": "fc", "op": "linear", "out_features": 5},
+    {"name": "prob", "op": "softmax"}]})", "every_op.json");
+  kiln::ModelOverrides o;
+  o.dtype = dtype;
+  o.batch = batch;
+  kiln::apply_overrides(m, o);
+  return m;
+}

@@ -1,0 +1,206 @@
+// The lowering (model -> plan) through the executor and the cpu backend: training
+// gradients against finite differences of the loss, memory semantics, and the plan format.
+#include "every_op_model.hpp"
+#include "generator/emit/lower.hpp"
+#include "runtime/cpu/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/param_init.hpp"
+#include "runtime/weights.hpp"
+
+#include <cmath>
+#include <doctest/doctest.h>
+
+using namespace kiln;
+
+namespace {
+
+Tensor random_tensor(DType t, const Shape& s, uint64_t seed) {
+  Tensor x(t, s);
+  uint64_t state = seed;
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, double(splitmix64(state) >> 11) * 0x1.0p-52 - 1.0);
+  return x;
+}
+
+LowerOptions train_options() {
+  LowerOptions o;
+  o.train = true;
+  return o;
+}
+
+struct Trainer {
+  Plan plan;
+  cpu::CpuBackend backend;
+  Executor ex;
+  Trainer(const Model& m) : plan(lower_model(m, train_options())), ex(plan, backend) {
+    bind_seeded_weights(ex, plan, 7);
+    ex.write(plan.inputs[0], random_tensor(plan.dtype, plan.buffers[plan.inputs[0]].shape, 11));
+    Tensor t(DType::i64, plan.buffers[plan.target].shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, double((i * 3 + 1) % 5));
+    ex.write(plan.target, t);
+  }
+  double loss() {
+    ex.run("forward");
+    const double l = ex.read(plan.loss).get(0);
+    ex.run("backward"); // frees what the forward kept
+    return l;
+  }
+};
+
+} // namespace
+
+TEST_CASE("training gradients of every op match finite differences of the loss") {
+  Trainer t(every_op_model());
+  t.loss();
+  const auto grads = collect_grads(t.ex, t.plan);
+  int checked = 0;
+  for (const ParamBinding& p : t.plan.params) {
+    if (p.grad < 0) continue;
+    Tensor w = t.ex.read(p.buffer);
+    const Tensor& g = grads.at(p.name);
+    for (int64_t i = 0; i < w.numel(); i += std::max<int64_t>(1, w.numel() / 7)) {
+      const double orig = w.get(i), eps = 1e-6;
+      w.set(i, orig + eps);
+      t.ex.write(p.buffer, w);
+      const double up = t.loss();
+      w.set(i, orig - eps);
+      t.ex.write(p.buffer, w);
+      const double down = t.loss();
+      w.set(i, orig);
+      t.ex.write(p.buffer, w);
+      const double fd = (up - down) / (2 * eps);
+      INFO(p.name << "[" << i << "]: analytic " << g.get(i) << ", numeric " << fd);
+      CHECK(std::abs(g.get(i) - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
+      ++checked;
+    }
+  }
+  CHECK(checked > 40);
+}
+
+TEST_CASE("every trained parameter gets a gradient buffer and the plan validates") {
+  const Model m = every_op_model();
+  const Plan p = lower_model(m, train_options());
+  int trained = 0;
+  for (const ParamBinding& pb : p.params)
+    if (p.buffers[pb.buffer].role == BufferRole::param) {
+      CHECK(pb.grad >= 0);
+      ++trained;
+    }
+  CHECK(trained == 11); // c1 w,b; bn1 w,b; c2 w; c3 w,b; bn2 w,b; fc w,b
+  CHECK(p.phase("update")->steps.size() == 11);
+  // The plan frees every transient buffer by the end of the backward phase.
+  cpu::CpuBackend be;
+  Executor ex(p, be);
+  bind_seeded_weights(ex, p, 1);
+  ex.write(p.inputs[0], random_tensor(p.dtype, p.buffers[p.inputs[0]].shape, 3));
+  ex.write(p.target, Tensor(DType::i64, p.buffers[p.target].shape));
+  ex.run("forward");
+  ex.run("backward");
+  CHECK(ex.live_transient_bytes() == 0);
+  CHECK(ex.peak_transient_bytes() > 0);
+  CHECK(ex.peak_transient_bytes() <= p.arena_bytes);
+}
+
+TEST_CASE("inference in f32 equals f64 within the f32 tolerance") {
+  auto run = [](DType t) {
+    const Model m = every_op_model(t);
+    const Plan p = lower_model(m, {});
+    cpu::CpuBackend be;
+    Executor ex(p, be);
+    bind_seeded_weights(ex, p, 5);
+    ex.write(p.inputs[0], random_tensor(DType::f64, p.buffers[p.inputs[0]].shape, 9));
+    ex.run("forward");
+    return ex.read(p.outputs[0]).to(DType::f64);
+  };
+  const Tensor a = run(DType::f32), b = run(DType::f64);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    num += (a.get(i) - b.get(i)) * (a.get(i) - b.get(i));
+    den += b.get(i) * b.get(i);
+  }
+  CHECK(std::sqrt(num / den) < 1e-5);
+}
+
+TEST_CASE("a plan survives its JSON form unchanged") {
+  const Plan p = lower_model(every_op_model(DType::f32), train_options());
+  const std::string text = plan_to_json(p).dump(1);
+  const Plan q = parse_plan(text, "plan.json");
+  CHECK(plan_to_json(q).dump(1) == text);
+}
+
+TEST_CASE("plan validation rejects lies") {
+  const Plan good = lower_model(every_op_model(DType::f32), {});
+  auto fails = [&](auto mutate, const char* what) {
+    Plan p = good;
+    mutate(p);
+    std::string text = plan_to_json(p).dump();
+    try {
+      parse_plan(text, "plan.json");
+      FAIL("accepted: " << what);
+    } catch (const Error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  fails([](Plan& p) { p.arena_bytes = 16; }, "outside the arena");
+  fails([](Plan& p) { p.buffers[p.find_buffer("act:c1")].shape = {2, 4, 9, 8}; }, "expected [2, 4, 9, 9]");
+  fails([](Plan& p) { p.phases[0].steps[0].args[0].role = "z"; }, "takes no argument \"z\"");
+  fails([](Plan& p) { p.phases[0].steps[0].args.pop_back(); }, "needs argument \"y\"");
+  fails([](Plan& p) { p.phases[0].steps[0].args.back().buffer = p.inputs[0]; }, "would overwrite the input");
+  fails([](Plan& p) { p.buffers[p.find_buffer("act:c1")].dtype = DType::f64; }, "has dtype f64");
+  fails([](Plan& p) { p.phases[0].steps[0].attrs.stride = {2, 2}; }, "expected [2, 4, 5, 5]");
+  fails([](Plan& p) {
+    Step f;
+    f.kind = StepKind::free;
+    f.buffer = p.inputs[0];
+    p.phases[0].steps.push_back(f);
+  }, "not a transient base buffer");
+  // Structural JSON errors name the pointer.
+  std::string text = plan_to_json(good).dump();
+  const std::string key = "\"act:c1\"";
+  text.replace(text.rfind(key), key.size(), "\"ghost\"");
+  CHECK_THROWS_WITH_AS(parse_plan(text, "plan.json"), doctest::Contains("unknown buffer \"ghost\""), Error);
+}
+
+TEST_CASE("the executor enforces the memory semantics") {
+  Plan p = lower_model(every_op_model(DType::f32), {});
+  cpu::CpuBackend be;
+  SUBCASE("reading a freed buffer") {
+    auto& steps = p.phases[0].steps;
+    // Move the first free to the front: c1's output is then freed before it is written.
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].kind == StepKind::free) {
+        Step f = steps[i];
+        steps.erase(steps.begin() + long(i));
+        steps.insert(steps.begin() + 1, f);
+        break;
+      }
+    Executor ex(p, be);
+    bind_seeded_weights(ex, p, 1);
+    ex.write(p.inputs[0], random_tensor(DType::f32, p.buffers[p.inputs[0]].shape, 1));
+    CHECK_THROWS_WITH_AS(ex.run("forward"), doctest::Contains("not written yet or already freed"), Error);
+  }
+  SUBCASE("two live buffers sharing bytes") {
+    // Give every transient buffer offset 0: the second one alive overlaps the first.
+    for (Buffer& b : p.buffers)
+      if (b.role == BufferRole::activation) b.offset = 0;
+    int64_t top = 1 << 20;
+    for (Buffer& b : p.buffers)
+      if (b.role != BufferRole::activation && b.view_of < 0) {
+        b.offset = top;
+        top += (b.bytes() + 255) / 256 * 256;
+      }
+    for (Buffer& b : p.buffers)
+      if (b.view_of >= 0) b.offset = p.buffers[b.view_of].offset;
+    p.arena_bytes = top;
+    Executor ex(p, be);
+    bind_seeded_weights(ex, p, 1);
+    ex.write(p.inputs[0], random_tensor(DType::f32, p.buffers[p.inputs[0]].shape, 1));
+    CHECK_THROWS_WITH_AS(ex.run("forward"), doctest::Contains("overlaps the live buffer"), Error);
+  }
+  SUBCASE("writing a transient buffer from the host") {
+    Executor ex(p, be);
+    CHECK_THROWS_WITH_AS(ex.write("act:c1", Tensor(DType::f32, {2, 4, 9, 9})), doctest::Contains("transient"), Error);
+    CHECK_THROWS_WITH_AS(ex.write(p.inputs[0], Tensor(DType::f32, {1, 3, 9, 9})), doctest::Contains("expected shape"), Error);
+  }
+}
