@@ -1,0 +1,143 @@
+// relu, add, copy, sgd_update, concat and upsample2d: values, finite-difference gradients
+// and accumulate semantics.
+#include "tests/unit/cpu/cpu_test_util.hpp"
+
+#include "runtime/error.hpp"
+
+#include <array>
+
+namespace kiln::cpu::test {
+
+TEST_CASE("relu: values, NaN passes, gradient masks where y <= 0") {
+  const double nan = std::nan("");
+  const TensorD x({1, 5}, {-1, 0, 2, nan, -0.5});
+  TensorD y({1, 5});
+  relu<double>(x.cview(), y.view());
+  CHECK(y[0] == 0);
+  CHECK(y[1] == 0);
+  CHECK(y[2] == 2);
+  CHECK(std::isnan(y[3]));
+  CHECK(y[4] == 0);
+
+  Rng rng(41);
+  const Shape s{2, 3, 4, 5};
+  TensorD xs = distinct_tensor(s, rng); // no element within a step of the kink
+  const TensorD dy = random_tensor(s, rng);
+  TensorD ys(s), dx(s);
+  relu<double>(xs.cview(), ys.view());
+  relu_backward<double>(ys.cview(), dy.cview(), dx.view(), false);
+  check_grad("relu", xs.v, dx.v, [&] {
+    TensorD out(s);
+    relu<double>(xs.cview(), out.view());
+    return dot(dy, out);
+  });
+  check_accumulate(
+      "relu", s,
+      [&](View<double> d, bool acc) { relu_backward<double>(ys.cview(), dy.cview(), d, acc); },
+      rng);
+}
+
+TEST_CASE("add, copy and sgd_update") {
+  const TensorD a({2, 2}, {1, 2, 3, 4}), b({2, 2}, {10, 20, 30, 40}), c({2, 2}, {0.5, 0, 0, 0});
+  const CView<double> xs[] = {a.cview(), b.cview(), c.cview()};
+  TensorD y({2, 2});
+  add<double>(xs, y.view());
+  CHECK(y.v == std::vector<double>{11.5, 22, 33, 44});
+
+  TensorD d({4}, {1, 1, 1, 1});
+  copy<double>(a.cview(), d.view(), false);
+  CHECK(d.v == a.v);
+  copy<double>(b.cview(), d.view(), true);
+  CHECK(d.v == std::vector<double>{11, 22, 33, 44});
+  TensorD wrong({5});
+  CHECK_THROWS_AS(copy<double>(a.cview(), wrong.view(), false), kiln::Error);
+
+  TensorD p({2, 2}, {1, 1, 1, 1});
+  sgd_update<double>(p.view(), a.cview(), 0.25);
+  CHECK(p.v == std::vector<double>{0.75, 0.5, 0.25, 0});
+
+  // Float: one rounding of the double result.
+  Tensor<float> pf({1}, std::vector<float>{1.0f});
+  const Tensor<float> gf({1}, std::vector<float>{3.0f});
+  sgd_update<float>(pf.view(), gf.cview(), 0.1);
+  CHECK(pf[0] == float(1.0 - 0.1 * 3.0));
+}
+
+TEST_CASE("concat: values, backward slices at offsets") {
+  Rng rng(42);
+  const Shape shapes[] = {{2, 1, 3, 2}, {2, 3, 3, 2}, {2, 2, 3, 2}};
+  std::vector<TensorD> xs;
+  for (const Shape& s : shapes)
+    xs.push_back(random_tensor(s, rng));
+  const Shape ys{2, 6, 3, 2};
+  TensorD y(ys, std::nan(""));
+  std::vector<CView<double>> views;
+  for (const TensorD& x : xs)
+    views.push_back(x.cview());
+  concat<double>(views, y.view());
+  // y[n, c] is input i's channel c - offset_i.
+  const int64_t offsets[] = {0, 1, 4};
+  for (int64_t n = 0; n < 2; ++n)
+    for (size_t i = 0; i < 3; ++i)
+      for (int64_t c = 0; c < shapes[i][1]; ++c)
+        for (int64_t j = 0; j < 6; ++j)
+          CHECK(y[((n * 6 + offsets[i] + c) * 6) + j] == xs[i][(n * shapes[i][1] + c) * 6 + j]);
+
+  const TensorD dy = random_tensor(ys, rng);
+  for (size_t i = 0; i < 3; ++i) {
+    TensorD dx(shapes[i]);
+    concat_backward<double>(dy.cview(), offsets[i], dx.view(), false);
+    check_grad(cat("concat input ", i), xs[i].v, dx.v, [&] {
+      TensorD out(ys);
+      concat<double>(views, out.view());
+      return dot(dy, out);
+    });
+    check_accumulate(
+        cat("concat input ", i), shapes[i],
+        [&](View<double> d, bool acc) { concat_backward<double>(dy.cview(), offsets[i], d, acc); },
+        rng);
+  }
+  TensorD too_wide({2, 3, 3, 2});
+  CHECK_THROWS_AS(concat_backward<double>(dy.cview(), 4, too_wide.view(), false), kiln::Error);
+
+  // 2-D inputs (features) concatenate too.
+  const TensorD f1({2, 2}, {1, 2, 3, 4}), f2({2, 1}, {5, 6});
+  const CView<double> fv[] = {f1.cview(), f2.cview()};
+  TensorD fy({2, 3});
+  concat<double>(fv, fy.view());
+  CHECK(fy.v == std::vector<double>{1, 2, 5, 3, 4, 6});
+}
+
+TEST_CASE("upsample2d: values, gradients for scales 1, 2, 3") {
+  const TensorD x({1, 1, 2, 2}, {1, 2, 3, 4});
+  Attrs a;
+  a.scale = 2;
+  TensorD y({1, 1, 4, 4});
+  upsample2d<double>(a, x.cview(), y.view());
+  CHECK(y.v == std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+  TensorD dy({1, 1, 4, 4}), dx({1, 1, 2, 2});
+  for (size_t i = 0; i < 16; ++i)
+    dy[i] = double(i);
+  upsample2d_backward<double>(a, dy.cview(), dx.view(), false);
+  CHECK(dx.v ==
+        std::vector<double>{0 + 1 + 4 + 5, 2 + 3 + 6 + 7, 8 + 9 + 12 + 13, 10 + 11 + 14 + 15});
+
+  Rng rng(43);
+  for (int64_t s : {1, 2, 3}) {
+    a.scale = s;
+    const Shape xs{2, 2, 3, 5}, ys{2, 2, 3 * s, 5 * s};
+    TensorD xr = random_tensor(xs, rng), g(xs);
+    const TensorD d = random_tensor(ys, rng);
+    upsample2d_backward<double>(a, d.cview(), g.view(), false);
+    check_grad(cat("upsample scale ", s), xr.v, g.v, [&] {
+      TensorD out(ys);
+      upsample2d<double>(a, xr.cview(), out.view());
+      return dot(d, out);
+    });
+    check_accumulate(
+        cat("upsample scale ", s), xs,
+        [&](View<double> o, bool acc) { upsample2d_backward<double>(a, d.cview(), o, acc); }, rng);
+  }
+}
+
+} // namespace kiln::cpu::test
