@@ -132,8 +132,12 @@ ojson plan_to_json(const Plan& p) {
       o["node"] = s.node;
       o["op"] = op_name(s.op);
       o["attrs"] = attrs_to_json(s.op, s.attrs, false);
+      // Sorted by role: JSON objects are unordered, so this is the form that round-trips.
+      std::vector<const Arg*> sorted;
+      for (const Arg& a : s.args) sorted.push_back(&a);
+      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->role < b->role; });
       ojson args = ojson::object();
-      for (const Arg& a : s.args) args[a.role] = name(a.buffer);
+      for (const Arg* a : sorted) args[a->role] = name(a->buffer);
       o["args"] = args;
       if (s.accumulate) o["accumulate"] = true;
       if (s.fn == Fn::concat_backward) o["channel_offset"] = s.channel_offset;

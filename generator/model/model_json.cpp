@@ -244,7 +244,8 @@ nlohmann::ordered_json model_to_json(const Model& m) {
     oj l;
     l["name"] = n.name;
     l["op"] = op_name(n.op);
-    for (auto& [k, v] : attrs_to_json(n.op, n.attrs, true).items()) l[k] = v;
+    const auto attrs = attrs_to_json(n.op, n.attrs, true);
+    for (auto& [k, v] : attrs.items()) l[k] = v;
     const int previous = i == 0 ? kModelInput : int(i) - 1;
     if (n.inputs.size() != 1 || n.inputs[0] != previous) {
       oj ins = oj::array();
