@@ -39,6 +39,8 @@ E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string
 
 } // namespace
 
+std::string_view layout_name(Layout l) { return l == Layout::nhwc ? "nhwc" : "nchw"; }
+
 std::string_view role_name(BufferRole r) {
   for (auto& [e, n] : role_names)
     if (e == r) return n;
@@ -99,9 +101,16 @@ ojson plan_to_json(const Plan& p) {
     ojson o{{"name", b.name}, {"shape", b.shape}, {"dtype", dtype_name(b.dtype)},
             {"role", role_name(b.role)}, {"offset", b.offset}, {"bytes", b.bytes()}};
     if (b.view_of >= 0) o["view_of"] = name(b.view_of);
+    if (b.layout != Layout::nchw) o["layout"] = layout_name(b.layout);
     bufs.push_back(o);
   }
   j["buffers"] = bufs;
+  ojson kernels = ojson::array();
+  for (const Kernel& k : p.kernels)
+    kernels.push_back(ojson{{"name", k.name}, {"entry", k.entry}, {"image", k.image},
+                            {"grid", k.grid}, {"block", k.block},
+                            {"dynamic_smem", k.dynamic_smem}, {"args", k.args}});
+  j["kernels"] = kernels;
   ojson params = ojson::array();
   for (const ParamBinding& b : p.params) {
     ojson o{{"name", b.name}, {"buffer", name(b.buffer)}};
@@ -140,8 +149,12 @@ ojson plan_to_json(const Plan& p) {
       for (const Arg* a : sorted) args[a->role] = name(a->buffer);
       o["args"] = args;
       if (s.accumulate) o["accumulate"] = true;
+      if (s.relu) o["relu"] = true;
       if (s.fn == Fn::concat_backward) o["channel_offset"] = s.channel_offset;
       if (s.fn == Fn::sgd_update) o["lr"] = s.lr;
+      if (s.fn == Fn::conv2d_fold_bn) o["eps"] = s.eps;
+      if (s.kind == StepKind::launch) o["kernel"] = p.kernels[s.kernel].name;
+      if (s.kind == StepKind::library) o["library"] = s.library;
       steps.push_back(o);
     }
     phases[ph.name] = steps;
@@ -156,7 +169,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     ju::expect_object(j, "");
     ju::reject_unknown_keys(j, "", {"format", "kiln_version", "model", "gpu", "dtype", "train",
                                     "arena_bytes", "buffers", "params", "inputs", "outputs",
-                                    "target", "loss", "phases"});
+                                    "target", "loss", "phases", "kernels"});
     const std::string format = ju::get_string(ju::require(j, "format", ""), "/format");
     if (format != kPlanFormat)
       throw Error("", "/format", cat("unsupported format \"", format, "\" (this kiln reads ", kPlanFormat, ")"));
@@ -179,7 +192,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       const std::string ptr = ju::child("/buffers", i);
       const json& b = bufs[i];
       ju::expect_object(b, ptr);
-      ju::reject_unknown_keys(b, ptr, {"name", "shape", "dtype", "role", "offset", "bytes", "view_of"});
+      ju::reject_unknown_keys(b, ptr, {"name", "shape", "dtype", "role", "offset", "bytes", "view_of", "layout"});
       Buffer buf;
       buf.name = ju::get_string(ju::require(b, "name", ptr), ptr + "/name");
       if (!index.emplace(buf.name, int(i)).second)
@@ -204,6 +217,11 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       if (ju::get_int(ju::require(b, "bytes", ptr), ptr + "/bytes") != buf.bytes())
         throw Error("", ptr + "/bytes", cat("does not match the shape and dtype (", buf.bytes(), ")"));
       if (b.contains("view_of")) views[i] = ju::get_string(b["view_of"], ptr + "/view_of");
+      if (b.contains("layout")) {
+        const std::string l = ju::get_string(b["layout"], ptr + "/layout");
+        if (l != "nchw" && l != "nhwc") throw Error("", ptr + "/layout", cat("unknown layout \"", l, "\""));
+        buf.layout = l == "nhwc" ? Layout::nhwc : Layout::nchw;
+      }
       p.buffers.push_back(std::move(buf));
     }
     auto ref = [&](const json& v, const std::string& ptr) {
@@ -215,6 +233,41 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     for (size_t i = 0; i < views.size(); ++i)
       if (!views[i].empty()) p.buffers[i].view_of = ref(bufs[i]["view_of"], ju::child("/buffers", i) + "/view_of");
 
+    std::map<std::string, int> kernel_index;
+    if (j.contains("kernels")) {
+      const json& ks = j["kernels"];
+      ju::expect_array(ks, "/kernels");
+      for (size_t i = 0; i < ks.size(); ++i) {
+        const std::string ptr = ju::child("/kernels", i);
+        ju::expect_object(ks[i], ptr);
+        ju::reject_unknown_keys(ks[i], ptr, {"name", "entry", "image", "grid", "block", "dynamic_smem", "args"});
+        Kernel k;
+        k.name = ju::get_string(ju::require(ks[i], "name", ptr), ptr + "/name");
+        k.entry = ju::get_string(ju::require(ks[i], "entry", ptr), ptr + "/entry");
+        k.image = ju::get_string(ju::require(ks[i], "image", ptr), ptr + "/image");
+        for (const char* key : {"grid", "block"}) {
+          const json& d = ju::require(ks[i], key, ptr);
+          const std::string dp = ptr + "/" + key;
+          if (!d.is_array() || d.size() != 3) throw Error("", dp, "expected [x, y, z]");
+          for (size_t a = 0; a < 3; ++a) {
+            const int64_t v = ju::get_int(d[a], ju::child(dp, a));
+            if (v < 1 || v > (int64_t(1) << 31) - 1) throw Error("", ju::child(dp, a), "out of range");
+            (key[0] == 'g' ? k.grid : k.block)[a] = v;
+          }
+        }
+        if (k.block[0] * k.block[1] * k.block[2] > 1024)
+          throw Error("", ptr + "/block", "more than 1024 threads per block");
+        k.dynamic_smem = ju::get_int(ju::require(ks[i], "dynamic_smem", ptr), ptr + "/dynamic_smem");
+        if (k.dynamic_smem < 0 || k.dynamic_smem > (1 << 20)) throw Error("", ptr + "/dynamic_smem", "out of range");
+        const json& args = ju::require(ks[i], "args", ptr);
+        ju::expect_array(args, ptr + "/args");
+        if (args.size() > 16) throw Error("", ptr + "/args", "more than 16 arguments");
+        for (size_t a = 0; a < args.size(); ++a) k.args.push_back(ju::get_string(args[a], ju::child(ptr + "/args", a)));
+        if (!kernel_index.emplace(k.name, int(i)).second)
+          throw Error("", ptr + "/name", cat("duplicate kernel \"", k.name, "\""));
+        p.kernels.push_back(std::move(k));
+      }
+    }
     if (j.contains("params")) {
       const json& ps = j["params"];
       ju::expect_array(ps, "/params");
@@ -268,7 +321,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           continue;
         }
         ju::reject_unknown_keys(s, ptr, {"kind", "fn", "node", "op", "attrs", "args", "accumulate",
-                                         "channel_offset", "lr"});
+                                         "relu", "channel_offset", "lr", "eps", "kernel", "library"});
         const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
         auto f = parse_fn(fn);
         if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
@@ -289,6 +342,16 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         if (s.contains("channel_offset"))
           st.channel_offset = ju::get_int(s["channel_offset"], ptr + "/channel_offset");
         if (s.contains("lr")) st.lr = ju::get_number(s["lr"], ptr + "/lr");
+        if (s.contains("relu")) st.relu = ju::get_bool(s["relu"], ptr + "/relu");
+        if (s.contains("eps")) st.eps = ju::get_number(s["eps"], ptr + "/eps");
+        if (st.kind == StepKind::launch) {
+          const std::string kn = ju::get_string(ju::require(s, "kernel", ptr), ptr + "/kernel");
+          auto it = kernel_index.find(kn);
+          if (it == kernel_index.end()) throw Error("", ptr + "/kernel", cat("unknown kernel \"", kn, "\""));
+          st.kernel = it->second;
+        }
+        if (st.kind == StepKind::library)
+          st.library = ju::get_string(ju::require(s, "library", ptr), ptr + "/library");
         ph.steps.push_back(std::move(st));
       }
       p.phases.push_back(std::move(ph));

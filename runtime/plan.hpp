@@ -39,14 +39,31 @@ std::string_view role_name(BufferRole r);
 // Persistent buffers live for the whole plan; only activations come and go.
 inline bool is_persistent(BufferRole r) { return r != BufferRole::activation; }
 
+// How a 4-D buffer's logical [N, C, H, W] elements lie in memory (weights [O, I, KH, KW]
+// likewise: nhwc stores them [O][KH][KW][I]).
+enum class Layout { nchw, nhwc };
+std::string_view layout_name(Layout l);
+
 struct Buffer {
   std::string name;
-  Shape shape;
+  Shape shape; // logical (NCHW order whatever the layout)
   DType dtype = DType::f32;
   BufferRole role = BufferRole::activation;
   int64_t offset = 0; // in the arena (a view: its base's offset)
   int view_of = -1;   // base buffer of a view (a base is never a view itself)
+  Layout layout = Layout::nchw;
   int64_t bytes() const { return numel(shape) * int64_t(dtype_size(dtype)); }
+};
+
+// A generated kernel: its image, entry symbol, launch geometry and the step argument each
+// of its parameters binds (kiln::KernelArgs order).
+struct Kernel {
+  std::string name;
+  std::string entry;
+  std::string image; // relative to the plan's directory
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t dynamic_smem = 0;
+  std::vector<std::string> args; // step argument roles, in parameter order
 };
 
 enum class StepKind { launch, library, reference, free };
@@ -65,9 +82,12 @@ struct Step {
   Attrs attrs;
   std::vector<Arg> args;
   bool accumulate = false; // add into the outputs instead of overwriting them
+  bool relu = false;       // fused epilogue of conv2d.forward / linear.forward
   int64_t channel_offset = 0; // concat.backward
   double lr = 0;              // sgd.update
+  double eps = 0;             // conv2d.fold_bn: the batchnorm's epsilon
   int kernel = -1;            // launch: index into Plan::kernels
+  std::string library;        // library: "cudnn"
   int buffer = -1;            // free: the buffer freed
 
   int arg(std::string_view role) const;      // buffer index, or -1
@@ -95,6 +115,7 @@ struct Plan {
   DType dtype = DType::f32;
   bool train = false;
   std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
   std::vector<ParamBinding> params;
   std::vector<int> inputs, outputs;
   int target = -1, loss = -1;

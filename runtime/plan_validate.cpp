@@ -51,7 +51,16 @@ void check_shapes(const Ctx& c) {
     c.expect("y", c.forward(c.shape("x")));
     c.expect("w", c.param(c.shape("x"), "weight").shape);
     if (s.arg("b") >= 0) c.expect("b", {c.shape("y")[1]});
+    if (s.arg("residual") >= 0) c.same("residual", "y");
     break;
+  case Fn::conv2d_fold_bn: {
+    const Shape& w = c.shape("w");
+    c.same("w", "w_out");
+    for (auto r : {"weight", "bias", "running_mean", "running_var", "b_out"}) c.expect(r, {w[0]});
+    if (s.arg("b") >= 0) c.expect("b", {w[0]});
+    if (!(s.eps > 0 && s.eps <= 1)) c.fail(cat("eps must be in (0, 1], got ", s.eps));
+    break;
+  }
   case Fn::conv2d_backward_data:
   case Fn::linear_backward_data:
     c.expect("dy", c.forward(c.shape("dx")));
@@ -133,6 +142,7 @@ void check_shapes(const Ctx& c) {
     }
     break;
   }
+  case Fn::convert: c.same("src", "dst"); break;
   case Fn::copy:
     if (numel(c.shape("src")) != numel(c.shape("dst")))
       c.fail(cat("copy from ", shape_str(c.shape("src")), " to ", shape_str(c.shape("dst")),
@@ -146,6 +156,10 @@ void check_shapes(const Ctx& c) {
 
 void validate_plan(const Plan& p) {
   const int nb = int(p.buffers.size());
+  for (const Kernel& k : p.kernels)
+    if (k.image.empty() || k.image[0] == '/' || k.image.find("..") != std::string::npos)
+      throw Error("", cat("kernel \"", k.name, "\""),
+                  cat("image path \"", k.image, "\" must be relative, inside the plan's directory"));
   if (p.arena_bytes < 0) throw Error("", "/arena_bytes", "must not be negative");
   for (int i = 0; i < nb; ++i) {
     const Buffer& b = p.buffers[i];
@@ -156,13 +170,23 @@ void validate_plan(const Plan& p) {
       if (base.bytes() != b.bytes() || base.dtype != b.dtype || base.offset != b.offset)
         throw Error("", where, cat("is not a view of \"", base.name, "\" (bytes, dtype or offset differ)"));
     }
+    if (b.layout == Layout::nhwc && b.shape.size() != 4)
+      throw Error("", where, "only 4-D buffers have the nhwc layout");
+    if (b.view_of >= 0) {
+      const Buffer& base = p.buffers[b.view_of];
+      const bool spatial_one = base.shape.size() == 4 && base.shape[2] == 1 && base.shape[3] == 1;
+      if (base.layout != b.layout && !spatial_one)
+        throw Error("", where, cat("views \"", base.name, "\" in another layout"));
+      if (base.layout == Layout::nhwc && base.shape != b.shape && !spatial_one)
+        throw Error("", where, "reshapes an nhwc buffer");
+    }
     if (b.offset < 0 || b.offset > p.arena_bytes - b.bytes())
       throw Error("", where, cat("[", b.offset, ", ", b.offset + b.bytes(), ") lies outside the arena of ",
                                  p.arena_bytes, " bytes"));
     const bool integer = b.role == BufferRole::target;
-    if (integer ? b.dtype != DType::i64 : b.dtype != p.dtype)
+    if (integer ? b.dtype != DType::i64 : !is_float(b.dtype))
       throw Error("", where, cat("has dtype ", dtype_name(b.dtype), ", expected ",
-                                 integer ? "i64" : dtype_name(p.dtype)));
+                                 integer ? "i64" : "a float type"));
   }
   auto expect_role = [&](int b, BufferRole r, std::string_view what) {
     if (p.buffers[b].role != r)
@@ -197,6 +221,17 @@ void validate_plan(const Plan& p) {
           throw Error("", where, cat("frees \"", b.name, "\", which is not a transient base buffer"));
         continue;
       }
+      if (s.kind == StepKind::launch) {
+        if (s.kernel < 0 || s.kernel >= int(p.kernels.size())) throw Error("", where, "launches no kernel");
+        for (const std::string& r : p.kernels[s.kernel].args)
+          if (s.arg(r) < 0)
+            throw Error("", where, cat("kernel \"", p.kernels[s.kernel].name, "\" takes argument \"", r,
+                                       "\", which the step does not bind"));
+      }
+      if (s.kind == StepKind::library && s.library != "cudnn")
+        throw Error("", where, cat("unknown library \"", s.library, "\""));
+      if (s.relu && s.fn != Fn::conv2d_forward && s.fn != Fn::linear_forward)
+        throw Error("", where, cat(fn_name(s.fn), " has no relu epilogue"));
       const FnSignature sig = fn_signature(s.fn);
       auto listed = [](std::span<const std::string_view> roles, const std::string& r) {
         for (std::string_view x : roles)

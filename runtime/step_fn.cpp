@@ -15,6 +15,9 @@ struct Entry {
 };
 
 constexpr sv x_w_b[] = {"x", "w", "b"}, y[] = {"y"}, b[] = {"b"};
+constexpr sv x_w_b_res[] = {"x", "w", "b", "residual"}, b_res[] = {"b", "residual"};
+constexpr sv fold_in[] = {"w", "b", "weight", "bias", "running_mean", "running_var"};
+constexpr sv fold_out[] = {"w_out", "b_out"};
 constexpr sv dy_w[] = {"dy", "w"}, dx[] = {"dx"};
 constexpr sv x_dy[] = {"x", "dy"}, dw[] = {"dw"};
 constexpr sv dy[] = {"dy"}, db[] = {"db"};
@@ -28,8 +31,9 @@ constexpr sv probs_target[] = {"probs", "target"}, dlogits[] = {"dlogits"};
 constexpr sv src[] = {"src"}, dst[] = {"dst"};
 constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
 
-const std::array<Entry, 29> table = {{
-    {Fn::conv2d_forward, "conv2d.forward", x_w_b, y, b},
+const std::array<Entry, 31> table = {{
+    {Fn::conv2d_forward, "conv2d.forward", x_w_b_res, y, b_res},
+    {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
     {Fn::conv2d_backward_weight, "conv2d.backward_weight", x_dy, dw, {}},
     {Fn::linear_forward, "linear.forward", x_w_b, y, b},
@@ -57,6 +61,7 @@ const std::array<Entry, 29> table = {{
     {Fn::softmax_xent_forward, "softmax_xent.forward", xent_in, xent_out, {}},
     {Fn::softmax_xent_backward, "softmax_xent.backward", probs_target, dlogits, {}},
     {Fn::copy, "copy", src, dst, {}},
+    {Fn::convert, "convert", src, dst, {}},
     {Fn::sgd_update, "sgd.update", param_grad, {}, {}},
 }};
 

@@ -10,10 +10,11 @@
 namespace kiln {
 
 enum class Fn {
-  conv2d_forward,          // x, w, [b] -> y
+  conv2d_forward,          // x, w, [b], [residual] -> y (relu flag: fused epilogue)
+  conv2d_fold_bn,          // w, [b], weight, bias, running_mean, running_var -> w_out, b_out
   conv2d_backward_data,    // dy, w -> dx
   conv2d_backward_weight,  // x, dy -> dw
-  linear_forward,          // x, w, [b] -> y
+  linear_forward,          // x, w, [b] -> y (relu flag)
   linear_backward_data,    // dy, w -> dx
   linear_backward_weight,  // x, dy -> dw
   bias_backward,           // dy -> db (conv2d or linear)
@@ -38,6 +39,7 @@ enum class Fn {
   softmax_xent_forward,    // logits, target -> probs, loss
   softmax_xent_backward,   // probs, target -> dlogits
   copy,                    // src -> dst (add's backward, a view's gradient)
+  convert,                 // src -> dst: same logical shape, another layout or dtype
   sgd_update,              // param, grad (lr)
 };
 

@@ -2,6 +2,12 @@
 
 #include "runtime/cpu/ops.hpp"
 #include "runtime/error.hpp"
+#include "runtime/half.hpp"
+#include "runtime/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
 
 #include <vector>
 
@@ -9,12 +15,15 @@ namespace kiln::cpu {
 
 namespace {
 
+// Where each argument's data lives for the reference: the arena itself when the buffer
+// already holds T in NCHW order, otherwise a staged copy converted in and out.
 template <class T> struct Bound {
   const Plan& p;
   const Step& s;
   std::byte* arena;
+  std::unordered_map<int, T*> where;
 
-  T* ptr(int b) const { return reinterpret_cast<T*>(arena + p.buffers[b].offset); }
+  T* ptr(int b) const { return where.at(b); }
   View<T> out(std::string_view role) const {
     const int b = s.need(role);
     return {ptr(b), p.buffers[b].shape};
@@ -39,17 +48,91 @@ template <class T> struct Bound {
   }
 };
 
+// Memory index of logical (NCHW-order) element i of a buffer.
+int64_t memory_index(const Buffer& b, int64_t i) {
+  if (b.layout == Layout::nchw) return i;
+  const int64_t C = b.shape[1], H = b.shape[2], W = b.shape[3];
+  const int64_t w = i % W, h = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
+  return ((n * H + h) * W + w) * C + c;
+}
+
+double load(const Buffer& b, const std::byte* arena, int64_t i) {
+  const std::byte* p = arena + b.offset + memory_index(b, i) * int64_t(dtype_size(b.dtype));
+  uint16_t h;
+  switch (b.dtype) {
+  case DType::f16: std::memcpy(&h, p, 2); return half_bits_to_float(h);
+  case DType::bf16: std::memcpy(&h, p, 2); return bf16_bits_to_float(h);
+  case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
+  case DType::f64: { double d; std::memcpy(&d, p, 8); return d; }
+  default: throw Error("", b.name, "the reference reads float buffers only");
+  }
+}
+
+void store(const Buffer& b, std::byte* arena, int64_t i, double v) {
+  std::byte* p = arena + b.offset + memory_index(b, i) * int64_t(dtype_size(b.dtype));
+  uint16_t h;
+  switch (b.dtype) {
+  case DType::f16: h = float_to_half_bits(float(v)); std::memcpy(p, &h, 2); break;
+  case DType::bf16: h = float_to_bf16_bits(float(v)); std::memcpy(p, &h, 2); break;
+  case DType::f32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+  case DType::f64: std::memcpy(p, &v, 8); break;
+  default: throw Error("", b.name, "the reference writes float buffers only");
+  }
+}
+
+bool writes(const Step& s, const std::string& role) {
+  if (s.fn == Fn::sgd_update && role == "param") return true;
+  for (std::string_view w : fn_signature(s.fn).writes)
+    if (w == role) return true;
+  return false;
+}
+
+// The fused epilogue of conv2d / linear: y += residual, then relu.
+template <class T> void epilogue(const Bound<T>& c) {
+  View<T> y = c.out("y");
+  if (const T* r = c.opt("residual")) {
+    CView<T> res{r, y.shape};
+    std::array<CView<T>, 2> xs{CView<T>{y.data, y.shape}, res};
+    add<T>(xs, y);
+  }
+  if (c.s.relu) relu<T>(CView<T>{y.data, y.shape}, y);
+}
+
+// Batchnorm (inference) folded into the preceding convolution: with s = gamma / sqrt(var +
+// eps), w_out = w * s per output channel and b_out = (b - mean) * s + beta.
+template <class T> void fold_bn(const Bound<T>& c) {
+  CView<T> w = c.in("w");
+  View<T> wo = c.out("w_out");
+  const T* b = c.opt("b");
+  const T *gamma = c.in("weight").data, *beta = c.in("bias").data;
+  const T *mean = c.in("running_mean").data, *var = c.in("running_var").data;
+  T* bo = c.out("b_out").data;
+  const int64_t o = w.shape[0], per = numel(w.shape) / o;
+  for (int64_t k = 0; k < o; ++k) {
+    const double s = double(gamma[k]) / std::sqrt(double(var[k]) + c.s.eps);
+    for (int64_t i = 0; i < per; ++i) wo.data[k * per + i] = T(double(w.data[k * per + i]) * s);
+    bo[k] = T(((b ? double(b[k]) : 0.0) - double(mean[k])) * s + double(beta[k]));
+  }
+}
+
 template <class T> void run(const Bound<T>& c) {
   const Step& s = c.s;
   const Attrs& a = s.attrs;
   const bool acc = s.accumulate;
   switch (s.fn) {
-  case Fn::conv2d_forward: conv2d<T>(a, c.in("x"), c.in("w"), c.opt("b"), c.out("y")); break;
+  case Fn::conv2d_forward:
+    conv2d<T>(a, c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
+    epilogue(c);
+    break;
+  case Fn::conv2d_fold_bn: fold_bn(c); break;
   case Fn::conv2d_backward_data: conv2d_backward_data<T>(a, c.in("dy"), c.in("w"), c.out("dx"), acc); break;
   case Fn::conv2d_backward_weight:
     conv2d_backward_weight<T>(a, c.in("x"), c.in("dy"), c.out("dw"), acc);
     break;
-  case Fn::linear_forward: linear<T>(c.in("x"), c.in("w"), c.opt("b"), c.out("y")); break;
+  case Fn::linear_forward:
+    linear<T>(c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
+    epilogue(c);
+    break;
   case Fn::linear_backward_data: linear_backward_data<T>(c.in("dy"), c.in("w"), c.out("dx"), acc); break;
   case Fn::linear_backward_weight:
     linear_backward_weight<T>(c.in("x"), c.in("dy"), c.out("dw"), acc);
@@ -99,7 +182,8 @@ template <class T> void run(const Bound<T>& c) {
   case Fn::softmax_xent_backward:
     softmax_cross_entropy_backward<T>(c.in("probs"), c.targets(), c.out("dlogits"), acc);
     break;
-  case Fn::copy: copy<T>(c.in("src"), c.out("dst"), acc); break;
+  case Fn::copy:
+  case Fn::convert: copy<T>(c.in("src"), c.out("dst"), acc); break;
   case Fn::sgd_update: sgd_update<T>(c.out("param"), c.in("grad"), s.lr); break;
   }
 }
@@ -107,13 +191,38 @@ template <class T> void run(const Bound<T>& c) {
 } // namespace
 
 void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
-  switch (plan.dtype) {
-  case DType::f32: run(Bound<float>{plan, step, arena}); break;
-  case DType::f64: run(Bound<double>{plan, step, arena}); break;
-  default:
-    throw Error("", "", cat("the reference computes f32 and f64, not ", dtype_name(plan.dtype),
-                            " (use --dtype f32 or f64 on the cpu backend)"));
-  }
+  // Compute in double when any float argument is f64, else in float; stage what is not
+  // already T in NCHW order.
+  bool any_f64 = false;
+  for (const Arg& a : step.args) any_f64 |= plan.buffers[a.buffer].dtype == DType::f64;
+  auto go = [&](auto tag) {
+    using T = decltype(tag);
+    Bound<T> c{plan, step, arena, {}};
+    std::vector<std::vector<T>> staged;
+    std::vector<std::pair<int, T*>> write_back;
+    for (const Arg& a : step.args) {
+      const Buffer& b = plan.buffers[a.buffer];
+      if (c.where.count(a.buffer) || b.dtype == DType::i64) continue;
+      if (b.dtype == dtype_of<T>() && b.layout == Layout::nchw) {
+        c.where[a.buffer] = reinterpret_cast<T*>(arena + b.offset);
+        continue;
+      }
+      const int64_t n = numel(b.shape);
+      std::vector<T>& v = staged.emplace_back(size_t(n));
+      const bool out = writes(step, a.role);
+      if (!out || step.accumulate)
+        for (int64_t i = 0; i < n; ++i) v[size_t(i)] = T(load(b, arena, i));
+      c.where[a.buffer] = v.data();
+      if (out) write_back.push_back({a.buffer, v.data()});
+    }
+    run(c);
+    for (auto [buf, data] : write_back) {
+      const Buffer& b = plan.buffers[buf];
+      for (int64_t i = 0, n = numel(b.shape); i < n; ++i) store(b, arena, i, double(data[i]));
+    }
+  };
+  if (any_f64) go(double{});
+  else go(float{});
 }
 
 } // namespace kiln::cpu

@@ -8,8 +8,8 @@
 
 namespace kiln::cpu {
 
-// `arena` holds the plan's buffers at their offsets. Throws kiln::Error for functions on
-// dtypes the reference does not compute (it computes f32 and f64).
+// `arena` holds the plan's buffers at their offsets. Computes in double when an argument
+// is f64, else in float (f16, bf16 and nhwc buffers are staged through float copies).
 void run_reference_step(const Plan& plan, const Step& step, std::byte* arena);
 
 } // namespace kiln::cpu
