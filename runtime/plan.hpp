@@ -82,7 +82,7 @@ struct Step {
   Attrs attrs;
   std::vector<Arg> args;
   bool accumulate = false; // add into the outputs instead of overwriting them
-  bool relu = false;       // fused epilogue of conv2d.forward / linear.forward
+  bool relu = false;       // fused epilogue of conv2d / linear / batchnorm .forward
   int64_t channel_offset = 0; // concat.backward
   double lr = 0;              // sgd.update
   double eps = 0;             // conv2d.fold_bn: the batchnorm's epsilon

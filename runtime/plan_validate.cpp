@@ -230,7 +230,8 @@ void validate_plan(const Plan& p) {
       }
       if (s.kind == StepKind::library && s.library != "cudnn")
         throw Error("", where, cat("unknown library \"", s.library, "\""));
-      if (s.relu && s.fn != Fn::conv2d_forward && s.fn != Fn::linear_forward)
+      if (s.relu && s.fn != Fn::conv2d_forward && s.fn != Fn::linear_forward &&
+          s.fn != Fn::batchnorm_forward)
         throw Error("", where, cat(fn_name(s.fn), " has no relu epilogue"));
       const FnSignature sig = fn_signature(s.fn);
       auto listed = [](std::span<const std::string_view> roles, const std::string& r) {

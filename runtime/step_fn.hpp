@@ -18,7 +18,7 @@ enum class Fn {
   linear_backward_data,    // dy, w -> dx
   linear_backward_weight,  // x, dy -> dw
   bias_backward,           // dy -> db (conv2d or linear)
-  batchnorm_forward,       // x, weight, bias, running_mean, running_var -> y (inference)
+  batchnorm_forward,       // x, weight, bias, running_mean, running_var -> y (inference; relu flag)
   batchnorm_forward_train, // x, weight, bias -> y, mean, invstd (batch statistics)
   batchnorm_backward,      // x, dy, weight, mean, invstd -> dx, dweight, dbias
   relu_forward,            // x -> y

@@ -88,7 +88,11 @@ void run(const RunArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress.done();
 
-  if (!a.output.empty()) io::write_npy(a.output, ex.read(plan.outputs[0]));
+  if (!a.output.empty()) {
+    Tensor y = ex.read(plan.outputs[0]);
+    if (y.dtype() == DType::bf16) y = y.to(DType::f32); // .npy has no bf16
+    io::write_npy(a.output, y);
+  }
   if (a.train) {
     io::Safetensors g;
     g.tensors = collect_grads(ex, plan);

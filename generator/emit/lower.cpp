@@ -36,7 +36,9 @@ class Lowering {
 public:
   Lowering(const Model& m, const LowerOptions& o) : m_(m), o_(o), b_(header()) {}
 
-  Plan run() {
+  Plan run() { return finish_plan(build()); }
+
+  Plan build() {
     b_.phase("forward");
     forward();
     if (o_.train) {
@@ -51,7 +53,7 @@ public:
           s.lr = o_.lr;
         }
     }
-    return b_.finish();
+    return b_.take();
   }
 
 private:
@@ -287,5 +289,6 @@ private:
 } // namespace
 
 Plan lower_model(const Model& m, const LowerOptions& o) { return Lowering(m, o).run(); }
+Plan lower_model_steps(const Model& m, const LowerOptions& o) { return Lowering(m, o).build(); }
 
 } // namespace kiln

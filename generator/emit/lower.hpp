@@ -18,6 +18,8 @@ struct LowerOptions {
 };
 
 Plan lower_model(const Model& m, const LowerOptions& o);
+// The same before finish_plan: for passes that rewrite steps first.
+Plan lower_model_steps(const Model& m, const LowerOptions& o);
 
 // Buffer names: the model input, node activations and gradients, parameters.
 std::string input_buffer_name(const Model& m);

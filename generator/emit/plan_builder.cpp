@@ -33,7 +33,67 @@ Step& PlanBuilder::step(Step s) {
   return plan_.phases.back().steps.back();
 }
 
-Plan PlanBuilder::finish() {
+Plan PlanBuilder::finish() { return finish_plan(std::move(plan_)); }
+
+std::vector<std::vector<Use>> buffer_uses(const Plan& p, bool by_base) {
+  std::vector<std::vector<Use>> uses(p.buffers.size());
+  for (size_t ph = 0; ph < p.phases.size(); ++ph)
+    for (size_t s = 0; s < p.phases[ph].steps.size(); ++s)
+      for (const Arg& a : p.phases[ph].steps[s].args)
+        uses[by_base ? p.base(a.buffer) : a.buffer].push_back({ph, s, a.role});
+  return uses;
+}
+
+namespace {
+
+// Removes buffers nothing refers to (left behind by passes) and renumbers the rest.
+void drop_unused_buffers(Plan& p) {
+  const size_t nb = p.buffers.size();
+  std::vector<char> used(nb, 0);
+  for (const Phase& ph : p.phases)
+    for (const Step& s : ph.steps) {
+      for (const Arg& a : s.args) used[a.buffer] = 1;
+      if (s.buffer >= 0) used[s.buffer] = 1;
+    }
+  for (const ParamBinding& pb : p.params) {
+    used[pb.buffer] = 1;
+    if (pb.grad >= 0) used[pb.grad] = 1;
+  }
+  for (int b : p.inputs) used[b] = 1;
+  for (int b : p.outputs) used[b] = 1;
+  if (p.target >= 0) used[p.target] = 1;
+  if (p.loss >= 0) used[p.loss] = 1;
+  for (size_t b = 0; b < nb; ++b)
+    if (used[b] && p.buffers[b].view_of >= 0) used[p.buffers[b].view_of] = 1;
+  std::vector<int> remap(nb, -1);
+  std::vector<Buffer> kept;
+  for (size_t b = 0; b < nb; ++b)
+    if (used[b]) {
+      remap[b] = int(kept.size());
+      kept.push_back(std::move(p.buffers[b]));
+    }
+  for (Buffer& b : kept)
+    if (b.view_of >= 0) b.view_of = remap[b.view_of];
+  p.buffers = std::move(kept);
+  auto fix = [&](int& b) {
+    if (b >= 0) b = remap[b];
+  };
+  for (Phase& ph : p.phases)
+    for (Step& s : ph.steps) {
+      for (Arg& a : s.args) fix(a.buffer);
+      fix(s.buffer);
+    }
+  for (ParamBinding& pb : p.params) fix(pb.buffer), fix(pb.grad);
+  for (int& b : p.inputs) fix(b);
+  for (int& b : p.outputs) fix(b);
+  fix(p.target);
+  fix(p.loss);
+}
+
+} // namespace
+
+Plan finish_plan(Plan plan_) {
+  drop_unused_buffers(plan_);
   // Global step order across phases; lifetimes of transient base buffers.
   const size_t nb = plan_.buffers.size();
   std::vector<int> first(nb, -1), last(nb, -1);

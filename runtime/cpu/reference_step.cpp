@@ -141,6 +141,7 @@ template <class T> void run(const Bound<T>& c) {
   case Fn::batchnorm_forward:
     batchnorm_inference<T>(a, c.in("x"), c.in("weight").data, c.in("bias").data,
                            c.in("running_mean").data, c.in("running_var").data, c.out("y"));
+    epilogue(c);
     break;
   case Fn::batchnorm_forward_train:
     batchnorm_train<T>(a, c.in("x"), c.in("weight").data, c.in("bias").data, c.out("y"),

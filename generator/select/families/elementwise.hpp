@@ -1,0 +1,21 @@
+#pragma once
+
+#include "generator/select/family.hpp"
+
+namespace kiln {
+
+// relu, relu backward, add, copy (accumulating or not), SGD update.
+class ElementwiseFamily final : public Family {
+public:
+  std::string_view name() const override { return "elementwise"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// Layout (nchw <-> nhwc) and element-type conversion.
+class ConvertFamily final : public Family {
+public:
+  std::string_view name() const override { return "convert"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+} // namespace kiln

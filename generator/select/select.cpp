@@ -1,0 +1,84 @@
+#include "generator/select/select.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kiln {
+
+bool library_serves(Fn fn) {
+  switch (fn) {
+  case Fn::conv2d_forward:
+  case Fn::conv2d_backward_data:
+  case Fn::conv2d_backward_weight:
+  case Fn::bias_backward:
+  case Fn::batchnorm_forward:
+  case Fn::batchnorm_forward_train:
+  case Fn::batchnorm_backward:
+  case Fn::relu_forward:
+  case Fn::relu_backward:
+  case Fn::maxpool2d_forward:
+  case Fn::maxpool2d_backward:
+  case Fn::avgpool2d_forward:
+  case Fn::avgpool2d_backward:
+  case Fn::softmax_forward:
+  case Fn::softmax_backward:
+  case Fn::add_forward:
+  case Fn::copy:
+  case Fn::convert: return true;
+  default: return false;
+  }
+}
+
+std::string invalid_reason(const GpuDesc& g, const Variant& v) {
+  if (v.threads() > g.max_threads_per_block)
+    return fmt::format("{} threads per block > {}", v.threads(), g.max_threads_per_block);
+  const int64_t smem = v.static_smem + v.dynamic_smem;
+  if (smem > g.shared_memory_per_block_optin)
+    return fmt::format("{} bytes of shared memory > {} (opt-in)", smem, g.shared_memory_per_block_optin);
+  if (v.static_smem > g.shared_memory_per_block)
+    return fmt::format("{} bytes of static shared memory > {}", v.static_smem, g.shared_memory_per_block);
+  if (int64_t(v.registers_per_thread) * v.threads() > g.registers_per_block)
+    return fmt::format("{} registers x {} threads > {}", v.registers_per_thread, v.threads(), g.registers_per_block);
+  if (v.grid[1] > 65535 || v.grid[2] > 65535 || v.grid[0] > 2147483647) return "grid too large";
+  return "";
+}
+
+Choice select_variant(const StepInfo& s) {
+  Choice c;
+  std::vector<std::string> rejected;
+  for (const Family* f : all_families())
+    for (Variant& v : f->candidates(s)) {
+      const std::string why = invalid_reason(s.gpu, v);
+      if (!why.empty()) {
+        rejected.push_back(v.name + ": " + why);
+        continue;
+      }
+      CostEstimate cost = estimate_cost(s.gpu, v);
+      c.valid.push_back({std::move(v), cost});
+    }
+  std::stable_sort(c.valid.begin(), c.valid.end(), [](const Candidate& a, const Candidate& b) {
+    return a.cost.micros < b.cost.micros;
+  });
+  if (!c.valid.empty()) {
+    const Candidate& best = c.valid.front();
+    c.kernel = best;
+    c.reason = fmt::format("cheapest of {} valid variant{}: est. {:.1f} us (floor {:.1f} us), "
+                           "{} blocks/SM ({} bound), fill {:.0f}%",
+                           c.valid.size(), c.valid.size() == 1 ? "" : "s", best.cost.micros,
+                           best.cost.floor_micros, best.cost.occ.blocks_per_sm,
+                           best.cost.occ.limiter, best.cost.fill * 100);
+    return c;
+  }
+  if (!library_serves(s.step.fn))
+    throw Error("", cat("node \"", s.step.node, "\""),
+                cat("no kernel template serves ", fn_name(s.step.fn), " on ", s.gpu.arch,
+                    rejected.empty() ? std::string() : " (rejected: " + rejected.front() + ")",
+                    ", and cuDNN does not compute it"));
+  c.reason = rejected.empty() ? cat("no template serves ", fn_name(s.step.fn), " here: cuDNN")
+                              : cat("no template variant fits (", rejected.front(), "): cuDNN");
+  return c;
+}
+
+} // namespace kiln

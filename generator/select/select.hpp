@@ -1,0 +1,35 @@
+// Variant choice: for each plan step, every family's candidates, filtered to those valid
+// on the descriptor (threads, shared memory with opt-in, registers), costed; the cheapest
+// wins (ties by family order, then name). Where no template serves a step, or none is
+// within reach of what cuDNN does, the step becomes a cuDNN library call, and says why.
+#pragma once
+
+#include "generator/select/cost.hpp"
+#include "generator/select/family.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct Candidate {
+  Variant variant;
+  CostEstimate cost;
+};
+
+struct Choice {
+  std::optional<Candidate> kernel; // empty: a library step
+  std::vector<Candidate> valid;     // every valid candidate, cheapest first
+  std::string reason;               // why this choice (goes into the banner and manifest)
+};
+
+// Why a variant cannot run on the GPU, or "" when it can.
+std::string invalid_reason(const GpuDesc& g, const Variant& v);
+
+Choice select_variant(const StepInfo& s);
+
+// Functions cuDNN computes (the library fallback).
+bool library_serves(Fn fn);
+
+} // namespace kiln

@@ -1,0 +1,53 @@
+// A kernel variant: one instance of a template family, with every compile-time parameter
+// fixed, its launch geometry, and the estimates selection compares.
+#pragma once
+
+#include "runtime/plan.hpp"
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+struct Variant {
+  std::string family;   // "conv2d_direct"
+  std::string header;   // the template, relative to templates/: "conv/direct.cuh"
+  std::string function; // the template's entry: "kiln::conv::direct"
+  std::string name;     // the instance name: configuration only, never "fast"
+  // Constants of the instance's configuration struct, in order: (name, C++ value),
+  // e.g. ("N", "8"), ("T", "kiln::f16"). Types are written as `using`.
+  std::vector<std::pair<std::string, std::string>> cfg;
+  std::vector<std::string> args; // step argument roles in kernel parameter order
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t dynamic_smem = 0;
+  int64_t static_smem = 0;     // shared memory the template declares statically (estimate)
+  int registers_per_thread = 32; // estimate before compiling
+  bool promises_no_spills = true;
+  // Roofline inputs and the fraction of it this family reaches when occupancy is good.
+  double flops = 0, bytes = 0, efficiency = 0.5;
+  std::string math = "fp32"; // which peak applies: fp32, tf32, fp16, bf16
+  std::string note;          // why these parameters
+  // Layout each 4-D argument must have (roles absent here accept either: none of ours).
+  std::vector<std::pair<std::string, Layout>> layouts;
+
+  int64_t threads() const { return block[0] * block[1] * block[2]; }
+  int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
+};
+
+// Appends a cfg constant: integers, booleans and type names.
+void cfg_int(Variant& v, const std::string& name, int64_t value);
+void cfg_bool(Variant& v, const std::string& name, bool value);
+void cfg_type(Variant& v, const std::string& name, const std::string& type);
+void cfg_float(Variant& v, const std::string& name, double value);
+
+// A number as it may appear in an instance name: 0.01 -> "0p01", 1e-05 -> "1em05".
+std::string name_number(double value);
+// The short dtype tag of instance names: f32, f16, bf16.
+std::string dtype_tag(DType t);
+
+// The C++ element type of a dtype: float, kiln::f16, kiln::bf16.
+std::string cpp_type(DType t);
+
+} // namespace kiln

@@ -1,0 +1,94 @@
+// kiln's device API: what every kernel template is written against. The same instance
+// source compiles for the GPU (NVRTC or nvcc: __CUDACC__ / __CUDACC_RTC__) and with the
+// host compiler for the emu backend (common/emu/emu.hpp), where the threads of a block
+// run as fibers and every memory access can be checked.
+//
+// Rules for templates, so the emulator sees everything:
+//  - kernel arguments arrive as `KernelArgs` (buffers in the manifest's argument order);
+//    read them with `arg<T>(args, i)`, a bounds-checked global pointer in emu;
+//  - shared memory only through `Shared<T>` (KILN_SHARED_ARRAY, dynamic_shared<T>);
+//  - barriers, warp collectives, mma and async copies only through the functions here;
+//  - no inline PTX outside this header and no CUDA headers (NVRTC has none built in).
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define KILN_CUDA 1
+#define KILN_FN __device__ __forceinline__
+#define KILN_CONST __device__ __host__ constexpr
+#else
+#define KILN_EMU 1
+#define KILN_FN inline
+#define KILN_CONST constexpr
+#include "common/emu/emu.hpp"
+#endif
+
+namespace kiln {
+
+using i32 = int;
+using u32 = unsigned int;
+using i64 = long long;
+using u64 = unsigned long long;
+using u16 = unsigned short;
+
+inline constexpr int kMaxArgs = 16;
+
+// The single parameter of every kiln kernel: its buffers, in the manifest's order.
+struct KernelArgs {
+  void* p[kMaxArgs];
+};
+
+// A kernel entry point: extern "C" (the runtime finds it by name), one KernelArgs
+// parameter named kiln_args, at most `threads` threads per block.
+#if defined(KILN_CUDA)
+#define KILN_KERNEL(name, threads)                                                              \
+  extern "C" __global__ void __launch_bounds__(threads) name(::kiln::KernelArgs kiln_args)
+#else
+#define KILN_KERNEL(name, threads) extern "C" void name(::kiln::KernelArgs kiln_args)
+#endif
+
+// 16-bit floating-point storage types (bit patterns; arithmetic happens in float).
+struct f16 {
+  u16 bits;
+};
+struct bf16 {
+  u16 bits;
+};
+
+} // namespace kiln
+
+#if defined(KILN_CUDA)
+#include "common/device_cuda.cuh"
+#else
+#include "common/emu/device_emu.hpp"
+#endif
+
+namespace kiln {
+
+// ---- element conversions -------------------------------------------------------------
+KILN_FN float to_float(float x) { return x; }
+KILN_FN float to_float(f16 x) { return half_to_float(x.bits); }
+KILN_FN float to_float(bf16 x) { return bf16_to_float(x.bits); }
+template <class T> KILN_FN T from_float(float x);
+template <> KILN_FN float from_float<float>(float x) { return x; }
+template <> KILN_FN f16 from_float<f16>(float x) { return f16{float_to_half(x)}; }
+template <> KILN_FN bf16 from_float<bf16>(float x) { return bf16{float_to_bf16(x)}; }
+
+// ---- small compile-time helpers --------------------------------------------------------
+KILN_CONST int ceil_div(int a, int b) { return (a + b - 1) / b; }
+KILN_CONST i64 ceil_div64(i64 a, i64 b) { return (a + b - 1) / b; }
+template <class T> KILN_CONST T min_of(T a, T b) { return a < b ? a : b; }
+template <class T> KILN_CONST T max_of(T a, T b) { return a < b ? b : a; }
+
+// A typed view of kernel argument i (global memory).
+template <class T> KILN_FN Global<T> arg(const KernelArgs& a, int i) {
+  return Global<T>::from_arg(a.p[i], i);
+}
+
+// Index of the calling thread within its block / warp.
+KILN_FN int thread_linear() {
+  return int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+}
+KILN_FN int lane_id() { return thread_linear() & 31; }
+KILN_FN int warp_id() { return thread_linear() >> 5; }
+
+} // namespace kiln
