@@ -52,6 +52,11 @@ json parse(std::string_view text, const std::string& file) {
     auto colon = what.find(": ");
     std::string msg = colon == std::string::npos ? what : what.substr(colon + 2);
     throw Error(file, line_col(text, e.byte), "malformed JSON: " + msg);
+  } catch (const json::exception& e) {
+    // Numbers out of range and the like: "[json.exception.out_of_range.406] number overflow ..."
+    std::string what = e.what();
+    auto close = what.find("] ");
+    throw Error(file, "", "malformed JSON: " + (close == std::string::npos ? what : what.substr(close + 2)));
   }
 }
 

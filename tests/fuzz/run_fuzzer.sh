@@ -9,7 +9,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$artifacts"
 cp -R "$corpus"/. "$work/corpus"/
+# libFuzzer exits 77 on a finding by default, which meson reads as "skipped": make it 1.
 set -- -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  -error_exitcode=1 -timeout_exitcode=1 \
   -artifact_prefix="$artifacts/$(basename "$fuzzer")-"
 if [ -n "$dict" ]; then set -- "$@" -dict="$dict"; fi
 "$fuzzer" "$@" "$work/corpus"

@@ -195,3 +195,10 @@ TEST_CASE("names with quotes, newlines and non-ASCII survive a round trip") {
   CHECK(m.nodes[0].name == "a \"quoted\" \\ name\n#include <x>\n*/ \xc3\xa9");
   CHECK(parse_model(model_to_text(m), "s.json").nodes[0].name == m.nodes[0].name);
 }
+
+TEST_CASE("numbers out of range are errors, not crashes (found by fuzz_model)") {
+  expect_error(R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [1, 3, 8, 8]}, "layers": [{"name": "c", "op": "conv2d", "out_channels": 1e999, "kernel": 3}]})",
+               "m.json", "malformed JSON");
+  expect_error(R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [1, 3, 8, 8]}, "layers": [{"name": "c", "op": "conv2d", "out_channels": 99999999999999999999999, "kernel": 3}]})",
+               "m.json", "");
+}
