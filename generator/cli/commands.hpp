@@ -17,6 +17,9 @@ void add_inspect(CLI::App& app);
 void add_gpu(CLI::App& app);
 void add_fold(CLI::App& app);
 void add_run(CLI::App& app);
+void add_generate(CLI::App& app);
+void add_compile(CLI::App& app);
+void add_cache(CLI::App& app);
 void add_models(CLI::App& app);
 
 } // namespace kiln::cli

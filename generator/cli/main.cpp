@@ -1,5 +1,6 @@
 // kiln: ahead-of-time CUDA kernel generator for convolutional networks.
 #include "generator/cli/commands.hpp"
+#include "generator/compile/compile_dir.hpp"
 #include "runtime/error.hpp"
 
 #include <cstdio>
@@ -19,6 +20,9 @@ int main(int argc, char** argv) {
   kiln::cli::add_models(app);
   kiln::cli::add_gpu(app);
   kiln::cli::add_fold(app);
+  kiln::cli::add_generate(app);
+  kiln::cli::add_compile(app);
+  kiln::cli::add_cache(app);
   kiln::cli::add_run(app);
   try {
     app.parse(argc, argv);
@@ -31,6 +35,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "kiln: error: {}\n(run with --help for usage)\n", e.what());
     return 2;
+  } catch (const kiln::CompileFailed& e) {
+    fmt::print(stderr, "kiln: compile failed:\n{}", e.what());
+    return 1;
   } catch (const kiln::cli::CheckFailed& e) {
     fmt::print(stderr, "kiln: check failed: {}\n", e.what());
     return 1;

@@ -19,7 +19,7 @@ void cfg_type(Variant& v, const std::string& name, const std::string& type) {
 }
 
 void cfg_float(Variant& v, const std::string& name, double value) {
-  v.cfg.push_back({name, "float:" + fmt::format("{:.9g}", value)});
+  v.cfg.push_back({name, "float:" + fmt::format("{:#.9g}", value)}); // always a decimal point
 }
 
 std::string name_number(double value) {

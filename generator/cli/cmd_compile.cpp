@@ -1,0 +1,67 @@
+// kiln compile and kiln cache.
+#include "generator/cli/commands.hpp"
+#include "generator/cli/format.hpp"
+#include "generator/compile/cache.hpp"
+#include "generator/compile/compile_dir.hpp"
+
+#include <fmt/format.h>
+
+namespace kiln::cli {
+
+namespace {
+
+struct CompileArgs {
+  std::string dir;
+  std::string compiler = "nvrtc";
+  int jobs = 0;
+  std::string cache_dir;
+  bool no_cache = false;
+  std::string arch;
+};
+
+} // namespace
+
+void add_compile(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compile", "compile a generated directory's kernels: nvrtc (in process, cubins), nvcc "
+                 "(cubins and a fatbin) or host (a shared object for the emu backend); cached");
+  cmd->add_option("DIR", a->dir, "directory written by kiln generate")->required();
+  cmd->add_option("--compiler", a->compiler, "nvrtc (default), nvcc or host")
+      ->check(CLI::IsMember({"nvrtc", "nvcc", "host"}));
+  cmd->add_option("-j,--jobs", a->jobs, "parallel compiles (default: hardware threads)");
+  cmd->add_option("--cache-dir", a->cache_dir, "kernel cache (default $XDG_CACHE_HOME/kiln)");
+  cmd->add_flag("--no-cache", a->no_cache, "neither read nor write the cache");
+  cmd->add_option("--arch", a->arch, "compile for another architecture than the descriptor's (sm_75, ...)");
+  cmd->callback([a] {
+    CompileOptions o;
+    o.compiler = a->compiler;
+    o.jobs = a->jobs;
+    o.cache_dir = a->cache_dir;
+    o.use_cache = !a->no_cache;
+    o.arch = a->arch;
+    o.progress = stderr_is_terminal();
+    const CompileSummary s = compile_dir(a->dir, o);
+    for (const std::string& w : s.warnings) fmt::print(stderr, "kiln: warning: {}\n", w);
+    fmt::print("compiled {} kernels with {} in {:.2f} s ({} compiled, {} from the cache{}): {}\n", s.kernels,
+               a->compiler, s.seconds, s.compiled, s.cached,
+               s.spilling ? fmt::format(", {} spilling", s.spilling) : "", s.output);
+  });
+}
+
+void add_cache(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("cache", "the kernel cache: stats or clear");
+  cmd->require_subcommand(1);
+  cmd->add_option("--cache-dir", *dir, "cache directory (default $XDG_CACHE_HOME/kiln)");
+  cmd->add_subcommand("stats", "entries and size")->callback([dir] {
+    const CacheStats s = KernelCache(*dir).stats();
+    fmt::print("{}: {} entries, {}\n", s.dir, s.entries, human_bytes(s.bytes));
+  });
+  cmd->add_subcommand("clear", "remove every entry")->callback([dir] {
+    const KernelCache c(*dir);
+    fmt::print("{}: removed {} entries\n", c.dir(), c.clear());
+  });
+}
+
+} // namespace kiln::cli

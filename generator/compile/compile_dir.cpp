@@ -1,0 +1,283 @@
+#include "generator/compile/compile_dir.hpp"
+
+#include "generator/compile/cache.hpp"
+#include "generator/compile/nvrtc.hpp"
+#include "generator/compile/process.hpp"
+#include "generator/compile/source_excerpt.hpp"
+#include "generator/compile/templates.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+#include "runtime/json_util.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+std::string emu_library_path(const std::string& dir) { return dir + "/emu/kernels.so"; }
+
+namespace {
+
+struct Job {
+  std::string name, entry, source_path, source;
+  bool no_spills = true;
+  // results
+  bool ok = false, from_cache = false;
+  Resources res;
+  std::string log, error;
+};
+
+std::string read_text(const std::string& path) {
+  const auto b = io::read_file(path);
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+const char* kNvrtcOptions = "-std=c++17 --ptxas-options=-v -default-device --extra-device-vectorization";
+
+// Runs `work(i)` for i in [0, n) on `jobs` threads; `tick` after each.
+template <class F, class G> void parallel_for(size_t n, int jobs, F work, G tick) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, jobs); ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) {
+        work(i);
+        tick(i);
+      }
+    });
+  for (std::thread& t : pool) t.join();
+}
+
+std::string host_compiler() {
+  const char* cxx = std::getenv("CXX");
+  return cxx && *cxx ? cxx : "c++";
+}
+
+std::string nvcc_path() {
+  const char* home = std::getenv("CUDA_HOME");
+  const std::string p = std::string(home && *home ? home : "/usr/local/cuda") + "/bin/nvcc";
+  return fs::exists(p) ? p : "nvcc";
+}
+
+} // namespace
+
+CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string manifest_path = dir + "/manifest.json";
+  const std::string text = read_text(manifest_path);
+  nlohmann::json man = json_util::parse(text, manifest_path);
+  namespace ju = json_util;
+  ju::expect_object(man, "");
+  const std::string arch = o.arch.empty()
+                               ? ju::get_string(ju::require(ju::require(man, "gpu", ""), "arch", "/gpu"), "/gpu/arch")
+                               : o.arch;
+  const std::string identity =
+      ju::get_string(ju::require(ju::require(man, "gpu", ""), "identity", "/gpu"), "/gpu/identity");
+  const nlohmann::json& ks = ju::require(man, "kernels", "");
+  ju::expect_array(ks, "/kernels");
+  std::vector<Job> jobs;
+  CompileSummary sum;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const std::string ptr = ju::child("/kernels", i);
+    Job j;
+    j.name = ju::get_string(ju::require(ks[i], "name", ptr), ptr + "/name");
+    j.entry = ju::get_string(ju::require(ks[i], "entry", ptr), ptr + "/entry");
+    const std::string src = ju::get_string(ju::require(ks[i], "source", ptr), ptr + "/source");
+    if (src.find("..") != std::string::npos || src.empty() || src[0] == '/')
+      throw Error(manifest_path, ptr + "/source", "must be a path inside the directory");
+    j.source_path = dir + "/" + src;
+    j.source = read_text(j.source_path);
+    const std::string want = ju::get_string(ju::require(ks[i], "source_hash", ptr), ptr + "/source_hash");
+    if (want != content_hash(j.source))
+      sum.warnings.push_back(cat(src, " was edited after kiln generate (its hash differs from the manifest's)"));
+    if (ks[i].contains("promises_no_spills")) j.no_spills = ks[i]["promises_no_spills"].get<bool>();
+    jobs.push_back(std::move(j));
+  }
+  sum.kernels = int(jobs.size());
+  const KernelCache cache(o.cache_dir);
+  const int threads = o.jobs > 0 ? o.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::mutex m;
+  std::atomic<int> done{0};
+  auto tick = [&](size_t i) {
+    const int d = ++done;
+    if (o.progress) {
+      std::lock_guard<std::mutex> lock(m);
+      fmt::print(stderr, "\r\033[Kcompile {}/{} {}", d, jobs.size(), jobs[i].name);
+    }
+  };
+  auto finish_progress = [&] {
+    if (o.progress) fmt::print(stderr, "\r\033[K");
+  };
+
+  if (o.compiler == "nvrtc" || o.compiler == "nvcc") {
+    const std::string version = o.compiler == "nvrtc" ? "nvrtc " + nvrtc_version() : tool_version(nvcc_path());
+    if (version.empty()) throw Error("", "--compiler", cat("cannot run ", nvcc_path()));
+    std::string include;
+    if (o.compiler == "nvcc") include = write_template_tree(cache.dir() + "/include-" + templates_hash());
+    const int cc = std::stoi(arch.substr(3));
+    parallel_for(jobs.size(), threads, [&](size_t i) {
+      Job& j = jobs[i];
+      const std::string key = cache_key({o.compiler, version, KILN_VERSION, templates_hash(), arch,
+                                         identity, kNvrtcOptions, j.source});
+      std::string problem;
+      if (o.use_cache)
+        if (auto e = cache.get(key, &problem)) {
+          j.ok = j.from_cache = true;
+          j.res = e->resources;
+          j.log = e->log;
+          io::write_file_atomic(dir + "/kernels/" + j.name + ".cubin", std::string(e->image.begin(), e->image.end()));
+          return;
+        }
+      if (!problem.empty()) {
+        std::lock_guard<std::mutex> lock(m);
+        sum.warnings.push_back(problem);
+      }
+      CompileOutput out;
+      if (o.compiler == "nvrtc") {
+        out = nvrtc_compile(j.source, "kernels/" + j.name + ".cu", j.entry, arch);
+      } else {
+        const std::string cubin = dir + "/kernels/" + j.name + ".cubin.tmp." + std::to_string(getpid());
+        const ProcessResult r = run_process({nvcc_path(), "-cubin", "-arch=sm_" + std::to_string(cc), "-std=c++17",
+                                             "-Xptxas", "-v", "--extra-device-vectorization", "-I", include,
+                                             "-o", cubin, j.source_path});
+        out.log = r.output;
+        if (r.exit_code == 0) {
+          const auto img = io::read_file(cubin);
+          out.image.assign(reinterpret_cast<const char*>(img.data()), reinterpret_cast<const char*>(img.data()) + img.size());
+          out.ok = true;
+          out.resources = parse_ptxas_report(out.log, j.entry);
+        }
+        std::error_code ec;
+        fs::remove(cubin, ec);
+      }
+      j.log = out.log;
+      if (!out.ok) {
+        j.error = fmt::format("kernel {}: {} failed for {}\n{}\n{}", j.name, o.compiler, arch, out.log,
+                              source_excerpt(out.log, j.source_path, j.source));
+        return;
+      }
+      j.ok = true;
+      j.res = out.resources;
+      if (o.use_cache) cache.put(key, {out.image, out.resources, out.log});
+      io::write_file_atomic(dir + "/kernels/" + j.name + ".cubin", std::string(out.image.begin(), out.image.end()));
+    }, tick);
+    finish_progress();
+    sum.output = dir + "/kernels/*.cubin";
+    if (o.compiler == "nvcc" && std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.ok; })) {
+      // One fatbin with every kernel: a translation unit including all instances.
+      std::string all;
+      for (const Job& j : jobs) all += "#include \"" + fs::absolute(j.source_path).string() + "\"\n";
+      const std::string tu = dir + "/kernels/all_kernels.cu";
+      io::write_file_atomic(tu, all);
+      const std::string fat = dir + "/kernels.fatbin";
+      const ProcessResult r = run_process({nvcc_path(), "-fatbin", "-arch=sm_" + std::to_string(cc), "-std=c++17",
+                                           "-I", include, "-o", fat + ".tmp", tu});
+      std::error_code ec;
+      fs::remove(tu, ec);
+      if (r.exit_code != 0) throw CompileFailed("fatbin: nvcc failed\n" + r.output);
+      fs::rename(fat + ".tmp", fat);
+      sum.output += ", " + fat;
+    }
+  } else if (o.compiler == "host") {
+    const std::string cxx = host_compiler();
+    const std::string version = tool_version(cxx);
+    if (version.empty()) throw Error("", "--compiler", cat("cannot run the host compiler ", cxx, " (set CXX)"));
+    const std::string include = write_template_tree(cache.dir() + "/include-" + templates_hash());
+    const std::vector<std::string> flags = {"-std=c++20", "-O2", "-fPIC", "-w", "-I", include};
+    fs::create_directories(dir + "/emu");
+    // The launcher is one more translation unit of the library.
+    Job launcher;
+    launcher.name = "launch";
+    launcher.source_path = include + "/common/emu/launch.cpp";
+    launcher.source = read_text(launcher.source_path);
+    jobs.push_back(launcher);
+    std::vector<std::string> objects(jobs.size());
+    parallel_for(jobs.size(), threads, [&](size_t i) {
+      Job& j = jobs[i];
+      std::string key_parts = version;
+      for (const std::string& f : flags) key_parts += " " + f;
+      const std::string key = cache_key({"host", key_parts, KILN_VERSION, templates_hash(), j.source});
+      const std::string obj = dir + "/emu/" + j.name + ".o";
+      objects[i] = obj;
+      std::string problem;
+      if (o.use_cache)
+        if (auto e = cache.get(key, &problem)) {
+          j.ok = j.from_cache = true;
+          io::write_file_atomic(obj, std::string(e->image.begin(), e->image.end()));
+          return;
+        }
+      std::vector<std::string> argv = {cxx, "-x", "c++"};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      const std::string tmp = obj + ".tmp." + std::to_string(getpid());
+      argv.insert(argv.end(), {"-c", j.source_path, "-o", tmp});
+      const ProcessResult r = run_process(argv);
+      j.log = r.output;
+      if (r.exit_code != 0) {
+        j.error = fmt::format("kernel {}: host compile failed\n{}\n{}", j.name, r.output,
+                              source_excerpt(r.output, j.source_path, j.source));
+        return;
+      }
+      const auto img = io::read_file(tmp);
+      std::vector<char> bytes(reinterpret_cast<const char*>(img.data()), reinterpret_cast<const char*>(img.data()) + img.size());
+      fs::rename(tmp, obj);
+      j.ok = true;
+      if (o.use_cache) cache.put(key, {bytes, {}, r.output});
+    }, tick);
+    finish_progress();
+    jobs.pop_back(); // the launcher is not a kernel of the manifest
+    if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.ok; }) && !objects.empty()) {
+      const std::string so = emu_library_path(dir);
+      std::vector<std::string> argv = {cxx, "-shared", "-o", so + ".tmp"};
+      argv.insert(argv.end(), objects.begin(), objects.end());
+      argv.push_back("-lpthread");
+      const ProcessResult r = run_process(argv);
+      if (r.exit_code != 0) throw CompileFailed("linking " + so + " failed\n" + r.output);
+      fs::rename(so + ".tmp", so);
+      for (const std::string& obj : objects) {
+        std::error_code ec;
+        fs::remove(obj, ec);
+      }
+      sum.output = so;
+    }
+  } else {
+    throw Error("", "--compiler", cat("unknown compiler \"", o.compiler, "\" (nvrtc, nvcc or host)"));
+  }
+
+  // Results into the manifest (device compilers only report resources).
+  std::string failures;
+  nlohmann::ordered_json updated = nlohmann::ordered_json::parse(text);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    if (!j.ok) {
+      failures += j.error + "\n";
+      continue;
+    }
+    j.from_cache ? ++sum.cached : ++sum.compiled;
+    if (o.compiler == "host") continue;
+    const bool spills = j.res.spill_stores > 0 || j.res.spill_loads > 0;
+    if (spills && j.no_spills) {
+      ++sum.spilling;
+      sum.warnings.push_back(fmt::format("kernel {} spills ({} bytes stored, {} loaded) although its variant "
+                                         "promises none", j.name, j.res.spill_stores, j.res.spill_loads));
+    }
+    updated["kernels"][i]["compiled"] = {
+        {"compiler", o.compiler}, {"arch", arch}, {"image", "kernels/" + j.name + ".cubin"},
+        {"registers", j.res.registers}, {"spill_stores", j.res.spill_stores},
+        {"spill_loads", j.res.spill_loads}, {"stack_bytes", j.res.stack_bytes},
+        {"shared_bytes", j.res.shared_bytes}, {"spills", spills}};
+  }
+  if (!failures.empty()) throw CompileFailed(failures);
+  if (o.compiler != "host") io::write_file_atomic(manifest_path, updated.dump(2) + "\n");
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
+} // namespace kiln

@@ -1,0 +1,113 @@
+#include "generator/emit/assign_kernels.hpp"
+
+#include "generator/emit/layouts.hpp"
+#include "runtime/error.hpp"
+
+#include <map>
+
+namespace kiln {
+
+std::string step_label(const Step& s) { return s.node + " (" + std::string(fn_name(s.fn)) + ")"; }
+
+namespace {
+
+// Steps writing or reading buffer b.
+void uses_of(const Plan& p, int b, std::vector<std::pair<size_t, size_t>>& writers, int& readers) {
+  writers.clear();
+  readers = 0;
+  for (size_t ph = 0; ph < p.phases.size(); ++ph)
+    for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
+      const Step& s = p.phases[ph].steps[i];
+      for (const Arg& a : s.args)
+        if (a.buffer == b) {
+          bool w = false;
+          for (std::string_view r : fn_signature(s.fn).writes) w |= r == a.role;
+          if (w) writers.push_back({ph, i});
+          else ++readers;
+        }
+    }
+}
+
+// Makes the step's arguments have the layouts its chosen variant needs.
+bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
+  bool changed = false;
+  for (const auto& [role, want] : v.layouts) {
+    Step& s = p.phases[ph].steps[i];
+    const int b = s.arg(role);
+    if (b < 0 || p.buffers[b].layout == want) continue;
+    std::vector<std::pair<size_t, size_t>> writers;
+    int readers = 0;
+    uses_of(p, b, writers, readers);
+    const bool free_layout = p.buffers[b].role == BufferRole::activation && p.buffers[b].view_of < 0 &&
+                             writers.size() == 1 && readers == 1 &&
+                             (p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_fold_bn ||
+                              p.phases[writers[0].first].steps[writers[0].second].fn == Fn::convert);
+    if (free_layout) {
+      p.buffers[b].layout = want;
+    } else {
+      const int copy = insert_convert(p, ph, i, b, want, p.buffers[b].name + "." + std::string(layout_name(want)));
+      ++i; // the step moved one down
+      for (Arg& a : p.phases[ph].steps[i].args)
+        if (a.role == role) a.buffer = copy;
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace
+
+Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives) {
+  // Layout requirements first (inserting conversions), so the final choice sees final layouts.
+  for (size_t ph = 0; ph < p.phases.size(); ++ph)
+    for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
+      if (p.phases[ph].steps[i].kind == StepKind::free) continue;
+      const Choice c = select_variant(StepInfo{p, p.phases[ph].steps[i], g});
+      if (c.kernel) reconcile(p, ph, i, c.kernel->variant);
+    }
+  Assigned out;
+  std::map<std::string, size_t> index; // kernel name -> position in out.kernels
+  std::vector<KernelRecord> alternatives;
+  std::map<std::string, bool> seen_alternative;
+  for (Phase& phase : p.phases)
+    for (Step& s : phase.steps) {
+      if (s.kind == StepKind::free) continue;
+      const Choice c = select_variant(StepInfo{p, s, g});
+      if (!c.kernel) {
+        s.kind = StepKind::library;
+        s.library = "cudnn";
+        out.library_steps.push_back({step_label(s), c.reason});
+        continue;
+      }
+      const Variant& v = c.kernel->variant;
+      auto it = index.find(v.name);
+      if (it == index.end()) {
+        it = index.emplace(v.name, out.kernels.size()).first;
+        out.kernels.push_back({v, c.kernel->cost, {}, c.reason, true});
+        Kernel k;
+        k.name = v.name;
+        k.entry = v.name;
+        k.image = "kernels/" + v.name + ".cubin";
+        k.grid = v.grid;
+        k.block = v.block;
+        k.dynamic_smem = v.dynamic_smem;
+        k.args = v.args;
+        p.kernels.push_back(k);
+      }
+      out.kernels[it->second].nodes.push_back(step_label(s));
+      s.kind = StepKind::launch;
+      s.kernel = int(it->second);
+      if (keep_alternatives)
+        for (size_t k = 1; k < c.valid.size(); ++k) {
+          const Variant& alt = c.valid[k].variant;
+          if (index.count(alt.name) || seen_alternative[alt.name]) continue;
+          seen_alternative[alt.name] = true;
+          alternatives.push_back({alt, c.valid[k].cost, {step_label(s)}, "alternative for sweeps", false});
+        }
+    }
+  for (KernelRecord& r : alternatives)
+    if (!index.count(r.variant.name)) out.kernels.push_back(std::move(r));
+  return out;
+}
+
+} // namespace kiln

@@ -1,0 +1,36 @@
+// Kernel choice for every step of a plan: layouts reconciled with what the chosen variants
+// need (converting weights or activations where they must), then each step becomes a
+// launch of a deduplicated kernel or a cuDNN library call.
+#pragma once
+
+#include "generator/select/select.hpp"
+#include "runtime/plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct KernelRecord {
+  Variant variant;
+  CostEstimate cost;
+  std::vector<std::string> nodes; // "layer1.0.conv1 (conv2d.forward)"
+  std::string reason;
+  bool chosen = true; // false: an alternative emitted for sweeps (--variants all)
+};
+
+struct LibraryRecord {
+  std::string node;
+  std::string reason;
+};
+
+struct Assigned {
+  std::vector<KernelRecord> kernels; // in order of first use; alternatives after
+  std::vector<LibraryRecord> library_steps;
+};
+
+Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives);
+
+std::string step_label(const Step& s);
+
+} // namespace kiln

@@ -1,0 +1,132 @@
+#include "generator/emit/generate.hpp"
+
+#include "generator/compile/cache.hpp"
+#include "generator/emit/fuse.hpp"
+#include "generator/emit/instance.hpp"
+#include "generator/emit/layouts.hpp"
+#include "generator/emit/lower.hpp"
+#include "generator/emit/plan_builder.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+
+#include <filesystem>
+#include <unistd.h>
+#include <xxhash.h>
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+ojson cfg_json(const Variant& v) {
+  ojson j = ojson::object();
+  for (const auto& [k, val] : v.cfg) {
+    if (val.rfind("type:", 0) == 0) j[k] = val.substr(5);
+    else if (val.rfind("float:", 0) == 0) j[k] = std::stod(val.substr(6));
+    else if (val == "true" || val == "false") j[k] = val == "true";
+    else j[k] = std::stoll(val);
+  }
+  return j;
+}
+
+} // namespace
+
+Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
+  if (m.dtype == DType::f64)
+    throw Error(m.file, "/dtype", "f64 runs on the cpu backend only; kernels are f32, f16 or bf16");
+  LowerOptions lo;
+  lo.train = o.train;
+  lo.lr = o.lr;
+  lo.gpu = g.identity();
+  Generated gen;
+  Plan p = lower_model_steps(m, lo);
+  fuse_epilogues(p);
+  gen.layout = o.layout ? *o.layout : choose_layout(p, g);
+  apply_layout(p, gen.layout);
+  gen.assigned = assign_kernels(p, g, o.all_variants);
+  gen.plan = finish_plan(std::move(p));
+
+  InstanceOrigin origin;
+  origin.model = m.name;
+  origin.model_file = m.file;
+  origin.gpu = g.name + " (" + g.arch + ")";
+  ojson kernels = ojson::array();
+  for (const KernelRecord& r : gen.assigned.kernels) {
+    origin.nodes = r.nodes;
+    origin.reason = r.reason;
+    const std::string source = instance_source(r.variant, origin);
+    const std::string path = "kernels/" + r.variant.name + ".cu";
+    gen.files.push_back({path, source});
+    ojson k;
+    k["name"] = r.variant.name;
+    k["entry"] = r.variant.name;
+    k["family"] = r.variant.family;
+    k["template"] = r.variant.header;
+    k["source"] = path;
+    k["source_hash"] = content_hash(source);
+    k["params"] = cfg_json(r.variant);
+    k["grid"] = r.variant.grid;
+    k["block"] = r.variant.block;
+    k["dynamic_smem"] = r.variant.dynamic_smem;
+    k["args"] = r.variant.args;
+    k["math"] = r.variant.math;
+    k["promises_no_spills"] = r.variant.promises_no_spills;
+    k["nodes"] = r.nodes;
+    k["chosen"] = r.chosen;
+    k["reason"] = r.reason;
+    k["estimate_us"] = std::round(r.cost.micros * 1000) / 1000;
+    kernels.push_back(k);
+  }
+  ojson lib = ojson::array();
+  for (const LibraryRecord& l : gen.assigned.library_steps)
+    lib.push_back({{"node", l.node}, {"library", "cudnn"}, {"reason", l.reason}});
+  ojson& man = gen.manifest;
+  man["format"] = kManifestFormat;
+  man["kiln_version"] = KILN_VERSION;
+  man["model"] = m.name;
+  man["model_file"] = m.file;
+  man["gpu"] = {{"name", g.name}, {"arch", g.arch}, {"identity", g.identity()}};
+  man["dtype"] = dtype_name(m.dtype);
+  man["input_shape"] = m.input_shape;
+  man["train"] = o.train;
+  man["layout"] = layout_name(gen.layout);
+  man["kernels"] = kernels;
+  man["library_steps"] = lib;
+  gen.files.push_back({"manifest.json", man.dump(2) + "\n"});
+  gen.files.push_back({"plan.json", plan_to_json(gen.plan).dump(1) + "\n"});
+  return gen;
+}
+
+void write_generated(const Generated& gen, const std::string& dir) {
+  const fs::path target = fs::absolute(dir).lexically_normal();
+  const fs::path tmp = target.string() + ".kiln-tmp-" + std::to_string(getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  try {
+    for (const auto& [rel, content] : gen.files) {
+      const fs::path p = tmp / rel;
+      fs::create_directories(p.parent_path());
+      io::write_file_atomic(p.string(), content);
+    }
+    if (fs::exists(target)) {
+      if (!fs::is_directory(target)) throw Error(dir, "", "exists and is not a directory");
+      const fs::path old = target.string() + ".kiln-old-" + std::to_string(getpid());
+      fs::rename(target, old);
+      fs::rename(tmp, target);
+      fs::remove_all(old, ec);
+    } else {
+      fs::create_directories(target.parent_path());
+      fs::rename(tmp, target);
+    }
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    throw Error(dir, "", e.code().message());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+} // namespace kiln

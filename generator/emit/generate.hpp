@@ -1,0 +1,38 @@
+// kiln generate: a model and a GPU descriptor to a directory of kernel sources, a
+// manifest and a plan (DESIGN.md 4.4, 4.5). The same inputs give the same bytes.
+#pragma once
+
+#include "generator/emit/assign_kernels.hpp"
+#include "generator/gpu/gpu_desc.hpp"
+#include "generator/model/model.hpp"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+inline constexpr std::string_view kManifestFormat = "kiln-manifest/1";
+
+struct GenerateOptions {
+  bool train = false;
+  bool all_variants = false;
+  double lr = 0.01;
+  std::optional<Layout> layout; // default: choose_layout
+};
+
+struct Generated {
+  Plan plan;
+  Assigned assigned;
+  Layout layout = Layout::nchw;
+  nlohmann::ordered_json manifest;
+  std::vector<std::pair<std::string, std::string>> files; // relative path -> content
+};
+
+Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o);
+
+// Writes the files into `dir`, replacing what was there only once everything is written.
+void write_generated(const Generated& gen, const std::string& dir);
+
+} // namespace kiln
