@@ -1,5 +1,6 @@
 // The cpu backend: the plan's arena in host memory, every step computed by the reference
-// ops. The oracle the emu and cuda backends are checked against.
+// ops. The oracle the emu and cuda backends are checked against. The emu backend shares
+// its host arena and overrides how steps run.
 #pragma once
 
 #include "runtime/backend.hpp"
@@ -8,7 +9,7 @@
 
 namespace kiln::cpu {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
 public:
   std::string_view name() const override { return "cpu"; }
   void prepare(const Plan& plan) override;
@@ -18,6 +19,9 @@ public:
   void run(const Step& step) override;
 
   std::byte* arena() { return arena_.get(); }
+
+protected:
+  const Plan& plan() const { return *plan_; }
 
 private:
   struct Free {

@@ -1,0 +1,205 @@
+#include "generator/check/kernel_check.hpp"
+
+#include "runtime/cpu/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/io/file.hpp"
+#include "runtime/json_util.hpp"
+#include "runtime/layout_order.hpp"
+#include "runtime/param_init.hpp"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace kiln {
+
+namespace {
+
+bool writes(const Step& s, const std::string& role) {
+  if (s.fn == Fn::sgd_update && role == "param") return true;
+  for (std::string_view w : fn_signature(s.fn).writes)
+    if (w == role) return true;
+  return false;
+}
+
+// Values a role may hold: variances and inverse deviations positive, targets valid classes.
+Tensor random_for(const Plan& p, const Step& s, const std::string& role, const Buffer& b, uint64_t seed) {
+  Tensor t(b.dtype, b.shape);
+  uint64_t st = seed ^ fnv1a(role) ^ fnv1a(b.name);
+  const int64_t n = t.numel();
+  if (b.dtype == DType::i64) {
+    const int bl = s.arg("logits") >= 0 ? s.arg("logits") : s.arg("probs");
+    const int64_t classes = bl >= 0 ? p.buffers[bl].shape[1] : 2;
+    for (int64_t i = 0; i < n; ++i) t.set(i, double(splitmix64(st) % uint64_t(classes)));
+    return t;
+  }
+  const bool positive = role == "running_var" || role == "invstd";
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
+    t.set(i, positive ? 0.5 + u : (role == "probs" ? u : 2 * u - 1));
+  }
+  return t;
+}
+
+Tensor poisoned(const Buffer& b) {
+  Tensor t(b.dtype, b.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::numeric_limits<double>::quiet_NaN());
+  return t;
+}
+
+} // namespace
+
+double tolerance_for(const Plan& p, const Step& s, const std::string& math) {
+  bool half = math == "fp16" || math == "bf16";
+  for (const Arg& a : s.args) half |= p.buffers[a.buffer].dtype == DType::f16 || p.buffers[a.buffer].dtype == DType::bf16;
+  if (half) return 1e-2;
+  if (math == "tf32") return 5e-4;
+  return 1e-5;
+}
+
+Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, bool f64) {
+  Plan m;
+  m.model = p.model;
+  m.gpu = p.gpu;
+  m.kiln_version = p.kiln_version;
+  m.dtype = f64 ? DType::f64 : p.dtype;
+  Step s = step;
+  std::map<int, int> remap;
+  int64_t offset = 0;
+  for (Arg& a : s.args) {
+    auto it = remap.find(a.buffer);
+    if (it == remap.end()) {
+      Buffer b = p.buffers[a.buffer];
+      b.view_of = -1;
+      const bool w = writes(step, a.role);
+      b.role = b.dtype == DType::i64 ? BufferRole::target
+               : w ? (step.fn == Fn::sgd_update ? BufferRole::param : BufferRole::output)
+                   : BufferRole::input;
+      if (f64 && is_float(b.dtype)) b.dtype = DType::f64, b.layout = Layout::nchw;
+      b.offset = offset;
+      offset += (b.bytes() + 255) / 256 * 256;
+      m.buffers.push_back(b);
+      it = remap.emplace(a.buffer, int(m.buffers.size()) - 1).first;
+      if (b.role == BufferRole::output) m.outputs.push_back(it->second);
+      if (b.role == BufferRole::input) m.inputs.push_back(it->second);
+      if (b.role == BufferRole::target) m.target = it->second;
+      if (b.role == BufferRole::param) m.params.push_back({b.name, it->second, -1, 0, 0});
+    }
+    a.buffer = it->second;
+  }
+  if (kernel && !f64) {
+    m.kernels.push_back(*kernel);
+    s.kind = StepKind::launch;
+    s.kernel = 0;
+  } else {
+    s.kind = StepKind::reference;
+    s.kernel = -1;
+  }
+  // The loss output of softmax_xent.forward is a [1] buffer: keep its role an output.
+  m.arena_bytes = offset;
+  m.phases.push_back(Phase{"forward", {s}});
+  validate_plan(m);
+  return m;
+}
+
+KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, const std::string& math,
+                       const BackendFactory& device, uint64_t seed) {
+  KernelCheck row;
+  row.kernel = k.name;
+  row.node = step.node;
+  row.tolerance = tolerance_for(plan, step, math);
+    try {
+      const Plan dev_plan = single_step_plan(plan, step, &k, false);
+      const Plan ref_plan = single_step_plan(plan, step, nullptr, true);
+      std::unique_ptr<Backend> dev_backend = device();
+      cpu::CpuBackend ref_backend;
+      Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
+      const Step& ds = dev_plan.phases[0].steps[0];
+      for (const Arg& a : ds.args) {
+        const Buffer& b = dev_plan.buffers[a.buffer];
+        const bool out = b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
+        const bool needs_data = !out || ds.accumulate || ds.fn == Fn::sgd_update;
+        const Tensor t = needs_data ? random_for(dev_plan, ds, a.role, b, seed) : poisoned(b);
+        dev.write(a.buffer, to_memory_order(t, b.layout));
+        ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
+      }
+      dev.run("forward");
+      ref.run("forward");
+      double num = 0, den = 0;
+      bool nan = false;
+      for (const Arg& a : ds.args) {
+        const Buffer& b = dev_plan.buffers[a.buffer];
+        if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update)) continue;
+        const Tensor d = to_logical_order(dev.read(a.buffer), b.layout), r = ref.read(a.buffer);
+        for (int64_t e = 0; e < d.numel(); ++e) {
+          const double x = d.get(e), y = r.get(e);
+          if (std::isnan(x) || std::isnan(y)) nan = true;
+          row.max_abs = std::max(row.max_abs, std::abs(x - y));
+          num += (x - y) * (x - y);
+          den += y * y;
+        }
+      }
+      row.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+      if (nan) row.error = "NaN in the output (an element not written, or a NaN computed)";
+      row.pass = !nan && row.rel <= row.tolerance;
+    } catch (const Error& e) {
+      row.error = e.what();
+    }
+  return row;
+}
+
+std::vector<KernelCheck> check_kernels(const std::string& dir, const BackendFactory& device, uint64_t seed,
+                                       bool alternatives,
+                                       const std::function<void(size_t, size_t, const std::string&)>& progress) {
+  const Plan plan = load_plan(dir + "/plan.json");
+  const auto bytes = io::read_file(dir + "/manifest.json");
+  const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const nlohmann::json man = json_util::parse(text, dir + "/manifest.json");
+  namespace ju = json_util;
+  const nlohmann::json& ks = ju::require(man, "kernels", "");
+  ju::expect_array(ks, "/kernels");
+  std::vector<KernelCheck> rows;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const std::string ptr = ju::child("/kernels", i);
+    const std::string name = ju::get_string(ju::require(ks[i], "name", ptr), ptr + "/name");
+    const bool chosen = !ks[i].contains("chosen") || ks[i]["chosen"].get<bool>();
+    if (!chosen && !alternatives) continue;
+    const std::string math = ks[i].contains("math") ? ks[i]["math"].get<std::string>() : "fp32";
+    // The kernel as the plan has it, or (an alternative) from the manifest.
+    Kernel k;
+    const Step* step = nullptr;
+    for (size_t kk = 0; kk < plan.kernels.size(); ++kk)
+      if (plan.kernels[kk].name == name) k = plan.kernels[kk];
+    if (k.name.empty()) {
+      k.name = k.entry = name;
+      k.image = "kernels/" + name + ".cubin";
+      for (int d = 0; d < 3; ++d) {
+        k.grid[d] = ks[i]["grid"][d].get<int64_t>();
+        k.block[d] = ks[i]["block"][d].get<int64_t>();
+      }
+      k.dynamic_smem = ks[i]["dynamic_smem"].get<int64_t>();
+      k.args = ks[i]["args"].get<std::vector<std::string>>();
+    }
+    const std::string node = ks[i]["nodes"].size() ? ks[i]["nodes"][0].get<std::string>() : "";
+    for (const Phase& ph : plan.phases)
+      for (const Step& s : ph.steps)
+        if (!step && s.kind != StepKind::free && (s.node + " (" + std::string(fn_name(s.fn)) + ")") == node)
+          step = &s;
+    if (progress) progress(i, ks.size(), name);
+    if (!step) {
+      KernelCheck row;
+      row.kernel = name;
+      row.node = node;
+      row.error = "no step of the plan uses it";
+      rows.push_back(row);
+      continue;
+    }
+    KernelCheck row = check_step(plan, *step, k, math, device, seed + i);
+    row.node = node;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+} // namespace kiln

@@ -1,0 +1,189 @@
+#include "tests/kernels/harness.hpp"
+
+#include "generator/compile/cache.hpp"
+#include "generator/compile/compile_dir.hpp"
+#include "generator/compile/nvrtc.hpp"
+#include "generator/emit/instance.hpp"
+#include "generator/gpu/gpu_desc.hpp"
+#include "generator/select/select.hpp"
+#include "runtime/emu/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace kiln::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool writes(Fn fn, const std::string& role) {
+  if (fn == Fn::sgd_update && role == "param") return true;
+  for (std::string_view w : fn_signature(fn).writes)
+    if (w == role) return true;
+  return false;
+}
+
+InstanceOrigin origin_for(const Built& b) {
+  InstanceOrigin o;
+  o.model = "test";
+  o.gpu = b.gpu;
+  o.nodes = {b.spec.label};
+  return o;
+}
+
+std::string arch_of(const std::string& gpu) { return load_gpu(gpu).arch; }
+
+} // namespace
+
+std::string temp_dir(const std::string& prefix) {
+  std::string t = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!mkdtemp(t.data())) throw Error("", "", "cannot create a temporary directory");
+  static std::mutex m;
+  static std::vector<std::string> dirs;
+  std::lock_guard<std::mutex> lock(m);
+  if (dirs.empty()) std::atexit([] {
+      for (const std::string& d : dirs) {
+        std::error_code ec;
+        fs::remove_all(d, ec);
+      }
+    });
+  dirs.push_back(t);
+  return t;
+}
+
+Plan spec_plan(const StepSpec& s) {
+  Plan p;
+  p.model = "test";
+  p.kiln_version = KILN_VERSION;
+  p.dtype = DType::f32;
+  Step st;
+  st.kind = StepKind::reference;
+  st.fn = s.fn;
+  st.node = s.label;
+  st.op = s.op;
+  st.attrs = s.attrs;
+  st.accumulate = s.accumulate;
+  st.relu = s.relu;
+  st.lr = s.lr;
+  st.eps = s.eps;
+  st.channel_offset = s.channel_offset;
+  int64_t offset = 0;
+  for (const ArgSpec& a : s.args) {
+    Buffer b;
+    b.name = a.role;
+    b.shape = a.shape;
+    b.dtype = a.dtype;
+    b.layout = a.layout;
+    b.offset = offset;
+    b.role = a.dtype == DType::i64 ? BufferRole::target
+             : writes(s.fn, a.role) ? (s.fn == Fn::sgd_update ? BufferRole::param : BufferRole::output)
+                                    : BufferRole::input;
+    offset += (b.bytes() + 255) / 256 * 256;
+    p.buffers.push_back(b);
+    const int idx = int(p.buffers.size()) - 1;
+    if (b.role == BufferRole::output) p.outputs.push_back(idx);
+    if (b.role == BufferRole::input) p.inputs.push_back(idx);
+    if (b.role == BufferRole::param) p.params.push_back({b.name, idx, -1, 0, 0});
+    st.args.push_back({a.role, idx});
+  }
+  p.arena_bytes = offset;
+  p.phases.push_back(Phase{"forward", {st}});
+  validate_plan(p);
+  return p;
+}
+
+std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::vector<std::string>& gpus,
+                                std::vector<std::string>* unserved) {
+  std::vector<Built> out;
+  for (const std::string& gname : gpus) {
+    const GpuDesc g = load_gpu(gname);
+    for (const StepSpec& s : specs) {
+      const Plan p = spec_plan(s);
+      const StepInfo info{p, p.phases[0].steps[0], g};
+      size_t before = out.size();
+      for (const Family* f : all_families())
+        for (Variant& v : f->candidates(info))
+          if (invalid_reason(g, v).empty()) out.push_back({s, gname, std::move(v)});
+      if (out.size() == before && unserved) unserved->push_back(s.label + " on " + gname);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs) {
+  std::map<std::string, const Built*> distinct; // variant name + arch -> first use
+  for (const Built& b : built) distinct.emplace(b.variant.name + "@" + arch_of(b.gpu), &b);
+  std::vector<const Built*> todo;
+  for (auto& [k, b] : distinct) todo.push_back(b);
+  std::vector<std::string> failures;
+  std::mutex m;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, jobs); ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < todo.size();) {
+        const Built& b = *todo[i];
+        const std::string arch = arch_of(b.gpu);
+        const std::string src = instance_source(b.variant, origin_for(b));
+        const CompileOutput out = nvrtc_compile(src, b.variant.name + ".cu", b.variant.name, arch);
+        std::lock_guard<std::mutex> lock(m);
+        if (!out.ok)
+          failures.push_back(b.variant.name + " for " + arch + ":\n" + out.log);
+        else if (b.variant.promises_no_spills && (out.resources.spill_stores || out.resources.spill_loads))
+          failures.push_back(b.variant.name + " for " + arch + " spills " +
+                             std::to_string(out.resources.spill_stores) + " bytes");
+        else if (!out.resources.found)
+          failures.push_back(b.variant.name + " for " + arch + ": no ptxas report for its entry");
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  return failures;
+}
+
+std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir, uint64_t seed) {
+  fs::create_directories(dir + "/kernels");
+  nlohmann::ordered_json man;
+  man["gpu"] = {{"arch", "sm_90"}, {"identity", "test"}};
+  man["kernels"] = nlohmann::ordered_json::array();
+  std::map<std::string, bool> seen;
+  for (const Built& b : built) {
+    if (seen[b.variant.name]) continue;
+    seen[b.variant.name] = true;
+    const std::string src = instance_source(b.variant, origin_for(b));
+    const std::string rel = "kernels/" + b.variant.name + ".cu";
+    io::write_file_atomic(dir + "/" + rel, src);
+    man["kernels"].push_back({{"name", b.variant.name}, {"entry", b.variant.name}, {"source", rel},
+                              {"source_hash", content_hash(src)}});
+  }
+  io::write_file_atomic(dir + "/manifest.json", man.dump(1));
+  CompileOptions co;
+  co.compiler = "host";
+  compile_dir(dir, co);
+  const std::string lib = emu_library_path(dir);
+  const BackendFactory factory = [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0}); };
+  std::vector<KernelCheck> rows;
+  for (const Built& b : built) {
+    const Plan p = spec_plan(b.spec);
+    Kernel k;
+    k.name = k.entry = b.variant.name;
+    k.image = "kernels/" + k.name + ".cubin";
+    k.grid = b.variant.grid;
+    k.block = b.variant.block;
+    k.dynamic_smem = b.variant.dynamic_smem;
+    k.args = b.variant.args;
+    KernelCheck r = check_step(p, p.phases[0].steps[0], k, b.variant.math, factory, seed);
+    r.node = b.spec.label + " on " + b.gpu;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+} // namespace kiln::test

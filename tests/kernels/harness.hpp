@@ -1,0 +1,59 @@
+// Test harness for kernel template families: one-step plans from a compact description,
+// every valid variant of every family for them on shipped GPUs, NVRTC compilation for
+// each GPU's architecture, and numeric checks on the emulator against the f64 reference.
+#pragma once
+
+#include "generator/check/kernel_check.hpp"
+#include "generator/select/variant.hpp"
+#include "runtime/plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+struct ArgSpec {
+  std::string role;
+  Shape shape;
+  DType dtype = DType::f32;
+  Layout layout = Layout::nchw;
+};
+
+struct StepSpec {
+  std::string label;
+  Fn fn = Fn::copy;
+  OpKind op = OpKind::relu;
+  Attrs attrs;
+  std::vector<ArgSpec> args;
+  bool accumulate = false, relu = false;
+  double lr = 0, eps = 0;
+  int64_t channel_offset = 0;
+};
+
+// A plan with one reference step over fresh buffers (validated).
+Plan spec_plan(const StepSpec& s);
+
+struct Built {
+  StepSpec spec;
+  std::string gpu; // shipped descriptor name
+  Variant variant;
+};
+
+// Every valid variant of every family for each spec on each shipped GPU; specs no family
+// serves on some GPU are listed in `unserved` ("label on gpu").
+std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::vector<std::string>& gpus,
+                                std::vector<std::string>* unserved = nullptr);
+
+// Compiles every distinct variant with NVRTC for its GPU's architecture; one message per
+// failure, and per variant that promises no spills and spills.
+std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs = 2);
+
+// Host-compiles every distinct variant into one emulated library under `dir`, then runs
+// each built case on the emulator (all checks on) against the reference.
+std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir,
+                                    uint64_t seed = 1);
+
+// A fresh temporary directory, removed at exit.
+std::string temp_dir(const std::string& prefix);
+
+} // namespace kiln::test

@@ -1,0 +1,52 @@
+// The elementwise and convert families: every variant compiles for sm_75, sm_80 and sm_90
+// and matches the reference on the emulator.
+#include "tests/kernels/harness.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+std::vector<StepSpec> specs() {
+  std::vector<StepSpec> s;
+  const Shape x{2, 3, 5, 7};
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const std::string d(dtype_name(t));
+    s.push_back({"relu " + d, Fn::relu_forward, OpKind::relu, {}, {{"x", x, t}, {"y", x, t}}});
+    s.push_back({"relu_backward " + d, Fn::relu_backward, OpKind::relu, {},
+                 {{"y", x, t}, {"dy", x, t}, {"dx", x, t}}});
+    s.push_back({"add3 " + d, Fn::add_forward, OpKind::add, {}, {{"x0", x, t}, {"x1", x, t}, {"x2", x, t}, {"y", x, t}}});
+    StepSpec acc{"copy accumulate " + d, Fn::copy, OpKind::add, {}, {{"src", x, t}, {"dst", x, t}}};
+    acc.accumulate = true;
+    s.push_back(acc);
+    StepSpec sgd{"sgd " + d, Fn::sgd_update, OpKind::conv2d, {}, {{"param", {7, 3}, t}, {"grad", {7, 3}, t}}};
+    sgd.lr = 0.125;
+    s.push_back(sgd);
+    s.push_back({"convert nchw->nhwc " + d, Fn::convert, OpKind::relu, {},
+                 {{"src", x, DType::f32}, {"dst", x, t, Layout::nhwc}}});
+    s.push_back({"convert nhwc->nchw " + d, Fn::convert, OpKind::relu, {},
+                 {{"src", x, t, Layout::nhwc}, {"dst", x, DType::f32}}});
+  }
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("elementwise and convert variants compile with NVRTC for sm_75, sm_80 and sm_90") {
+  std::vector<std::string> unserved;
+  const auto built = all_variants(specs(), {"t4", "a100", "h200"}, &unserved);
+  CHECK(unserved.empty());
+  const auto failures = nvrtc_failures(built);
+  for (const std::string& f : failures) FAIL_CHECK(f);
+}
+
+TEST_CASE("elementwise and convert variants match the reference on the emulator") {
+  const auto built = all_variants(specs(), {"h200"});
+  REQUIRE(built.size() >= specs().size());
+  for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-elementwise"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+}
