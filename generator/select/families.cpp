@@ -1,13 +1,22 @@
-// The registry of template families, in selection tie-break order.
+// The registry of template families, in selection tie-break order. Each group of families
+// lives in its own folder under families/ and lists itself in its group function.
 #include "generator/select/families/elementwise.hpp"
+#include "generator/select/families/groups.hpp"
 #include "generator/select/family.hpp"
 
 namespace kiln {
 
 const std::vector<const Family*>& all_families() {
-  static const ElementwiseFamily elementwise;
-  static const ConvertFamily convert;
-  static const std::vector<const Family*> all = {&elementwise, &convert};
+  static const std::vector<const Family*> all = [] {
+    static const ElementwiseFamily elementwise;
+    static const ConvertFamily convert;
+    std::vector<const Family*> r;
+    for (auto group : {implicit_gemm_families, conv_families, spatial_families, dense_families})
+      for (const Family* f : group()) r.push_back(f);
+    r.push_back(&elementwise);
+    r.push_back(&convert);
+    return r;
+  }();
   return all;
 }
 

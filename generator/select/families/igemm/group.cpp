@@ -1,0 +1,8 @@
+// The igemm group of template families (see families/groups.hpp).
+#include "generator/select/families/groups.hpp"
+
+namespace kiln {
+
+std::vector<const Family*> implicit_gemm_families() { return {}; }
+
+} // namespace kiln
