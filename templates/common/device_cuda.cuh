@@ -29,9 +29,14 @@ KILN_FN u16 float_to_bf16(float f) {
 }
 // Rounds a float to tf32 (what mma.sync .tf32 operands hold).
 KILN_FN u32 float_to_tf32(float f) {
+#if __CUDA_ARCH__ >= 800
   u32 r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
   return r;
+#else // round to nearest, ties away, to 10 mantissa bits (tf32 mma needs sm_80 anyway)
+  const u32 x = __float_as_uint(f);
+  return (x & 0x7f800000u) == 0x7f800000u ? x : (x + 0x1000u) & 0xffffe000u;
+#endif
 }
 
 // ---- memory ------------------------------------------------------------------------------
@@ -51,6 +56,15 @@ template <class T> struct Shared {
   KILN_FN Shared operator+(int i) const { return Shared{p + i}; }
   KILN_FN T* raw() const { return p; }
 };
+
+// Reinterprets an array as elements of another type (vector loads, fragment pairs); the
+// addresses used must suit U's alignment (checked in emu).
+template <class U, class T> KILN_FN Global<U> view_as(Global<T> g) {
+  return Global<U>{reinterpret_cast<U*>(g.p)};
+}
+template <class U, class T> KILN_FN Shared<U> view_as(Shared<T> s) {
+  return Shared<U>{reinterpret_cast<U*>(s.p)};
+}
 
 // Declares a block-wide shared array `name` of N elements of T.
 #define KILN_SHARED_ARRAY(T, name, N)                                                           \
