@@ -78,12 +78,15 @@ void check_shapes(const Ctx& c) {
     break;
   case Fn::batchnorm_forward_train:
     c.expect("y", c.forward(c.shape("x")));
-    for (auto r : {"weight", "bias", "mean", "invstd"}) c.expect(r, c.channels("x"));
+    for (auto r : {"weight", "bias", "mean", "invstd"})
+      if (s.arg(r) >= 0) c.expect(r, c.channels("x"));
     break;
   case Fn::batchnorm_backward:
     c.same("x", "dy");
     c.same("x", "dx");
-    for (auto r : {"weight", "mean", "invstd", "dweight", "dbias"}) c.expect(r, c.channels("x"));
+    for (auto r : {"weight", "mean", "invstd", "dweight", "dbias"})
+      if (s.arg(r) >= 0) c.expect(r, c.channels("x"));
+    if ((s.arg("mean") >= 0) != (s.arg("invstd") >= 0)) c.fail("mean and invstd come together or not at all");
     break;
   case Fn::relu_forward:
   case Fn::softmax_forward: c.expect("y", c.forward(c.shape("x"))); break;

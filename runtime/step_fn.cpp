@@ -23,7 +23,7 @@ constexpr sv x_dy[] = {"x", "dy"}, dw[] = {"dw"};
 constexpr sv dy[] = {"dy"}, db[] = {"db"};
 constexpr sv bn_in[] = {"x", "weight", "bias", "running_mean", "running_var"};
 constexpr sv bn_train_in[] = {"x", "weight", "bias"}, bn_train_out[] = {"y", "mean", "invstd"};
-constexpr sv bn_bw_in[] = {"x", "dy", "weight", "mean", "invstd"};
+constexpr sv bn_bw_in[] = {"x", "dy", "weight", "mean", "invstd"}, bn_stats[] = {"mean", "invstd"};
 constexpr sv bn_bw_out[] = {"dx", "dweight", "dbias"};
 constexpr sv x[] = {"x"}, y_dy[] = {"y", "dy"}, xs[] = {"x*"};
 constexpr sv xent_in[] = {"logits", "target"}, xent_out[] = {"probs", "loss"};
@@ -41,8 +41,8 @@ const std::array<Entry, 31> table = {{
     {Fn::linear_backward_weight, "linear.backward_weight", x_dy, dw, {}},
     {Fn::bias_backward, "bias.backward", dy, db, {}},
     {Fn::batchnorm_forward, "batchnorm.forward", bn_in, y, {}},
-    {Fn::batchnorm_forward_train, "batchnorm.forward_train", bn_train_in, bn_train_out, {}},
-    {Fn::batchnorm_backward, "batchnorm.backward", bn_bw_in, bn_bw_out, {}},
+    {Fn::batchnorm_forward_train, "batchnorm.forward_train", bn_train_in, bn_train_out, bn_stats},
+    {Fn::batchnorm_backward, "batchnorm.backward", bn_bw_in, bn_bw_out, bn_stats},
     {Fn::relu_forward, "relu.forward", x, y, {}},
     {Fn::relu_backward, "relu.backward", y_dy, dx, {}},
     {Fn::maxpool2d_forward, "maxpool2d.forward", x, y, {}},

@@ -19,8 +19,11 @@ enum class Fn {
   linear_backward_weight,  // x, dy -> dw
   bias_backward,           // dy -> db (conv2d or linear)
   batchnorm_forward,       // x, weight, bias, running_mean, running_var -> y (inference; relu flag)
-  batchnorm_forward_train, // x, weight, bias -> y, mean, invstd (batch statistics)
-  batchnorm_backward,      // x, dy, weight, mean, invstd -> dx, dweight, dbias
+  batchnorm_forward_train, // x, weight, bias -> y, [mean, invstd] (batch statistics)
+  // x, dy, weight, [mean, invstd] -> dx, dweight, dbias; without the saved statistics they
+  // are recomputed from x exactly as the forward computes them (kiln's plans do this: it
+  // keeps nothing but x alive for the backward).
+  batchnorm_backward,
   relu_forward,            // x -> y
   relu_backward,           // y, dy -> dx
   maxpool2d_forward,       // x -> y

@@ -27,6 +27,10 @@ struct DagOp {
   int64_t output_bytes = 0;
   std::vector<int> inputs; // indices of earlier ops, no repeats
   int64_t temp_bytes = 0;  // workspace while it runs
+  // Whether rematerialising strategies may evict it (gradients accumulated in place are
+  // not: recomputing them would add a contribution twice). It is still freed after its
+  // last use.
+  bool evictable = true;
 };
 
 struct Dag {

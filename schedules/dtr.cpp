@@ -150,7 +150,8 @@ private:
     int best = -1;
     double best_h = std::numeric_limits<double>::infinity();
     for (int t : resident_list_) {
-      if (lock_[size_t(t)] || g_.ops[size_t(t)].output_bytes == 0) continue;
+      if (lock_[size_t(t)] || g_.ops[size_t(t)].output_bytes == 0 || !g_.ops[size_t(t)].evictable)
+        continue;
       const double h = score(t);
       if (best < 0 || h < best_h || (h == best_h && t < best)) best = t, best_h = h;
     }

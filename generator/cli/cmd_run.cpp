@@ -4,6 +4,9 @@
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/progress.hpp"
 #include "generator/emit/lower.hpp"
+#include "generator/gpu/gpu_desc.hpp"
+#include "generator/schedule/budget.hpp"
+#include "generator/schedule/strategy.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
@@ -28,6 +31,10 @@ struct RunArgs {
   std::string target, grads;
   double lr = 0.01;
   bool update = false;
+  std::string schedule = "store-all";
+  std::string budget;
+  std::string gpu = "h200";
+  int slots = 500;
 };
 
 std::unique_ptr<Backend> make_backend(const std::string& device) {
@@ -57,7 +64,25 @@ void run(const RunArgs& a) {
   LowerOptions lo;
   lo.train = a.train;
   lo.lr = a.lr;
-  const Plan plan = lower_model(m, lo);
+  if (!a.train && (a.schedule != "store-all" || !a.budget.empty()))
+    throw Error("", "--schedule", "recompute schedules apply to training steps (--train)");
+  Plan plan;
+  std::string schedule_note;
+  if (a.train && (a.schedule != "store-all" || !a.budget.empty())) {
+    const auto strategy = parse_strategy(a.schedule);
+    if (!strategy) throw Error("", "--schedule", cat("unknown strategy \"", a.schedule, "\" (store-all, sqrt, rotor, dtr)"));
+    ScheduleOptions so;
+    so.slots = a.slots;
+    so.lower = lo;
+    const TrainingScheduler sched(m, load_gpu(a.gpu), so);
+    const int64_t budget = a.budget.empty() ? sched.store_all_peak() : parse_budget(a.budget, sched.store_all_peak());
+    const TrainingSchedule ts = sched.solve(*strategy, budget);
+    plan = sched.plan(ts);
+    schedule_note = fmt::format(", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", a.schedule,
+                                human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
+  } else {
+    plan = lower_model(m, lo);
+  }
   std::unique_ptr<Backend> backend = make_backend(a.device);
   Progress progress(plan);
   ExecutorOptions eo;
@@ -104,7 +129,7 @@ void run(const RunArgs& a) {
              a.train ? "training step" : "forward", a.device, shape_str(m.input_shape), secs,
              human_bytes(ex.peak_transient_bytes()));
   if (a.train) fmt::print(", loss {:.6g}", ex.read(plan.loss).get(0));
-  fmt::print("\n");
+  fmt::print("{}\n", schedule_note);
 }
 
 } // namespace
@@ -128,6 +153,13 @@ void add_run(CLI::App& app) {
   cmd->add_option("--grads", a->grads, "where to write every parameter's gradient (.safetensors)");
   cmd->add_option("--lr", a->lr, "learning rate of the SGD update (with --update)");
   cmd->add_flag("--update", a->update, "also apply the SGD update (the gradients are unaffected)");
+  cmd->add_option("--schedule", a->schedule,
+                  "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients are "
+                  "bit-identical whatever the strategy")
+      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr"}));
+  cmd->add_option("--budget", a->budget, "training: memory budget for activations: bytes, 700MiB, 2GiB or 40% (of store-all)");
+  cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
+  cmd->add_option("--gpu", a->gpu, "descriptor whose cost model times the schedule (default h200)");
   cmd->callback([a] { run(*a); });
 }
 

@@ -21,6 +21,7 @@ void add_generate(CLI::App& app);
 void add_compile(CLI::App& app);
 void add_cache(CLI::App& app);
 void add_check(CLI::App& app);
+void add_schedule(CLI::App& app);
 void add_models(CLI::App& app);
 
 } // namespace kiln::cli

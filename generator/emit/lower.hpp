@@ -1,7 +1,7 @@
-// Lowers a model to a plan: the forward pass, and for training the loss (softmax
-// cross-entropy on the first output's logits), the backward pass storing every tensor the
-// backward needs, and an SGD update phase. Steps are `reference` steps; kernel selection
-// and schedules refine the plan later.
+// Lowers a model to a plan: the forward pass (inference), or a training step under the
+// store-all schedule (schedule/training_graph: forward, the loss (softmax cross-entropy on
+// the first output's logits), backward, SGD update). Steps are `reference` steps; kernel
+// selection refines the plan later.
 #pragma once
 
 #include "generator/model/model.hpp"

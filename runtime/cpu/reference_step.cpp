@@ -145,12 +145,22 @@ template <class T> void run(const Bound<T>& c) {
     break;
   case Fn::batchnorm_forward_train:
     batchnorm_train<T>(a, c.in("x"), c.in("weight").data, c.in("bias").data, c.out("y"),
-                       c.out("mean").data, c.out("invstd").data);
+                       c.s.arg("mean") >= 0 ? c.out("mean").data : nullptr,
+                       c.s.arg("invstd") >= 0 ? c.out("invstd").data : nullptr);
     break;
   case Fn::batchnorm_backward:
-    batchnorm_backward<T>(c.in("x"), c.in("dy"), c.in("weight").data, c.in("mean").data,
-                          c.in("invstd").data, c.out("dx"), c.out("dweight").data,
-                          c.out("dbias").data, acc);
+    if (s.arg("mean") >= 0) {
+      batchnorm_backward<T>(c.in("x"), c.in("dy"), c.in("weight").data, c.in("mean").data,
+                            c.in("invstd").data, c.out("dx"), c.out("dweight").data,
+                            c.out("dbias").data, acc);
+    } else { // recompute the statistics exactly as batchnorm.forward_train does
+      CView<T> x = c.in("x");
+      std::vector<T> y(size_t(numel(x.shape))), mean(size_t(x.shape[1])), invstd(size_t(x.shape[1]));
+      batchnorm_train<T>(a, x, c.in("weight").data, nullptr, View<T>{y.data(), x.shape}, mean.data(),
+                         invstd.data());
+      batchnorm_backward<T>(x, c.in("dy"), c.in("weight").data, mean.data(), invstd.data(), c.out("dx"),
+                            c.out("dweight").data, c.out("dbias").data, acc);
+    }
     break;
   case Fn::relu_forward: relu<T>(c.in("x"), c.out("y")); break;
   case Fn::relu_backward: relu_backward<T>(c.in("y"), c.in("dy"), c.out("dx"), acc); break;

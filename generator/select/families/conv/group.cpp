@@ -1,8 +1,16 @@
 // The conv group of template families (see families/groups.hpp).
+#include "generator/select/families/conv/conv_families.hpp"
 #include "generator/select/families/groups.hpp"
 
 namespace kiln {
 
-std::vector<const Family*> conv_families() { return {}; }
+std::vector<const Family*> conv_families() {
+  static const ConvDirectFamily direct;
+  static const ConvFoldBnFamily fold_bn;
+  static const ConvBackwardDataFamily backward_data;
+  static const ConvBackwardWeightFamily backward_weight;
+  static const BiasBackwardFamily bias_backward;
+  return {&direct, &fold_bn, &backward_data, &backward_weight, &bias_backward};
+}
 
 } // namespace kiln

@@ -1,8 +1,21 @@
-// The dense group of template families (see families/groups.hpp).
+// The dense group of template families (see families/groups.hpp): batchnorm (inference,
+// training forward, backward), linear (tiled GEMM for all three products, a dot-product
+// kernel for small forwards), softmax and softmax cross-entropy.
+#include "generator/select/families/dense/batchnorm.hpp"
+#include "generator/select/families/dense/linear.hpp"
+#include "generator/select/families/dense/softmax.hpp"
 #include "generator/select/families/groups.hpp"
 
 namespace kiln {
 
-std::vector<const Family*> dense_families() { return {}; }
+std::vector<const Family*> dense_families() {
+  static const dense::BatchnormForwardFamily batchnorm_forward;
+  static const dense::BatchnormTrainFamily batchnorm_train;
+  static const dense::LinearGemmFamily linear_gemm;
+  static const dense::LinearDotFamily linear_dot;
+  static const dense::SoftmaxFamily softmax;
+  static const dense::SoftmaxXentFamily softmax_xent;
+  return {&batchnorm_forward, &batchnorm_train, &linear_gemm, &linear_dot, &softmax, &softmax_xent};
+}
 
 } // namespace kiln

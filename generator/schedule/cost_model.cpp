@@ -1,0 +1,103 @@
+#include "generator/schedule/cost_model.hpp"
+
+#include "generator/select/cost.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+#include "runtime/json_util.hpp"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+constexpr double kLaunchUs = 3.0;
+
+std::string math_of(DType t) {
+  return t == DType::f16 ? "fp16" : t == DType::bf16 ? "bf16" : "fp32";
+}
+
+} // namespace
+
+Profile load_profile(const std::string& path) {
+  const auto bytes = io::read_file(path);
+  const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  namespace ju = json_util;
+  try {
+    const nlohmann::json j = ju::parse(text, path);
+    ju::expect_object(j, "");
+    ju::reject_unknown_keys(j, "", {"format", "gpu", "model", "nodes"});
+    const std::string f = ju::get_string(ju::require(j, "format", ""), "/format");
+    if (f != "kiln-profile/1") throw Error("", "/format", cat("unsupported format \"", f, "\""));
+    Profile p;
+    const nlohmann::json& nodes = ju::require(j, "nodes", "");
+    ju::expect_object(nodes, "/nodes");
+    for (auto it = nodes.begin(); it != nodes.end(); ++it) {
+      const std::string ptr = ju::child("/nodes", it.key());
+      ju::expect_object(it.value(), ptr);
+      ju::reject_unknown_keys(it.value(), ptr, {"forward_ms", "backward_ms"});
+      LayerTimes t;
+      t.forward_us = 1000 * ju::get_number(ju::require(it.value(), "forward_ms", ptr), ptr + "/forward_ms");
+      t.backward_us = 1000 * ju::get_number(ju::require(it.value(), "backward_ms", ptr), ptr + "/backward_ms");
+      if (!(t.forward_us >= 0) || !(t.backward_us >= 0)) throw Error("", ptr, "times must be non-negative");
+      p.layers[it.key()] = t;
+    }
+    return p;
+  } catch (const Error& e) {
+    throw e.in_file(path);
+  }
+}
+
+std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Profile* profile) {
+  std::vector<LayerTimes> t(m.nodes.size());
+  const double esize = double(dtype_size(m.dtype));
+  const double peak = peak_tflops(g, math_of(m.dtype)) * 1e6; // flops per microsecond
+  const double bw = g.memory_bandwidth_gbps * 1e3;             // bytes per microsecond
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    const Node& n = m.nodes[i];
+    if (op_is_view(n.op)) continue;
+    double bytes = double(numel(n.shape));
+    for (const Shape& s : m.input_shapes(int(i))) bytes += double(numel(s));
+    for (const ParamSpec& p : m.params(int(i))) bytes += double(numel(p.shape));
+    bytes *= esize;
+    const double flops = 2.0 * double(m.macs(int(i)));
+    const double fwd = std::max(flops / peak, bytes / bw) + kLaunchUs;
+    // Backward: data and weight gradients double conv/linear work; others reread inputs.
+    const double bwd = n.op == OpKind::conv2d || n.op == OpKind::linear
+                           ? 2 * std::max(flops / peak, bytes / bw) + 2 * kLaunchUs
+                           : 1.5 * bytes / bw + kLaunchUs;
+    t[i] = {fwd, bwd};
+    if (profile)
+      if (auto it = profile->layers.find(n.name); it != profile->layers.end()) t[i] = it->second;
+  }
+  return t;
+}
+
+std::vector<double> op_times(const TrainingGraph& g, const std::vector<LayerTimes>& layers) {
+  const Model& m = g.model();
+  std::vector<double> times(g.ops().size(), 0);
+  for (size_t j = 0; j < g.ops().size(); ++j) {
+    const TrainOp& op = g.ops()[j];
+    switch (op.kind) {
+    case TrainOp::forward: times[j] = layers[op.node].forward_us; break;
+    case TrainOp::loss: times[j] = kLaunchUs; break;
+    case TrainOp::gradient:
+      // Each consumer's share of its backward that flows into this value.
+      for (size_t c = 0; c < m.nodes.size(); ++c)
+        for (int r : m.nodes[c].inputs)
+          if (r == op.node) {
+            const OpKind k = m.nodes[c].op;
+            times[j] += k == OpKind::conv2d || k == OpKind::linear ? layers[c].backward_us / 2 : layers[c].backward_us;
+          }
+      break;
+    case TrainOp::param_grad: {
+      const OpKind k = m.nodes[op.node].op;
+      times[j] = k == OpKind::conv2d || k == OpKind::linear ? layers[op.node].backward_us / 2 : 0;
+      break;
+    }
+    }
+  }
+  return times;
+}
+
+} // namespace kiln

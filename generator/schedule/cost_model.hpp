@@ -1,0 +1,32 @@
+// How long each layer takes, forward and backward: a roofline estimate from the GPU
+// descriptor (FLOPs over the peak of the unit the dtype uses, bytes over bandwidth, plus a
+// launch overhead), or measured times from a profile (`--profile times.json`, which kiln's
+// benchmarks write: {"format": "kiln-profile/1", "nodes": {"conv1": {"forward_ms": ..,
+// "backward_ms": ..}, ...}}; layers it does not name keep their estimate).
+#pragma once
+
+#include "generator/gpu/gpu_desc.hpp"
+#include "generator/model/model.hpp"
+#include "generator/schedule/training_graph.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct LayerTimes {
+  double forward_us = 0, backward_us = 0;
+};
+
+struct Profile {
+  std::map<std::string, LayerTimes> layers;
+};
+Profile load_profile(const std::string& path);
+
+std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Profile* profile = nullptr);
+
+// Time of each op of a training graph (microseconds).
+std::vector<double> op_times(const TrainingGraph& g, const std::vector<LayerTimes>& layers);
+
+} // namespace kiln

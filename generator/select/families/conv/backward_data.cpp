@@ -1,0 +1,74 @@
+// templates/conv/backward_data.cuh seen from the generator.
+#include "generator/select/families/conv/conv_families.hpp"
+#include "generator/select/families/conv/conv_geometry.hpp"
+
+#include <fmt/format.h>
+#include <set>
+
+namespace kiln {
+
+using namespace conv_family;
+
+std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const {
+  const Step& st = s.step;
+  if (st.fn != Fn::conv2d_backward_data || !uniform_storage(s)) return {};
+  for (const char* r : {"dy", "w", "dx"})
+    if (s.layout(r) != Layout::nchw) return {};
+  const ConvGeom g = conv_geom(st.attrs, s.shape("dx"), s.shape("dy"));
+  const DType t = s.dtype("dy");
+  const int64_t esize = int64_t(dtype_size(t));
+  const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
+
+  std::vector<Variant> out;
+  std::set<std::string> names;
+  for (ImageTile tile : kImageTiles) {
+    const auto per_chan = [&](const ImageTile& u) {
+      const int64_t ph = ((u.th - 1) + (g.KH - 1) * g.DH) / g.SH + 2;
+      const int64_t pw = ((u.tw - 1) + (g.KW - 1) * g.DW) / g.SW + 2;
+      return ph * pw + KK * u.tc;
+    };
+    if (!fit_image_tile(tile, g.H, g.W, Cg, Og, per_chan)) continue;
+    Variant v;
+    v.family = "conv2d_backward_data";
+    v.header = "conv/backward_data.cuh";
+    v.function = "kiln::conv::backward_data";
+    v.name = fmt::format("conv2d_backward_data_{}_nchw_{}{}_{}_t{}_{}", dtype_tag(t), geom_name(g),
+                         st.accumulate ? "_acc" : "", tile_name(tile, 'c'), tile.threads(),
+                         s.arch_tag());
+    if (!names.insert(v.name).second) continue;
+    cfg_type(v, "T", cpp_type(t));
+    cfg_geom(v, g);
+    cfg_bool(v, "ACCUMULATE", st.accumulate);
+    cfg_int(v, "TH", tile.th);
+    cfg_int(v, "TW", tile.tw);
+    cfg_int(v, "TC", tile.tc);
+    cfg_int(v, "OK", tile.ck);
+    cfg_int(v, "P", tile.p);
+    cfg_int(v, "PC", tile.pc);
+    cfg_int(v, "THREADS", tile.threads());
+    v.args = {"dy", "w", "dx"};
+    const int64_t tiles = ((g.H + tile.th - 1) / tile.th) * ((g.W + tile.tw - 1) / tile.tw);
+    const int64_t ctiles = (Cg + tile.tc - 1) / tile.tc;
+    v.grid = {tiles, g.G * ctiles, g.N};
+    v.block = {tile.threads(), 1, 1};
+    v.static_smem = per_chan(tile) * tile.ck * 4;
+    v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + 4 * tile.p);
+    // Every tap is visited for every pixel; with a stride only 1 / (SH * SW) of them hit.
+    const double hits = 1.0 / double(g.SH * g.SW);
+    const double dx_elems = double(g.N * g.C * g.H * g.W);
+    v.bytes = double(esize) * (double(g.N * g.O * g.OH * g.OW) * double(ctiles) +
+                               double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
+    v.flops = 2 * g.macs();
+    v.efficiency = micro_tile_efficiency(tile.p, tile.pc) * hits *
+                   tile_utilization(tile, g.H, g.W, Cg, Og);
+    v.math = "fp32";
+    v.note = fmt::format("gather: {}x{} dx pixels x {} channels per block, {} dy channels "
+                         "staged per step, {}x{} outputs per thread",
+                         tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
+    v.layouts = {{"dy", Layout::nchw}, {"w", Layout::nchw}, {"dx", Layout::nchw}};
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+} // namespace kiln

@@ -1,0 +1,45 @@
+// The conv group's template families (templates/conv/), seen from the generator.
+#pragma once
+
+#include "generator/select/family.hpp"
+
+namespace kiln {
+
+// conv/direct.cuh: conv2d.forward, NCHW or NHWC, any stride/padding/dilation/groups, fused
+// bias + residual + relu epilogue; f32, f16, bf16 storage, fp32 math.
+class ConvDirectFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_direct"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// conv/fold_bn.cuh: conv2d.fold_bn, w_out in OIHW or OHWI order.
+class ConvFoldBnFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_fold_bn"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// conv/backward_data.cuh: conv2d.backward_data (NCHW), a gather; accumulate option.
+class ConvBackwardDataFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_backward_data"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// conv/backward_weight.cuh: conv2d.backward_weight (NCHW), one block per dw tile reducing
+// over N * OH * OW in a fixed order; accumulate option.
+class ConvBackwardWeightFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_backward_weight"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// conv/bias_backward.cuh: bias.backward of conv2d (dy NCHW) or linear (dy [N, K]).
+class BiasBackwardFamily final : public Family {
+public:
+  std::string_view name() const override { return "bias_backward"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+} // namespace kiln

@@ -1,0 +1,62 @@
+#include "generator/select/families/conv/conv_geometry.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace kiln::conv_family {
+
+ConvGeom conv_geom(const Attrs& a, const Shape& x, const Shape& y) {
+  ConvGeom g{};
+  g.N = x[0], g.C = x[1], g.H = x[2], g.W = x[3];
+  g.O = y[1], g.OH = y[2], g.OW = y[3];
+  g.KH = a.kernel[0], g.KW = a.kernel[1];
+  g.SH = a.stride[0], g.SW = a.stride[1];
+  g.PH = a.padding[0], g.PW = a.padding[1];
+  g.DH = a.dilation[0], g.DW = a.dilation[1];
+  g.G = a.groups;
+  return g;
+}
+
+std::string geom_name(const ConvGeom& g) {
+  return fmt::format("n{}c{}h{}w{}o{}_k{}x{}s{}x{}p{}x{}d{}x{}g{}", g.N, g.C, g.H, g.W, g.O, g.KH,
+                     g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, g.G);
+}
+
+void cfg_geom(Variant& v, const ConvGeom& g) {
+  const std::pair<const char*, int64_t> values[] = {
+      {"N", g.N},   {"C", g.C},   {"H", g.H},   {"W", g.W},   {"O", g.O},   {"OH", g.OH},
+      {"OW", g.OW}, {"KH", g.KH}, {"KW", g.KW}, {"SH", g.SH}, {"SW", g.SW}, {"PH", g.PH},
+      {"PW", g.PW}, {"DH", g.DH}, {"DW", g.DW}, {"G", g.G}};
+  for (const auto& [name, value] : values) cfg_int(v, name, value);
+}
+
+bool uniform_storage(const StepInfo& s) {
+  DType t = DType::f64;
+  for (const Arg& a : s.step.args) {
+    const DType d = s.plan.buffers[a.buffer].dtype;
+    if (d != DType::f32 && d != DType::f16 && d != DType::bf16) return false;
+    if (t != DType::f64 && d != t) return false;
+    t = d;
+  }
+  return t != DType::f64;
+}
+
+std::string tile_name(const ImageTile& t, char chan) {
+  return fmt::format("t{}x{}{}{}c{}_p{}x{}", t.th, t.tw, chan, t.tc, t.ck, t.p, t.pc);
+}
+
+double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans,
+                        int64_t reduce) {
+  const auto up = [](int64_t a, int64_t b) { return double((a + b - 1) / b * b); };
+  const double pixels = double((out_h + t.th - 1) / t.th) * double((out_w + t.tw - 1) / t.tw) *
+                        double(t.np() * t.p);
+  return double(out_h * out_w) / pixels * double(chans) / up(chans, t.tc) * double(reduce) /
+         up(reduce, t.ck);
+}
+
+double micro_tile_efficiency(int64_t p, int64_t pc) {
+  const double fmas_per_load = double(p * pc) / double(p + pc);
+  return std::clamp(0.1 + 0.2 * fmas_per_load, 0.15, 0.7);
+}
+
+} // namespace kiln::conv_family

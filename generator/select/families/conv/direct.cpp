@@ -1,0 +1,89 @@
+// templates/conv/direct.cuh seen from the generator.
+#include "generator/select/families/conv/conv_families.hpp"
+#include "generator/select/families/conv/conv_geometry.hpp"
+
+#include <fmt/format.h>
+#include <set>
+
+namespace kiln {
+
+using namespace conv_family;
+
+std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
+  const Step& st = s.step;
+  if (st.fn != Fn::conv2d_forward || st.accumulate || !uniform_storage(s)) return {};
+  const Layout lay = s.layout("x");
+  const bool bias = s.has("b"), residual = s.has("residual");
+  // x, y and residual share one layout (the instance specializes on it); w either.
+  if (s.layout("y") != lay || (residual && s.layout("residual") != lay)) return {};
+  const bool w_ohwi = s.layout("w") == Layout::nhwc;
+  const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("y"));
+  const DType t = s.dtype("x");
+  const int64_t esize = int64_t(dtype_size(t));
+  const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
+
+  std::vector<Variant> out;
+  std::set<std::string> names;
+  for (ImageTile tile : kImageTiles) {
+    const auto per_chan = [&](const ImageTile& u) {
+      const int64_t ih = (u.th - 1) * g.SH + (g.KH - 1) * g.DH + 1;
+      const int64_t iw = (u.tw - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+      return ih * iw + KK * u.tc;
+    };
+    if (!fit_image_tile(tile, g.OH, g.OW, Og, Cg, per_chan)) continue;
+    Variant v;
+    v.family = "conv2d_direct";
+    v.header = "conv/direct.cuh";
+    v.function = "kiln::conv::direct";
+    v.name = fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}_{}", dtype_tag(t), layout_name(lay),
+                         w_ohwi ? "_wohwi" : "", geom_name(g), bias ? "_bias" : "",
+                         residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o'),
+                         tile.threads(), s.arch_tag());
+    if (!names.insert(v.name).second) continue; // fitting made two configurations one
+    cfg_type(v, "T", cpp_type(t));
+    cfg_geom(v, g);
+    cfg_bool(v, "NHWC", lay == Layout::nhwc);
+    cfg_bool(v, "W_OHWI", w_ohwi);
+    cfg_bool(v, "HAS_BIAS", bias);
+    cfg_bool(v, "HAS_RESIDUAL", residual);
+    cfg_bool(v, "RELU", st.relu);
+    cfg_int(v, "TH", tile.th);
+    cfg_int(v, "TW", tile.tw);
+    cfg_int(v, "TO", tile.tc);
+    cfg_int(v, "CK", tile.ck);
+    cfg_int(v, "P", tile.p);
+    cfg_int(v, "PO", tile.pc);
+    cfg_int(v, "THREADS", tile.threads());
+    v.args = {"x", "w"};
+    if (bias) v.args.push_back("b");
+    if (residual) v.args.push_back("residual");
+    v.args.push_back("y");
+    const int64_t tiles = ((g.OH + tile.th - 1) / tile.th) * ((g.OW + tile.tw - 1) / tile.tw);
+    const int64_t otiles = (Og + tile.tc - 1) / tile.tc;
+    v.grid = {tiles, g.G * otiles, g.N};
+    v.block = {tile.threads(), 1, 1};
+    v.static_smem = per_chan(tile) * tile.ck * 4;
+    v.registers_per_thread = int(30 + tile.p * tile.pc + tile.pc + 2 * tile.p);
+    // Roofline: x is read once per channel tile (with its halo), w and bias stay in L2,
+    // y is written once and the residual read once.
+    const double patch = double(((tile.th - 1) * g.SH + (g.KH - 1) * g.DH + 1) *
+                                ((tile.tw - 1) * g.SW + (g.KW - 1) * g.DW + 1));
+    const double halo = std::max(1.0, patch / double(tile.th * g.SH * tile.tw * g.SW));
+    const double y_elems = double(g.N * g.O * g.OH * g.OW);
+    v.bytes = double(esize) * (double(g.N * g.C * g.H * g.W) * double(otiles) * halo +
+                               double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1));
+    v.flops = 2 * g.macs();
+    v.efficiency = micro_tile_efficiency(tile.p, tile.pc) *
+                   tile_utilization(tile, g.OH, g.OW, Og, Cg);
+    v.math = "fp32";
+    v.note = fmt::format("{}x{} output pixels x {} channels per block, {} input channels staged "
+                         "per step, {}x{} outputs per thread",
+                         tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
+    v.layouts = {{"x", lay}, {"y", lay}};
+    if (residual) v.layouts.push_back({"residual", lay});
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+} // namespace kiln

@@ -1,0 +1,149 @@
+// templates/conv/implicit_gemm.cuh, seen from the generator.
+#include "generator/select/families/igemm/implicit_gemm.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+constexpr int kPadWords = 4;    // per shared row: 16-byte aligned, conflict-free fragment loads
+constexpr int kTileKBytes = 64; // one k tile of a row: two mma k-steps
+
+// Tensors of this many elements or more need 64-bit offsets in the kernel.
+constexpr int64_t kIndex32Limit = int64_t(1) << 31;
+
+// Tensor-core math of an element type on a compute capability, or "" where there is none.
+std::string math_for(DType t, int cc) {
+  if (t == DType::f16 && cc >= 75) return "fp16";
+  if (t == DType::bf16 && cc >= 80) return "bf16";
+  if (t == DType::f32 && cc >= 80) return "tf32";
+  return "";
+}
+
+// Fraction of the issued tile work that is real: M, N and K rounded up to whole tiles.
+double tile_utilisation(int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_t bk) {
+  auto up = [](int64_t a, int64_t b) { return (a + b - 1) / b * b; };
+  return double(m) / double(up(m, bm)) * double(n) / double(up(n, bn)) * double(k) / double(up(k, bk));
+}
+
+} // namespace
+
+const std::vector<IgemmTile>& igemm_tiles() {
+  // Registers: the most ptxas reports for the tile over f16/bf16/f32 on sm_75/80/90. With
+  // 256 threads ptxas keeps to 128 registers: element loads of x do not fit there (they
+  // hold more row state per thread), so that tile is 16-byte-loads only.
+  static const std::vector<IgemmTile> tiles = {
+      {128, 128, 2, 4, 3, 0.65, 125, 0},
+      {128, 64, 2, 2, 4, 0.6, 125, 179},
+      {64, 64, 2, 2, 4, 0.55, 72, 127},
+      {64, 32, 2, 2, 4, 0.45, 62, 95},
+  };
+  return tiles;
+}
+
+std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
+  const Step& st = s.step;
+  if (st.fn != Fn::conv2d_forward || st.accumulate) return {};
+  const Attrs& a = st.attrs;
+  if (a.groups != 1) return {};
+  const Buffer& xb = s.arg("x");
+  const DType t = xb.dtype;
+  for (const Arg& arg : st.args)
+    if (s.plan.buffers[arg.buffer].dtype != t) return {};
+  const std::string math = math_for(t, s.cc());
+  if (math.empty()) return {};
+  const Shape& x = xb.shape;
+  const Shape& w = s.shape("w");
+  const Shape& y = s.shape("y");
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return {};
+  const int64_t N = x[0], C = x[1], H = x[2], W = x[3];
+  const int64_t O = w[0], KH = w[2], KW = w[3], OH = y[2], OW = y[3];
+  const int64_t M = N * OH * OW, K = KH * KW * C;
+  if (M <= 0 || O <= 0 || K <= 0) return {};
+  const bool bias = s.has("b"), residual = s.has("residual");
+  const int64_t es = int64_t(dtype_size(t));
+  const int64_t vec = 16 / es;
+  const bool vec_a = C % vec == 0, vec_b = K % vec == 0;
+  const int64_t big = std::max({numel(x), numel(y), numel(w), M * O});
+  const bool idx64 = big >= kIndex32Limit;
+  // Every block index goes to grid.x: stay within its 2^31 - 1.
+  const int cc = s.cc();
+  const int64_t bk = kTileKBytes / es;
+  const std::string shape =
+      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+                  a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], bias ? "_bias" : "",
+                  residual ? "_res" : "", st.relu ? "_relu" : "");
+  const char* loads = vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
+  const double bytes =
+      double((numel(x) + numel(w) + numel(y) * (residual ? 2 : 1) + (bias ? O : 0)) * es);
+
+  std::vector<Variant> out;
+  for (const IgemmTile& tile : igemm_tiles()) {
+    if (!vec_a && tile.registers_ld == 0) continue;
+    const int stages = cc >= 80 ? tile.stages : 2;
+    const int64_t row_words = kTileKBytes / 4 + kPadWords;
+    const int64_t threads = 32 * tile.wm * tile.wn;
+    const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn);
+    if (blocks > 2147483647) continue;
+    Variant v;
+    v.family = "conv2d_implicit_gemm";
+    v.header = "conv/implicit_gemm.cuh";
+    v.function = "kiln::conv::implicit_gemm";
+    v.name = fmt::format("conv2d_implicit_gemm_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}{}_{}", dtype_tag(t), tile.bm,
+                         tile.bn, bk, tile.wm, tile.wn, stages, loads, shape, idx64 ? "_i64" : "", s.arch_tag());
+    cfg_type(v, "T", cpp_type(t));
+    cfg_int(v, "N", N);
+    cfg_int(v, "C", C);
+    cfg_int(v, "H", H);
+    cfg_int(v, "W", W);
+    cfg_int(v, "O", O);
+    cfg_int(v, "KH", KH);
+    cfg_int(v, "KW", KW);
+    cfg_int(v, "SH", a.stride[0]);
+    cfg_int(v, "SW", a.stride[1]);
+    cfg_int(v, "PH", a.padding[0]);
+    cfg_int(v, "PW", a.padding[1]);
+    cfg_int(v, "DH", a.dilation[0]);
+    cfg_int(v, "DW", a.dilation[1]);
+    cfg_bool(v, "HAS_BIAS", bias);
+    cfg_bool(v, "HAS_RESIDUAL", residual);
+    cfg_bool(v, "RELU", st.relu);
+    cfg_int(v, "BM", tile.bm);
+    cfg_int(v, "BN", tile.bn);
+    cfg_int(v, "BK", bk);
+    cfg_int(v, "WM", tile.wm);
+    cfg_int(v, "WN", tile.wn);
+    cfg_int(v, "STAGES", stages);
+    cfg_bool(v, "VEC_A", vec_a);
+    cfg_bool(v, "VEC_B", vec_b);
+    cfg_int(v, "PAD", kPadWords);
+    cfg_bool(v, "IDX64", idx64);
+    v.args = {"x", "w"};
+    if (bias) v.args.push_back("b");
+    if (residual) v.args.push_back("residual");
+    v.args.push_back("y");
+    v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+    if (residual) v.layouts.push_back({"residual", Layout::nhwc});
+    v.block = {threads, 1, 1};
+    v.grid = {blocks, 1, 1};
+    v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
+    v.static_smem = 0;
+    v.registers_per_thread = std::min(255, (vec_a ? tile.registers : tile.registers_ld) + (idx64 ? 16 : 0));
+    v.promises_no_spills = true;
+    v.flops = 2.0 * double(M) * double(O) * double(K);
+    v.bytes = bytes;
+    v.math = math;
+    v.efficiency = tile.efficiency * tile_utilisation(M, O, K, tile.bm, tile.bn, bk) * (vec_a ? 1.0 : 0.5);
+    v.note = fmt::format("implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
+                         "{}, {} shared stages{}, {} loads",
+                         M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
+                         math, stages, cc >= 80 ? " (cp.async)" : "",
+                         vec_a ? "16-byte" : vec_b ? "element (x) and 16-byte (w)" : "element");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+} // namespace kiln

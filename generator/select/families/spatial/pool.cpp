@@ -1,0 +1,239 @@
+// templates/pool/pool2d.cuh and pool2d_backward.cuh, seen from the generator: maxpool2d
+// and avgpool2d, forward and backward.
+#include "generator/select/families/spatial/spatial_common.hpp"
+#include "generator/select/families/spatial/spatial_families.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+using namespace spatial;
+
+// A pooling step's geometry: x (or dx) [N, C, H, W] and y (or dy) [N, C, OH, OW].
+struct PoolGeo {
+  int64_t N, C, H, W, OH, OW, KH, KW, SH, SW, PH, PW;
+};
+
+PoolGeo pool_geo(const Shape& x, const Shape& y, const Attrs& a) {
+  return {x[0],        x[1],        x[2],        x[3],        y[2],         y[3],
+          a.kernel[0], a.kernel[1], a.stride[0], a.stride[1], a.padding[0], a.padding[1]};
+}
+
+// Every window holds an input element (PyTorch's rules guarantee it; the templates rely
+// on it).
+bool windows_nonempty(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p) {
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * s - p, end = std::min(start + k, in + p);
+    if (std::max<int64_t>(start, 0) >= std::min(end, in)) return false;
+  }
+  return true;
+}
+
+bool servable(const PoolGeo& g, const Shape& x, const Shape& y) {
+  return indexable(x) && indexable(y) && g.KH <= g.H + 2 * g.PH && g.KW <= g.W + 2 * g.PW &&
+         windows_nonempty(g.H, g.OH, g.KH, g.SH, g.PH) &&
+         windows_nonempty(g.W, g.OW, g.KW, g.SW, g.PW);
+}
+
+// The cfg constants after T (and MAX): sizes, window and layout.
+void cfg_geometry(Variant& v, const PoolGeo& g, Layout layout) {
+  for (auto [k, x] : {std::pair{"N", g.N},
+                      {"C", g.C},
+                      {"H", g.H},
+                      {"W", g.W},
+                      {"OH", g.OH},
+                      {"OW", g.OW},
+                      {"KH", g.KH},
+                      {"KW", g.KW},
+                      {"SH", g.SH},
+                      {"SW", g.SW},
+                      {"PH", g.PH},
+                      {"PW", g.PW}})
+    cfg_int(v, k, x);
+  cfg_bool(v, "NHWC", layout == Layout::nhwc);
+}
+
+// "maxpool2d_bwd_f16_nhwc_n2c3h7w9_k3x3s2x2p1x1_ceil": what every variant name starts with.
+std::string name_stem(const std::string& fn, DType t, Layout l, const Shape& x, const Attrs& a,
+                      bool avg) {
+  std::string s =
+      fmt::format("{}_{}_{}_{}_{}", fn, dtype_tag(t), layout_tag(l), shape_tag(x), window_tag(a));
+  if (a.ceil_mode) s += "_ceil";
+  if (avg) s += a.count_include_pad ? "_incpad" : "_excpad";
+  return s;
+}
+
+// Windows containing one input element at most, along one axis.
+int64_t cover(int64_t k, int64_t s) { return (k + s - 1) / s; }
+
+Variant pool_forward(const StepInfo& s, const StepTypes& st, const PoolGeo& g, bool max) {
+  const Attrs& a = s.step.attrs;
+  const std::string op = max ? "maxpool2d" : "avgpool2d";
+  Variant v = make_variant(s, op, "pool/pool2d.cuh", "kiln::pool::pool2d_forward",
+                           name_stem(op + "_fwd", st.dtype, st.layout, s.shape("x"), a, !max) +
+                               fmt::format("_direct_t{}", kThreads));
+  cfg_type(v, "T", cpp_type(st.dtype));
+  cfg_bool(v, "MAX", max);
+  cfg_geometry(v, g, st.layout);
+  if (!max) cfg_bool(v, "COUNT_PAD", a.count_include_pad);
+  cfg_int(v, "THREADS", kThreads);
+  v.args = {"x", "y"};
+  const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
+  grid_stride(v, s, out);
+  v.registers_per_thread = registers(s, 32, 64);
+  v.bytes = double((in + out) * int64_t(dtype_size(st.dtype)));
+  v.flops = double(out * g.KH * g.KW);
+  // NCHW threads read along W with the stride's gaps; NHWC threads read whole channel runs.
+  v.efficiency = st.layout == Layout::nhwc ? 0.8 : 0.8 / double(std::min<int64_t>(g.SW, 2));
+  v.note = "one output per thread in memory order, window read from global memory (L1 reuse)";
+  require_layout(v, s, st.layout);
+  return v;
+}
+
+Variant avgpool_backward(const StepInfo& s, const StepTypes& st, const PoolGeo& g) {
+  const Attrs& a = s.step.attrs;
+  Variant v =
+      make_variant(s, "avgpool2d", "pool/pool2d_backward.cuh", "kiln::pool::avgpool2d_backward",
+                   name_stem("avgpool2d_bwd", st.dtype, st.layout, s.shape("dx"), a, true) +
+                       fmt::format("_gather{}_t{}", s.step.accumulate ? "_acc" : "", kThreads));
+  cfg_type(v, "T", cpp_type(st.dtype));
+  cfg_geometry(v, g, st.layout);
+  cfg_bool(v, "COUNT_PAD", a.count_include_pad);
+  cfg_bool(v, "ACCUMULATE", s.step.accumulate);
+  cfg_int(v, "THREADS", kThreads);
+  v.args = {"dy", "dx"};
+  const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
+  grid_stride(v, s, in);
+  v.registers_per_thread = registers(s, 40, 40);
+  v.bytes = double((out + in * (s.step.accumulate ? 2 : 1)) * int64_t(dtype_size(st.dtype)));
+  v.flops = double(in * cover(g.KH, g.SH) * cover(g.KW, g.SW) * 2);
+  v.efficiency = 0.75;
+  v.note = "gather: one dx element per thread sums dy / divisor over the windows containing it";
+  require_layout(v, s, st.layout);
+  return v;
+}
+
+Variant maxpool_backward_direct(const StepInfo& s, const StepTypes& st, const PoolGeo& g) {
+  const Attrs& a = s.step.attrs;
+  Variant v = make_variant(
+      s, "maxpool2d", "pool/pool2d_backward.cuh", "kiln::pool::maxpool2d_backward_direct",
+      name_stem("maxpool2d_bwd", st.dtype, st.layout, s.shape("dx"), a, false) +
+          fmt::format("_direct{}_t{}", s.step.accumulate ? "_acc" : "", kThreads));
+  cfg_type(v, "T", cpp_type(st.dtype));
+  cfg_geometry(v, g, st.layout);
+  cfg_bool(v, "ACCUMULATE", s.step.accumulate);
+  cfg_int(v, "THREADS", kThreads);
+  v.args = {"x", "dy", "dx"};
+  const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
+  grid_stride(v, s, in);
+  v.registers_per_thread = registers(s, 40, 64);
+  v.bytes = double((out + in * (s.step.accumulate ? 3 : 2)) * int64_t(dtype_size(st.dtype)));
+  // Every window containing an element is searched again for its maximum (from cache).
+  const double reads = double(cover(g.KH, g.SH) * cover(g.KW, g.SW) * g.KH * g.KW);
+  v.flops = double(in) * reads;
+  v.efficiency = 0.8 * std::min(1.0, 8.0 / reads);
+  v.note = "gather: one dx element per thread, the maximum of every window containing it "
+           "recomputed from x";
+  require_layout(v, s, st.layout);
+  return v;
+}
+
+// A dx tile of TC channels x TH rows x TW columns, one element per thread: NCHW tiles are
+// rows of up to 32 columns (coalesced); NHWC tiles take 32 channels (or all) and a squarish
+// patch of positions, so few windows straddle tiles.
+struct Tile {
+  int64_t TC, TH, TW;
+};
+
+Tile choose_tile(const PoolGeo& g, Layout l) {
+  const int64_t hmax = pow2_ceil(g.H), wmax = pow2_ceil(g.W);
+  if (l == Layout::nchw) {
+    const int64_t tw = std::min<int64_t>(32, wmax);
+    return {1, std::min(hmax, kThreads / tw), tw};
+  }
+  const int64_t tc = std::min<int64_t>(32, pow2_ceil(g.C)), positions = kThreads / tc;
+  int64_t th = 1, tw = 1;
+  while (th * tw < positions) {
+    if (tw < wmax && (tw <= th || th >= hmax))
+      tw *= 2;
+    else if (th < hmax)
+      th *= 2;
+    else
+      break;
+  }
+  return {tc, th, tw};
+}
+
+Variant maxpool_backward_tiled(const StepInfo& s, const StepTypes& st, const PoolGeo& g) {
+  const Attrs& a = s.step.attrs;
+  const Tile t = choose_tile(g, st.layout);
+  Variant v = make_variant(
+      s, "maxpool2d", "pool/pool2d_backward.cuh", "kiln::pool::maxpool2d_backward_tiled",
+      name_stem("maxpool2d_bwd", st.dtype, st.layout, s.shape("dx"), a, false) +
+          fmt::format("_tiled{}x{}x{}{}_t{}", t.TC, t.TH, t.TW, s.step.accumulate ? "_acc" : "",
+                      t.TC * t.TH * t.TW));
+  cfg_type(v, "T", cpp_type(st.dtype));
+  cfg_geometry(v, g, st.layout);
+  cfg_bool(v, "ACCUMULATE", s.step.accumulate);
+  cfg_int(v, "TC", t.TC);
+  cfg_int(v, "TH", t.TH);
+  cfg_int(v, "TW", t.TW);
+  cfg_int(v, "THREADS", t.TC * t.TH * t.TW);
+  v.args = {"x", "dy", "dx"};
+  const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
+  const int64_t ct = (g.C + t.TC - 1) / t.TC, ht = (g.H + t.TH - 1) / t.TH,
+                wt = (g.W + t.TW - 1) / t.TW;
+  v.block = {t.TC * t.TH * t.TW, 1, 1};
+  v.grid = {g.N * ct * ht * wt, 1, 1};
+  // The windows touching a tile, as the template bounds them.
+  const int64_t mh = (t.TH + g.KH - 2) / g.SH + 1, mw = (t.TW + g.KW - 2) / g.SW + 1;
+  v.static_smem =
+      smem_array(mh * mw * t.TC * index_bytes(std::max(in, out))) + smem_array(mh * mw * t.TC * 4);
+  v.registers_per_thread = registers(s, 32, 64);
+  v.bytes = double((out + in * (s.step.accumulate ? 3 : 2)) * int64_t(dtype_size(st.dtype)));
+  // Window searches per dx element, and the share of the tile's threads inside the tensor.
+  const double reads = double(mh * mw * g.KH * g.KW) / double(t.TH * t.TW);
+  const double used = double(in) / double(v.blocks() * v.threads());
+  v.flops = double(in) * reads;
+  v.efficiency = 0.7 * used * std::min(1.0, 8.0 / reads);
+  v.note = "gather per dx tile: each window's first maximum and gradient computed once into "
+           "shared memory, then one dx element per thread";
+  require_layout(v, s, st.layout);
+  return v;
+}
+
+std::vector<Variant> pool_candidates(const StepInfo& s, bool max) {
+  const Step& st = s.step;
+  const Fn fwd = max ? Fn::maxpool2d_forward : Fn::avgpool2d_forward;
+  const Fn bwd = max ? Fn::maxpool2d_backward : Fn::avgpool2d_backward;
+  if (st.fn != fwd && st.fn != bwd) return {};
+  const bool forward = st.fn == fwd;
+  if (forward && st.accumulate) return {};
+  const auto types = step_types(s, forward ? "y" : "dx");
+  if (!types) return {};
+  const Shape& x = s.shape(forward ? "x" : "dx");
+  const Shape& y = s.shape(forward ? "y" : "dy");
+  const PoolGeo g = pool_geo(x, y, st.attrs);
+  if (!servable(g, x, y)) return {};
+  if (forward) return {pool_forward(s, *types, g, max)};
+  if (!max) return {avgpool_backward(s, *types, g)};
+  std::vector<Variant> r = {maxpool_backward_direct(s, *types, g)};
+  Variant tiled = maxpool_backward_tiled(s, *types, g);
+  if (tiled.grid[0] <= 2147483647) r.push_back(std::move(tiled));
+  return r;
+}
+
+} // namespace
+
+std::vector<Variant> MaxPool2dFamily::candidates(const StepInfo& s) const {
+  return pool_candidates(s, true);
+}
+
+std::vector<Variant> AvgPool2dFamily::candidates(const StepInfo& s) const {
+  return pool_candidates(s, false);
+}
+
+} // namespace kiln

@@ -1,0 +1,48 @@
+// The spatial group's families: templates/pool/ and templates/spatial/ seen from the
+// generator. Each serves the forward and backward functions of one op, in NCHW and NHWC,
+// for f32, f16 and bf16 (fp32 arithmetic).
+#pragma once
+
+#include "generator/select/family.hpp"
+
+namespace kiln {
+
+// maxpool2d.forward (pool/pool2d.cuh) and maxpool2d.backward (pool/pool2d_backward.cuh:
+// direct gather, or tiled with the windows' maxima in shared memory).
+class MaxPool2dFamily final : public Family {
+public:
+  std::string_view name() const override { return "maxpool2d"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// avgpool2d.forward and avgpool2d.backward (gather).
+class AvgPool2dFamily final : public Family {
+public:
+  std::string_view name() const override { return "avgpool2d"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// adaptive_avgpool2d.forward (direct, or a block-level reduction per output for large
+// windows: global average pooling) and .backward (gather) (pool/adaptive_avgpool2d.cuh).
+class AdaptiveAvgPool2dFamily final : public Family {
+public:
+  std::string_view name() const override { return "adaptive_avgpool2d"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// upsample2d.forward and .backward, nearest, integer scale (spatial/upsample2d.cuh).
+class Upsample2dFamily final : public Family {
+public:
+  std::string_view name() const override { return "upsample2d"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// concat.forward (up to 15 inputs, channel axis, 4-D or 2-D) and concat.backward (a
+// channel slice of dy) (spatial/concat.cuh).
+class ConcatFamily final : public Family {
+public:
+  std::string_view name() const override { return "concat"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+} // namespace kiln
