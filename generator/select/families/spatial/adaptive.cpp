@@ -141,6 +141,7 @@ std::vector<Variant> AdaptiveAvgPool2dFamily::candidates(const StepInfo& s) cons
       if (window > 1024) r.push_back(forward_reduce(s, *types, x, y, kThreads, double(window)));
     }
   }
+  std::erase_if(r, [](const Variant& v) { return v.grid[0] > 2147483647; });
   return r;
 }
 

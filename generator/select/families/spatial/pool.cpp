@@ -40,19 +40,12 @@ bool servable(const PoolGeo& g, const Shape& x, const Shape& y) {
 
 // The cfg constants after T (and MAX): sizes, window and layout.
 void cfg_geometry(Variant& v, const PoolGeo& g, Layout layout) {
-  for (auto [k, x] : {std::pair{"N", g.N},
-                      {"C", g.C},
-                      {"H", g.H},
-                      {"W", g.W},
-                      {"OH", g.OH},
-                      {"OW", g.OW},
-                      {"KH", g.KH},
-                      {"KW", g.KW},
-                      {"SH", g.SH},
-                      {"SW", g.SW},
-                      {"PH", g.PH},
-                      {"PW", g.PW}})
-    cfg_int(v, k, x);
+  const std::pair<const char*, int64_t> constants[] = {
+      {"N", g.N},   {"C", g.C},   {"H", g.H},   {"W", g.W},   {"OH", g.OH}, {"OW", g.OW},
+      {"KH", g.KH}, {"KW", g.KW}, {"SH", g.SH}, {"SW", g.SW}, {"PH", g.PH}, {"PW", g.PW},
+  };
+  for (const auto& [name, value] : constants)
+    cfg_int(v, name, value);
   cfg_bool(v, "NHWC", layout == Layout::nhwc);
 }
 

@@ -1,0 +1,137 @@
+// Max and average pooling backward over [N, C, H, W] (NCHW or NHWC), as gathers: each dx
+// element sums, in the reference's order (output rows, then columns, ascending), the
+// gradients of the windows that contain it: deterministic, no atomics.
+//  - maxpool2d_backward_direct: a window passes its gradient to its first maximum (a NaN
+//    wins), recomputed from x for every window containing the element.
+//  - maxpool2d_backward_tiled: a block owns a TC x TH x TW tile of dx; it first computes the
+//    maximum's position and the gradient of every window touching the tile once, into
+//    shared memory, then each thread gathers for its element from there.
+//  - avgpool2d_backward: each window passes dy / divisor (count_include_pad rule).
+//
+// Cfg: T, N, C, H, W (x and dx), OH, OW (dy), KH, KW, SH, SW, PH, PW, NHWC, ACCUMULATE (add
+//      into dx), THREADS; average: COUNT_PAD; tiled: TC, TH, TW with THREADS = TC*TH*TW
+//      (NCHW: TC = 1).
+// Arguments, in order: max: x, dy, dx · average: dy, dx.
+// Grid: direct and average: any, 1-D (grid-stride loop over dx in memory order); tiled:
+//      exactly N * ceil(C/TC) * ceil(H/TH) * ceil(W/TW) 1-D blocks.
+#pragma once
+
+#include "pool/window.cuh"
+#include "spatial/tensor4.cuh"
+
+namespace kiln::pool {
+
+template <class Cfg>
+using pool_index_t =
+    spatial::index_t<i64(Cfg::N) * Cfg::C * max_of(Cfg::H* Cfg::W, Cfg::OH* Cfg::OW)>;
+
+template <class Cfg> KILN_FN void maxpool2d_backward_direct(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using I = pool_index_t<Cfg>;
+  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
+  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<const T> dy = arg<const T>(a, 1);
+  const Global<T> dx = arg<T>(a, 2);
+  for (I i = spatial::grid_first<I, Cfg::THREADS>(); i < X::count;
+       i += spatial::grid_step<I, Cfg::THREADS>()) {
+    const spatial::Coord4<I> p = X::coord(i);
+    const Cover ch = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(p.h);
+    const Cover cw = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(p.w);
+    const Global<const T> xp = x + X::plane(p.n, p.c);
+    const Global<const T> dyp = dy + Y::plane(p.n, p.c);
+    const I me = I(p.h) * X::row + I(p.w) * X::col;
+    float g = 0.f;
+    for (int oh = ch.lo; oh < ch.hi; ++oh) {
+      const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(oh);
+      for (int ow = cw.lo; ow < cw.hi; ++ow) {
+        const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(ow);
+        float best;
+        if (window_argmax<X::row, X::col, I>(xp, h, w, best) == me)
+          g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]);
+      }
+    }
+    spatial::store_grad<Cfg::ACCUMULATE>(dx, i, g);
+  }
+}
+
+template <class Cfg> KILN_FN void maxpool2d_backward_tiled(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using I = pool_index_t<Cfg>;
+  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
+  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  constexpr int TC = Cfg::TC, TH = Cfg::TH, TW = Cfg::TW;
+  // The most windows that touch TH consecutive rows (TW columns).
+  constexpr int MH = (TH + Cfg::KH - 2) / Cfg::SH + 1, MW = (TW + Cfg::KW - 2) / Cfg::SW + 1;
+  constexpr int CT = ceil_div(Cfg::C, TC), HT = ceil_div(Cfg::H, TH), WT = ceil_div(Cfg::W, TW);
+  static_assert(Cfg::THREADS == TC * TH * TW, "one dx element per thread");
+  static_assert(Cfg::NHWC || TC == 1, "NCHW tiles are spatial");
+  // Per window touching the tile (channel fastest): its maximum's position and gradient.
+  KILN_SHARED_ARRAY(I, argmax, MH * MW * TC);
+  KILN_SHARED_ARRAY(float, grad, MH* MW* TC);
+
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<const T> dy = arg<const T>(a, 1);
+  const Global<T> dx = arg<T>(a, 2);
+  const int tile = int(blockIdx.x);
+  const int wt = tile % WT, ht = (tile / WT) % HT, ct = (tile / (WT * HT)) % CT;
+  const I n = I(tile / (WT * HT * CT));
+  const int h0 = ht * TH, w0 = wt * TW, c0 = ct * TC;
+  const int oh0 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(h0).lo;
+  const int oh1 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(min_of(h0 + TH, Cfg::H) - 1).hi;
+  const int ow0 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(w0).lo;
+  const int ow1 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(min_of(w0 + TW, Cfg::W) - 1).hi;
+
+  for (int item = int(threadIdx.x); item < MH * MW * TC; item += Cfg::THREADS) {
+    const int c = c0 + item % TC, oh = oh0 + item / (TC * MW), ow = ow0 + (item / TC) % MW;
+    if (c >= Cfg::C || oh >= oh1 || ow >= ow1) continue;
+    const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(oh);
+    const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(ow);
+    float best;
+    argmax[item] = window_argmax<X::row, X::col, I>(x + X::plane(n, c), h, w, best);
+    grad[item] = to_float(dy[Y::at(n, c, oh, ow)]);
+  }
+  sync_threads();
+
+  const int e = int(threadIdx.x);
+  const int tc = e % TC, tw = (e / TC) % TW, th = e / (TC * TW);
+  const int c = c0 + tc, ih = h0 + th, iw = w0 + tw;
+  if (c >= Cfg::C || ih >= Cfg::H || iw >= Cfg::W) return;
+  const Cover ch = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(ih);
+  const Cover cw = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(iw);
+  const I me = I(ih) * X::row + I(iw) * X::col;
+  float g = 0.f;
+  for (int oh = ch.lo; oh < ch.hi; ++oh)
+    for (int ow = cw.lo; ow < cw.hi; ++ow) {
+      const int item = ((oh - oh0) * MW + (ow - ow0)) * TC + tc;
+      if (I(argmax[item]) == me) g += grad[item];
+    }
+  spatial::store_grad<Cfg::ACCUMULATE>(dx, X::at(n, c, ih, iw), g);
+}
+
+template <class Cfg> KILN_FN void avgpool2d_backward(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using I = pool_index_t<Cfg>;
+  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
+  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  const Global<const T> dy = arg<const T>(a, 0);
+  const Global<T> dx = arg<T>(a, 1);
+  for (I i = spatial::grid_first<I, Cfg::THREADS>(); i < X::count;
+       i += spatial::grid_step<I, Cfg::THREADS>()) {
+    const spatial::Coord4<I> p = X::coord(i);
+    const Cover ch = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(p.h);
+    const Cover cw = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(p.w);
+    const Global<const T> dyp = dy + Y::plane(p.n, p.c);
+    float g = 0.f;
+    for (int oh = ch.lo; oh < ch.hi; ++oh) {
+      const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(oh);
+      for (int ow = cw.lo; ow < cw.hi; ++ow) {
+        const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(ow);
+        g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]) / pool_divisor<Cfg::COUNT_PAD>(h, w);
+      }
+    }
+    spatial::store_grad<Cfg::ACCUMULATE>(dx, i, g);
+  }
+}
+
+} // namespace kiln::pool
