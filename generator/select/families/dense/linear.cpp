@@ -1,6 +1,7 @@
 // templates/dense/gemm.cuh and linear_dot.cuh, seen from the generator.
 #include "generator/select/families/dense/linear.hpp"
 
+#include "generator/select/cost.hpp"
 #include "generator/select/families/dense/dense_common.hpp"
 
 #include <algorithm>
@@ -9,6 +10,9 @@
 namespace kiln::dense {
 
 namespace {
+
+// Batch rows one linear_dot block computes (accumulators per thread).
+constexpr int64_t kDotMaxRows = 8;
 
 struct Tile {
   int64_t bm, bn, bk, tm, tn;
@@ -21,7 +25,7 @@ constexpr Tile kTiles[] = {
     {128, 64, 8, 8, 4, 0.6, 64}, // large outputs: 12 shared loads per 32 FMAs
     {64, 64, 16, 4, 4, 0.5, 56}, // the default
     {32, 32, 32, 2, 2, 0.3, 48}, // small outputs: more blocks
-    {16, 64, 32, 1, 4, 0.3, 56}, // batch <= 16 forward: rows of the batch, many features
+    {16, 64, 32, 1, 4, 0.3, 64}, // batch <= 16 forward: rows of the batch, many features
 };
 
 // One of the three products of a linear layer as out[M, NC] = sum_r A(m, r) B(r, j).
@@ -148,7 +152,11 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   const Shape& x = s.shape("x");
   const Shape& w = s.shape("w");
   const int64_t n = x[0], f = x[1], k = w[0];
-  if (!fits_int(f) || !fits_int(n * k) || n * k == 0) return {};
+  // Batch rows per block: each weight element loaded once serves NB rows (registers).
+  const int64_t nb = std::min<int64_t>(n, kDotMaxRows);
+  if (n == 0 || k == 0 || !fits_int(f) || !fits_int(n * f) || !fits_int(n * k)) return {};
+  const int64_t groups = (n + nb - 1) / nb;
+  if (!fits_int(k * groups)) return {};
   const bool bias = s.has("b");
   const int64_t threads = f >= 2048 ? 256 : 128;
   const double esize = double(dtype_size(*t));
@@ -156,12 +164,13 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   v.family = "linear_forward_dot";
   v.header = "dense/linear_dot.cuh";
   v.function = "kiln::dense::linear_dot";
-  v.name = fmt::format("linear_forward_dot_{}_{}{}{}_t{}_{}", dtype_tag(*t), layer_tag(s),
-                       bias ? "_bias" : "", s.step.relu ? "_relu" : "", threads, s.arch_tag());
+  v.name = fmt::format("linear_forward_dot_{}_{}{}{}_nb{}_t{}_{}", dtype_tag(*t), layer_tag(s),
+                       bias ? "_bias" : "", s.step.relu ? "_relu" : "", nb, threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(*t));
   cfg_int(v, "N", n);
   cfg_int(v, "F", f);
   cfg_int(v, "K", k);
+  cfg_int(v, "NB", nb);
   cfg_bool(v, "BIAS", bias);
   cfg_bool(v, "RELU", s.step.relu);
   cfg_int(v, "THREADS", threads);
@@ -169,17 +178,23 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   if (bias) v.args.push_back("b");
   v.args.push_back("y");
   v.block = {threads, 1, 1};
-  v.grid = {n * k, 1, 1};
-  v.static_smem = 4 * threads / 32;
-  v.registers_per_thread = 52;
-  // Every output re-reads its x row and its w row.
-  v.bytes = reread_bytes(s.gpu, double(n * f) * esize, double(k)) +
-            reread_bytes(s.gpu, double(k * f) * esize, double(n)) +
+  v.grid = {k * groups, 1, 1};
+  v.static_smem = 4 * nb * threads / 32;
+  v.registers_per_thread = 64; // the most ptxas reports (sm_75, NB accumulators)
+  // w is streamed once (the row groups sharing a weight row run side by side, so it comes
+  // from L2 after the first); x is re-read by every output feature unless L2 holds it.
+  v.bytes = reread_bytes(s.gpu, double(n * f) * esize, double(k)) + double(k * f) * esize +
             double(n * k + (bias ? k : 0)) * esize;
   v.flops = 2.0 * double(n) * double(k) * double(f);
-  // Streams two rows per block: memory bound, short blocks when F is small.
-  v.efficiency = 0.7 * std::min(1.0, double(f) / double(4 * threads));
-  v.note = "one block per output element, threads split the dot product, block tree sum";
+  // Streaming rows, it nears the bandwidth (short blocks when F is small lose some); where
+  // the FLOPs dominate it is far from the FMA peak: every FMA needs a load of x (L1/L2).
+  const double compute_us = v.flops / (peak_tflops(s.gpu, "fp32") * 1e6);
+  const double memory_us = v.bytes / (s.gpu.memory_bandwidth_gbps * 1e3);
+  v.efficiency =
+      (compute_us > memory_us ? 0.2 : 0.7) * std::min(1.0, double(f) / double(4 * threads));
+  v.note = fmt::format("one block per output feature and {} batch rows, threads split the dot "
+                       "products, block tree sums",
+                       nb);
   return {v};
 }
 
