@@ -150,7 +150,8 @@ ojson plan_to_json(const Plan& p) {
       o["args"] = args;
       if (s.accumulate) o["accumulate"] = true;
       if (s.relu) o["relu"] = true;
-      if (s.fn == Fn::concat_backward) o["channel_offset"] = s.channel_offset;
+      if (s.fn == Fn::concat_backward || (s.fn == Fn::concat_forward && s.channel_offset))
+        o["channel_offset"] = s.channel_offset;
       if (s.fn == Fn::sgd_update) o["lr"] = s.lr;
       if (s.fn == Fn::conv2d_fold_bn) o["eps"] = s.eps;
       if (s.kind == StepKind::launch) o["kernel"] = p.kernels[s.kernel].name;

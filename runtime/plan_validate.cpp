@@ -106,8 +106,7 @@ void check_shapes(const Ctx& c) {
   case Fn::avgpool2d_backward:
   case Fn::adaptive_avgpool2d_backward:
   case Fn::upsample2d_backward: c.expect("dy", c.forward(c.shape("dx"))); break;
-  case Fn::add_forward:
-  case Fn::concat_forward: {
+  case Fn::add_forward: {
     std::vector<Shape> xs;
     for (int b : s.variadic('x')) xs.push_back(c.p.buffers[b].shape);
     if (xs.size() < 2) c.fail("needs at least two inputs x0, x1");
@@ -116,6 +115,24 @@ void check_shapes(const Ctx& c) {
     } catch (const Error& e) {
       c.fail(e.message());
     }
+    break;
+  }
+  case Fn::concat_forward: {
+    // The inputs fill y's channels [channel_offset, channel_offset + sum) (a wide concat
+    // is split into several steps, each writing its slice).
+    std::vector<Shape> xs;
+    for (int b : s.variadic('x')) xs.push_back(c.p.buffers[b].shape);
+    if (xs.empty()) c.fail("needs at least one input x0");
+    Shape part;
+    try {
+      part = xs.size() == 1 ? xs[0] : infer_shape(s.op, s.attrs, xs);
+    } catch (const Error& e) {
+      c.fail(e.message());
+    }
+    const Shape& y = c.shape("y");
+    bool ok = y.size() == part.size() && s.channel_offset >= 0 && s.channel_offset + part[1] <= y[1];
+    for (size_t d = 0; ok && d < y.size(); ++d) ok = d == 1 || y[d] == part[d];
+    if (!ok) c.fail(cat("inputs ", shape_str(part), " at channel offset ", s.channel_offset, " do not fit y ", shape_str(y)));
     break;
   }
   case Fn::concat_backward: {

@@ -1,5 +1,6 @@
 #include "generator/emit/lower.hpp"
 
+#include "generator/emit/concat_chunks.hpp"
 #include "generator/emit/plan_builder.hpp"
 #include "generator/model/param_ranges.hpp"
 #include "generator/schedule/training_graph.hpp"
@@ -108,7 +109,14 @@ private:
         args.push_back({role, buf});
       }
       args.push_back({"y", val_[i]});
-      b_.step(step(forward_fn(n.op), int(i), std::move(args)));
+      const Step s = step(forward_fn(n.op), int(i), std::move(args));
+      if (n.op == OpKind::concat) {
+        std::vector<int64_t> channels;
+        for (int r : n.inputs) channels.push_back(m_.shape_of(r)[1]);
+        for (const Step& part : concat_chunks(s, channels)) b_.step(part);
+      } else {
+        b_.step(s);
+      }
     }
     for (int o : m_.outputs) b_.plan().outputs.push_back(val_[o]);
   }

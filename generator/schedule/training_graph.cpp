@@ -1,5 +1,6 @@
 #include "generator/schedule/training_graph.hpp"
 
+#include "generator/emit/concat_chunks.hpp"
 #include "generator/emit/plan_builder.hpp"
 #include "generator/model/param_ranges.hpp"
 #include "runtime/error.hpp"
@@ -297,7 +298,14 @@ private:
     }
     act_[n] = output_buffer_[n] >= 0 ? output_buffer_[n] : fresh(act_name(nd.name), nd.shape);
     args.push_back({"y", act_[n]}); // batchnorm keeps no statistics: its backward recomputes them
-    b_.step(step(train_forward_fn(nd.op), n, std::move(args)));
+    const Step s = step(train_forward_fn(nd.op), n, std::move(args));
+    if (nd.op == OpKind::concat) {
+      std::vector<int64_t> channels;
+      for (int r : nd.inputs) channels.push_back(m_.shape_of(r)[1]);
+      for (const Step& part : concat_chunks(s, channels)) b_.step(part);
+    } else {
+      b_.step(s);
+    }
   }
 
   void loss() {

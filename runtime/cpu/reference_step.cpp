@@ -80,6 +80,14 @@ void store(const Buffer& b, std::byte* arena, int64_t i, double v) {
   }
 }
 
+// A slice of a wide concat writes part of y: the rest must survive staging.
+bool writes_part(const Plan& p, const Step& s) {
+  if (s.fn != Fn::concat_forward) return false;
+  int64_t channels = 0;
+  for (int b : s.variadic('x')) channels += p.buffers[b].shape[1];
+  return s.channel_offset != 0 || channels != p.buffers[s.need("y")].shape[1];
+}
+
 bool writes(const Step& s, const std::string& role) {
   if (s.fn == Fn::sgd_update && role == "param") return true;
   for (std::string_view w : fn_signature(s.fn).writes)
@@ -177,7 +185,22 @@ template <class T> void run(const Bound<T>& c) {
   }
   case Fn::concat_forward: {
     auto xs = c.inputs();
-    concat<T>(xs, c.out("y"));
+    View<T> y = c.out("y");
+    int64_t channels = 0;
+    for (const CView<T>& x : xs) channels += x.shape[1];
+    if (s.channel_offset == 0 && channels == y.shape[1]) {
+      concat<T>(xs, y);
+      break;
+    }
+    // A slice of a wide concat: the inputs' channels at channel_offset.
+    const int64_t n = y.shape[0], inner = numel(y.shape) / (n * y.shape[1]);
+    int64_t at = s.channel_offset;
+    for (const CView<T>& x : xs) {
+      const int64_t cx = x.shape[1];
+      for (int64_t b = 0; b < n; ++b)
+        std::copy_n(x.data + b * cx * inner, cx * inner, y.data + (b * y.shape[1] + at) * inner);
+      at += cx;
+    }
     break;
   }
   case Fn::concat_backward: concat_backward<T>(c.in("dy"), s.channel_offset, c.out("dx"), acc); break;
@@ -221,7 +244,7 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
       const int64_t n = numel(b.shape);
       std::vector<T>& v = staged.emplace_back(size_t(n));
       const bool out = writes(step, a.role);
-      if (!out || step.accumulate)
+      if (!out || step.accumulate || writes_part(plan, step))
         for (int64_t i = 0; i < n; ++i) v[size_t(i)] = T(load(b, arena, i));
       c.where[a.buffer] = v.data();
       if (out) write_back.push_back({a.buffer, v.data()});

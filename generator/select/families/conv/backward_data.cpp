@@ -27,13 +27,13 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
       const int64_t pw = ((u.tw - 1) + (g.KW - 1) * g.DW) / g.SW + 2;
       return ph * pw + KK * u.tc;
     };
-    if (!fit_image_tile(tile, g.H, g.W, Cg, Og, per_chan)) continue;
+    if (!fit_image_tile(tile, g.H, g.W, Cg, Og, per_chan, g.SH, g.SW)) continue;
     Variant v;
     v.family = "conv2d_backward_data";
     v.header = "conv/backward_data.cuh";
     v.function = "kiln::conv::backward_data";
     v.name = fmt::format("conv2d_backward_data_{}_nchw_{}{}_{}_t{}_{}", dtype_tag(t), geom_name(g),
-                         st.accumulate ? "_acc" : "", tile_name(tile, 'c'), tile.threads(),
+                         st.accumulate ? "_acc" : "", tile_name(tile, 'c', 'o'), tile.threads(),
                          s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
@@ -53,8 +53,8 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     v.block = {tile.threads(), 1, 1};
     v.static_smem = per_chan(tile) * tile.ck * 4;
     v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + 4 * tile.p);
-    // Every tap is visited for every pixel; with a stride only 1 / (SH * SW) of them hit.
-    const double hits = 1.0 / double(g.SH * g.SW);
+    // With a stride, warps visit the taps of other phases only to skip them.
+    const double hits = g.SH * g.SW > 1 ? 0.7 : 1.0;
     const double dx_elems = double(g.N * g.C * g.H * g.W);
     v.bytes = double(esize) * (double(g.N * g.O * g.OH * g.OW) * double(ctiles) +
                                double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
@@ -62,8 +62,8 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     v.efficiency = micro_tile_efficiency(tile.p, tile.pc) * hits *
                    tile_utilization(tile, g.H, g.W, Cg, Og);
     v.math = "fp32";
-    v.note = fmt::format("gather: {}x{} dx pixels x {} channels per block, {} dy channels "
-                         "staged per step, {}x{} outputs per thread",
+    v.note = fmt::format("gather: {}x{} dx pixels (phase-major) x {} channels per block, {} dy "
+                         "channels staged per step, {}x{} outputs per thread",
                          tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
     v.layouts = {{"dy", Layout::nchw}, {"w", Layout::nchw}, {"dx", Layout::nchw}};
     out.push_back(std::move(v));

@@ -41,8 +41,8 @@ bool uniform_storage(const StepInfo& s) {
   return t != DType::f64;
 }
 
-std::string tile_name(const ImageTile& t, char chan) {
-  return fmt::format("t{}x{}{}{}c{}_p{}x{}", t.th, t.tw, chan, t.tc, t.ck, t.p, t.pc);
+std::string tile_name(const ImageTile& t, char chan, char staged) {
+  return fmt::format("t{}x{}{}{}{}{}_p{}x{}", t.th, t.tw, chan, t.tc, staged, t.ck, t.p, t.pc);
 }
 
 double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans,

@@ -66,12 +66,13 @@ inline constexpr ImageTile kImageTiles[] = {
 // at least a warp of pixel groups where the tile allows and at most kMaxBlock threads (P
 // grows). `per_chan_floats(tile)` is the shared floats one staged reduction channel needs,
 // `reduce` the reduction channels; CK is what fits a 16 KiB target (one channel up to
-// 48 KiB). Returns false when not even one channel fits.
+// 48 KiB). TH and TW are rounded up to multiples of mult_h and mult_w. Returns false when
+// not even one channel fits.
 template <class PerChan>
 bool fit_image_tile(ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans, int64_t reduce,
-                    PerChan per_chan_floats) {
-  t.th = std::min(t.th, out_h);
-  t.tw = std::min(t.tw, out_w);
+                    PerChan per_chan_floats, int64_t mult_h = 1, int64_t mult_w = 1) {
+  t.th = (std::min(t.th, out_h) + mult_h - 1) / mult_h * mult_h;
+  t.tw = (std::min(t.tw, out_w) + mult_w - 1) / mult_w * mult_w;
   const int64_t tc = std::min(t.tc, chans);
   const int64_t groups = pow2_at_least((tc + std::min(t.pc, tc) - 1) / std::min(t.pc, tc));
   t.pc = (tc + groups - 1) / groups;
@@ -84,8 +85,9 @@ bool fit_image_tile(ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans, i
   return true;
 }
 
-// "t8x8o16c8_p2x4" (`c` names the channel letter of the tile: o forward, c backward data).
-std::string tile_name(const ImageTile& t, char chan);
+// "t8x8o16c8_p2x4": the tile's pixels, its channels (letter `chan`) and the reduction
+// channels staged per step (letter `staged`); pixels x channels per thread.
+std::string tile_name(const ImageTile& t, char chan, char staged);
 
 // The fraction of the block's multiply-adds that produce results (edge tiles, channel
 // padding, pixel groups past the tile and the last staged chunk do work that is dropped).

@@ -37,7 +37,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.function = "kiln::conv::direct";
     v.name = fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}_{}", dtype_tag(t), layout_name(lay),
                          w_ohwi ? "_wohwi" : "", geom_name(g), bias ? "_bias" : "",
-                         residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o'),
+                         residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o', 'c'),
                          tile.threads(), s.arch_tag());
     if (!names.insert(v.name).second) continue; // fitting made two configurations one
     cfg_type(v, "T", cpp_type(t));

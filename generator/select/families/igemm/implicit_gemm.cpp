@@ -8,10 +8,11 @@ namespace kiln {
 
 namespace {
 
-constexpr int kPadWords = 4;    // per shared row: 16-byte aligned, conflict-free fragment loads
-constexpr int kTileKBytes = 64; // one k tile of a row: two mma k-steps
+constexpr int kPadWords = 4;     // per shared row: 16-byte aligned, conflict-free fragment loads
+constexpr int kTileKBytes = 64;  // one k tile of a row: two mma k-steps
+constexpr bool kLdmatrix = true; // fragments by ldmatrix.x4 ("ldm"; "lds": 32-bit loads)
 
-// Tensors of this many elements or more need 64-bit offsets in the kernel.
+// Offsets at or past this need 64-bit arithmetic in the kernel.
 constexpr int64_t kIndex32Limit = int64_t(1) << 31;
 
 // Tensor-core math of an element type on a compute capability, or "" where there is none.
@@ -25,20 +26,20 @@ std::string math_for(DType t, int cc) {
 // Fraction of the issued tile work that is real: M, N and K rounded up to whole tiles.
 double tile_utilisation(int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_t bk) {
   auto up = [](int64_t a, int64_t b) { return (a + b - 1) / b * b; };
-  return double(m) / double(up(m, bm)) * double(n) / double(up(n, bn)) * double(k) / double(up(k, bk));
+  return double(m) / double(up(m, bm)) * double(n) / double(up(n, bn)) * double(k) /
+         double(up(k, bk));
 }
 
 } // namespace
 
 const std::vector<IgemmTile>& igemm_tiles() {
-  // Registers: the most ptxas reports for the tile over f16/bf16/f32 on sm_75/80/90. With
-  // 256 threads ptxas keeps to 128 registers: element loads of x do not fit there (they
-  // hold more row state per thread), so that tile is 16-byte-loads only.
+  // Registers: about the most ptxas reports for the tile over f16/bf16/f32 and sm_75/80/90
+  // (NVRTC 13.0). With 256 threads ptxas keeps to 128 registers, where element loads of x
+  // do not fit: that tile is offered with 16-byte loads only.
   static const std::vector<IgemmTile> tiles = {
-      {128, 128, 2, 4, 3, 0.65, 125, 0},
-      {128, 64, 2, 2, 4, 0.6, 125, 179},
-      {64, 64, 2, 2, 4, 0.55, 72, 127},
-      {64, 32, 2, 2, 4, 0.45, 62, 95},
+      {128, 128, 2, 2, 3, 0.7, 216, 226}, {128, 128, 2, 4, 3, 0.65, 128, 0},
+      {128, 64, 2, 2, 4, 0.6, 134, 150},  {64, 64, 2, 2, 4, 0.55, 72, 94},
+      {64, 32, 2, 2, 4, 0.45, 62, 72},
   };
   return tiles;
 }
@@ -66,15 +67,16 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const int64_t es = int64_t(dtype_size(t));
   const int64_t vec = 16 / es;
   const bool vec_a = C % vec == 0, vec_b = K % vec == 0;
-  const int64_t big = std::max({numel(x), numel(y), numel(w), M * O});
-  const bool idx64 = big >= kIndex32Limit;
-  // Every block index goes to grid.x: stay within its 2^31 - 1.
+  // The kernel also forms offsets a little past the tensors (rows of the last tiles, the
+  // image row of a padded pixel) that it never dereferences: keep those in range too.
+  const int64_t slack = H * W * C + 256 * (O + K);
+  const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  const std::string shape =
-      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
-                  a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], bias ? "_bias" : "",
-                  residual ? "_res" : "", st.relu ? "_relu" : "");
+  const std::string shape = fmt::format(
+      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+      a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], bias ? "_bias" : "",
+      residual ? "_res" : "", st.relu ? "_relu" : "");
   const char* loads = vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
   const double bytes =
       double((numel(x) + numel(w) + numel(y) * (residual ? 2 : 1) + (bias ? O : 0)) * es);
@@ -86,13 +88,14 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     const int64_t row_words = kTileKBytes / 4 + kPadWords;
     const int64_t threads = 32 * tile.wm * tile.wn;
     const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn);
-    if (blocks > 2147483647) continue;
+    if (blocks > 2147483647) continue; // all of them along grid.x
     Variant v;
     v.family = "conv2d_implicit_gemm";
     v.header = "conv/implicit_gemm.cuh";
     v.function = "kiln::conv::implicit_gemm";
-    v.name = fmt::format("conv2d_implicit_gemm_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}{}_{}", dtype_tag(t), tile.bm,
-                         tile.bn, bk, tile.wm, tile.wn, stages, loads, shape, idx64 ? "_i64" : "", s.arch_tag());
+    v.name = fmt::format("conv2d_implicit_gemm_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}_{}",
+                         dtype_tag(t), tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
+                         kLdmatrix ? "ldm" : "lds", shape, idx64 ? "_i64" : "", s.arch_tag());
     cfg_type(v, "T", cpp_type(t));
     cfg_int(v, "N", N);
     cfg_int(v, "C", C);
@@ -119,6 +122,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "VEC_A", vec_a);
     cfg_bool(v, "VEC_B", vec_b);
     cfg_int(v, "PAD", kPadWords);
+    cfg_bool(v, "LDMATRIX", kLdmatrix);
     cfg_bool(v, "IDX64", idx64);
     v.args = {"x", "w"};
     if (bias) v.args.push_back("b");
@@ -130,17 +134,27 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     v.grid = {blocks, 1, 1};
     v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
     v.static_smem = 0;
-    v.registers_per_thread = std::min(255, (vec_a ? tile.registers : tile.registers_ld) + (idx64 ? 16 : 0));
-    v.promises_no_spills = true;
+    // ptxas keeps 256-thread blocks to 128 registers (two blocks per SM).
+    v.registers_per_thread =
+        std::min<int>(threads >= 256 ? 128 : 255,
+                      (vec_a ? tile.registers : tile.registers_ld) + (idx64 ? 12 : 0));
+    // Element loads hold more per-thread state; near 128 registers ptxas may trade a few
+    // bytes of spills for occupancy there (no launch-bounds minimum to stop it).
+    v.promises_no_spills = vec_a;
     v.flops = 2.0 * double(M) * double(O) * double(K);
     v.bytes = bytes;
     v.math = math;
-    v.efficiency = tile.efficiency * tile_utilisation(M, O, K, tile.bm, tile.bn, bk) * (vec_a ? 1.0 : 0.5);
-    v.note = fmt::format("implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
-                         "{}, {} shared stages{}, {} loads",
-                         M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
-                         math, stages, cc >= 80 ? " (cp.async)" : "",
-                         vec_a ? "16-byte" : vec_b ? "element (x) and 16-byte (w)" : "element");
+    v.efficiency =
+        tile.efficiency * tile_utilisation(M, O, K, tile.bm, tile.bn, bk) * (vec_a ? 1.0 : 0.5);
+    v.note = fmt::format(
+        "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
+        "{}, {} shared stages{}, {} loads, {} fragments",
+        M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn, math,
+        stages, cc >= 80 ? " (cp.async)" : "",
+        vec_a   ? "16-byte"
+        : vec_b ? "element (x) and 16-byte (w)"
+                : "element",
+        kLdmatrix ? "ldmatrix" : "32-bit shared load");
     out.push_back(std::move(v));
   }
   return out;
