@@ -20,6 +20,8 @@ struct GenerateArgs {
   std::string layout = "auto";
   bool train = false;
   double lr = 0.01;
+  std::string schedule, budget;
+  int slots = 500;
 };
 
 void generate_cmd(const GenerateArgs& a) {
@@ -29,6 +31,11 @@ void generate_cmd(const GenerateArgs& a) {
   o.train = a.train;
   o.lr = a.lr;
   o.all_variants = a.variants == "all";
+  o.schedule = a.schedule;
+  o.budget = a.budget;
+  o.slots = a.slots;
+  if (!a.train && (!a.schedule.empty() || !a.budget.empty()))
+    throw Error("", "--schedule", "recompute schedules apply to training steps (--train)");
   if (a.layout != "auto") o.layout = a.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
   const Generated gen = generate(m, g, o);
   write_generated(gen, a.output);
@@ -64,6 +71,10 @@ void add_generate(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_flag("--train", a->train, "a training step (forward, loss, backward, SGD update)");
   cmd->add_option("--lr", a->lr, "learning rate of the update phase");
+  cmd->add_option("--schedule", a->schedule, "--train: recompute strategy (store-all, sqrt, rotor, dtr)")
+      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr"}));
+  cmd->add_option("--budget", a->budget, "--train: activation memory budget (bytes, 700MiB, 40%)");
+  cmd->add_option("--slots", a->slots, "rotor's memory discretisation");
   cmd->callback([a] { generate_cmd(*a); });
 }
 

@@ -3,7 +3,13 @@
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/progress.hpp"
+#include "generator/compile/cache.hpp"
+#include "generator/compile/compile_dir.hpp"
+#include "generator/compile/templates.hpp"
+#include "generator/emit/generate.hpp"
 #include "generator/emit/lower.hpp"
+#include "generator/model/model_json.hpp"
+#include "runtime/emu/backend.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
@@ -15,6 +21,7 @@
 #include "runtime/weights.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <fmt/format.h>
 
 namespace kiln::cli {
@@ -37,9 +44,12 @@ struct RunArgs {
   int slots = 500;
 };
 
-std::unique_ptr<Backend> make_backend(const std::string& device) {
-  if (device == "cpu") return std::make_unique<cpu::CpuBackend>();
-  throw Error("", "--device", cat("the ", device, " backend is not part of this kiln build yet (cpu is)"));
+// Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
+std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
+  const std::string key = cache_key({model_to_text(m), g.identity(), KILN_VERSION, templates_hash(),
+                                     o.train ? "train" : "infer", o.schedule, o.budget,
+                                     std::to_string(o.slots), fmt::format("{}", o.lr)});
+  return KernelCache::default_dir() + "/runs/" + key;
 }
 
 void run(const RunArgs& a) {
@@ -68,22 +78,45 @@ void run(const RunArgs& a) {
     throw Error("", "--schedule", "recompute schedules apply to training steps (--train)");
   Plan plan;
   std::string schedule_note;
-  if (a.train && (a.schedule != "store-all" || !a.budget.empty())) {
-    const auto strategy = parse_strategy(a.schedule);
-    if (!strategy) throw Error("", "--schedule", cat("unknown strategy \"", a.schedule, "\" (store-all, sqrt, rotor, dtr)"));
-    ScheduleOptions so;
-    so.slots = a.slots;
-    so.lower = lo;
-    const TrainingScheduler sched(m, load_gpu(a.gpu), so);
-    const int64_t budget = a.budget.empty() ? sched.store_all_peak() : parse_budget(a.budget, sched.store_all_peak());
-    const TrainingSchedule ts = sched.solve(*strategy, budget);
-    plan = sched.plan(ts);
-    schedule_note = fmt::format(", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", a.schedule,
-                                human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
+  std::unique_ptr<Backend> backend;
+  const bool scheduled = a.train && (a.schedule != "store-all" || !a.budget.empty());
+  if (a.device == "cpu") {
+    if (scheduled) {
+      ScheduleOptions so;
+      so.slots = a.slots;
+      so.lower = lo;
+      const TrainingScheduler sched(m, load_gpu(a.gpu), so);
+      const int64_t budget = a.budget.empty() ? sched.store_all_peak() : parse_budget(a.budget, sched.store_all_peak());
+      const TrainingSchedule ts = sched.solve(*parse_strategy(a.schedule), budget);
+      plan = sched.plan(ts);
+      schedule_note = fmt::format(", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", a.schedule,
+                                  human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
+    } else {
+      plan = lower_model(m, lo);
+    }
+    backend = std::make_unique<cpu::CpuBackend>();
   } else {
-    plan = lower_model(m, lo);
+    // The generated kernels: kiln generate into a directory kept per configuration, then
+    // the device's compile (cached, so a repeated run compiles nothing).
+    const GpuDesc g = load_gpu(a.gpu);
+    GenerateOptions go;
+    go.train = a.train;
+    go.lr = a.lr;
+    if (scheduled) go.schedule = a.schedule, go.budget = a.budget, go.slots = a.slots;
+    const std::string dir = run_directory(m, g, go);
+    if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
+    CompileOptions co;
+    co.progress = stderr_is_terminal();
+    if (a.device == "emu") {
+      co.compiler = "host";
+      compile_dir(dir, co);
+      backend = std::make_unique<EmuBackend>(emu_library_path(dir));
+    } else {
+      throw Error("", "--device", "the gpu device needs the cuda backend, which this kiln build does not have yet");
+    }
+    plan = load_plan(dir + "/plan.json");
+    if (scheduled) schedule_note = fmt::format(", schedule {}{}", a.schedule, a.budget.empty() ? "" : " within " + a.budget);
   }
-  std::unique_ptr<Backend> backend = make_backend(a.device);
   Progress progress(plan);
   ExecutorOptions eo;
   eo.on_step = progress.callback();
@@ -140,7 +173,8 @@ void add_run(CLI::App& app) {
       "run", "one inference or training step: reads X.npy (its shape sets the batch and image "
              "size), writes the first output as Y.npy; with --train also the gradients");
   a->model.add_to(cmd);
-  cmd->add_option("--device", a->device, "backend: cpu (reference)")
+  cmd->add_option("--device", a->device,
+                  "backend: cpu (the reference), emu (the generated kernels on the CPU emulator), gpu")
       ->check(CLI::IsMember({"cpu", "emu", "gpu"}));
   cmd->add_option("--weights", a->weights,
                   "parameters by name (.safetensors, PyTorch state_dict names); default: seeded");
@@ -159,7 +193,7 @@ void add_run(CLI::App& app) {
       ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr"}));
   cmd->add_option("--budget", a->budget, "training: memory budget for activations: bytes, 700MiB, 2GiB or 40% (of store-all)");
   cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
-  cmd->add_option("--gpu", a->gpu, "descriptor whose cost model times the schedule (default h200)");
+  cmd->add_option("--gpu", a->gpu, "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
   cmd->callback([a] { run(*a); });
 }
 

@@ -6,6 +6,8 @@
 #include "generator/emit/layouts.hpp"
 #include "generator/emit/lower.hpp"
 #include "generator/emit/plan_builder.hpp"
+#include "generator/schedule/budget.hpp"
+#include "generator/schedule/strategy.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
@@ -41,7 +43,19 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   lo.lr = o.lr;
   lo.gpu = g.identity();
   Generated gen;
-  Plan p = lower_model_steps(m, lo);
+  Plan p;
+  if (o.train && (!o.schedule.empty() || !o.budget.empty())) {
+    const auto strategy = parse_strategy(o.schedule.empty() ? "store-all" : o.schedule);
+    if (!strategy) throw Error("", "--schedule", cat("unknown strategy \"", o.schedule, "\""));
+    ScheduleOptions so;
+    so.slots = o.slots;
+    so.lower = lo;
+    const TrainingScheduler ts(m, g, so);
+    const int64_t budget = o.budget.empty() ? ts.store_all_peak() : parse_budget(o.budget, ts.store_all_peak());
+    p = ts.graph().lower(ts.solve(*strategy, budget).order);
+  } else {
+    p = lower_model_steps(m, lo);
+  }
   fuse_epilogues(p);
   gen.layout = o.layout ? *o.layout : choose_layout(p, g);
   apply_layout(p, gen.layout);

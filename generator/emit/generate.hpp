@@ -20,6 +20,10 @@ struct GenerateOptions {
   bool all_variants = false;
   double lr = 0.01;
   std::optional<Layout> layout; // default: choose_layout
+  // Training under a recompute schedule (strategy name and budget as `kiln schedule` takes
+  // them); empty: store-all.
+  std::string schedule, budget;
+  int slots = 500;
 };
 
 struct Generated {

@@ -41,6 +41,7 @@ Layout choose_layout(const Plan& p, const GpuDesc& g) {
 int insert_convert(Plan& p, size_t phase, size_t at, int src, Layout layout, const std::string& name) {
   Buffer b = p.buffers[src];
   b.name = name;
+  for (int k = 2; p.find_buffer(b.name) >= 0; ++k) b.name = name + "#" + std::to_string(k);
   b.role = BufferRole::activation;
   b.view_of = -1;
   b.offset = 0;

@@ -45,7 +45,23 @@ std::string invalid_reason(const GpuDesc& g, const Variant& v) {
   return "";
 }
 
-Choice select_variant(const StepInfo& s) {
+namespace {
+
+bool converts_activations(const StepInfo& s, const Variant& v) {
+  for (const auto& [role, layout] : v.layouts) {
+    const int b = s.step.arg(role);
+    if (b < 0) continue;
+    const Buffer& buf = s.plan.buffers[b];
+    const bool param = buf.role == BufferRole::param || buf.role == BufferRole::state ||
+                       buf.name.rfind("fold:", 0) == 0;
+    if (!param && buf.layout != layout) return true;
+  }
+  return false;
+}
+
+} // namespace
+
+Choice select_variant(const StepInfo& s, bool keep_activation_layouts) {
   Choice c;
   std::vector<std::string> rejected;
   for (const Family* f : all_families())
@@ -58,6 +74,12 @@ Choice select_variant(const StepInfo& s) {
       CostEstimate cost = estimate_cost(s.gpu, v);
       c.valid.push_back({std::move(v), cost});
     }
+  if (keep_activation_layouts) {
+    std::vector<Candidate> in_place;
+    for (Candidate& cand : c.valid)
+      if (!converts_activations(s, cand.variant)) in_place.push_back(cand);
+    if (!in_place.empty()) c.valid = std::move(in_place);
+  }
   std::stable_sort(c.valid.begin(), c.valid.end(), [](const Candidate& a, const Candidate& b) {
     return a.cost.micros < b.cost.micros;
   });

@@ -27,7 +27,10 @@ struct Choice {
 // Why a variant cannot run on the GPU, or "" when it can.
 std::string invalid_reason(const GpuDesc& g, const Variant& v);
 
-Choice select_variant(const StepInfo& s);
+// With `keep_activation_layouts`, variants that need an activation (a non-parameter
+// argument) in another layout than it has are chosen only when no variant serves the step
+// as it is: switching an activation's layout costs a transpose each way.
+Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true);
 
 // Functions cuDNN computes (the library fallback).
 bool library_serves(Fn fn);

@@ -3,7 +3,9 @@
 #include "generator/select/families/conv/conv_geometry.hpp"
 
 #include <fmt/format.h>
+#include <numeric>
 #include <set>
+#include <utility>
 
 namespace kiln {
 
@@ -21,13 +23,20 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
 
   std::vector<Variant> out;
   std::set<std::string> names;
+  // Stride phases (see the template): each phase of dx is a stride-1 correlation of dy with
+  // the taps that reach it, count_h x count_w of them at most, `spread` dy rows apart.
+  const auto taps = [](int64_t k, int64_t s, int64_t d) {
+    const int64_t step = s / std::gcd(s, d);
+    return std::pair<int64_t, int64_t>{(k + step - 1) / step, d / std::gcd(s, d)};
+  };
+  const auto [count_h, spread_h] = taps(g.KH, g.SH, g.DH);
+  const auto [count_w, spread_w] = taps(g.KW, g.SW, g.DW);
+  const int64_t phase_h = (g.H + g.SH - 1) / g.SH, phase_w = (g.W + g.SW - 1) / g.SW;
   for (ImageTile tile : kImageTiles) {
     const auto per_chan = [&](const ImageTile& u) {
-      const int64_t ph = ((u.th - 1) + (g.KH - 1) * g.DH) / g.SH + 2;
-      const int64_t pw = ((u.tw - 1) + (g.KW - 1) * g.DW) / g.SW + 2;
-      return ph * pw + KK * u.tc;
+      return (u.th + (count_h - 1) * spread_h) * (u.tw + (count_w - 1) * spread_w) + KK * u.tc;
     };
-    if (!fit_image_tile(tile, g.H, g.W, Cg, Og, per_chan, g.SH, g.SW)) continue;
+    if (!fit_image_tile(tile, phase_h, phase_w, Cg, Og, per_chan)) continue;
     Variant v;
     v.family = "conv2d_backward_data";
     v.header = "conv/backward_data.cuh";
@@ -47,27 +56,28 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     cfg_int(v, "PC", tile.pc);
     cfg_int(v, "THREADS", tile.threads());
     v.args = {"dy", "w", "dx"};
-    const int64_t tiles = ((g.H + tile.th - 1) / tile.th) * ((g.W + tile.tw - 1) / tile.tw);
+    const int64_t tiles =
+        g.SH * g.SW * ((phase_h + tile.th - 1) / tile.th) * ((phase_w + tile.tw - 1) / tile.tw);
     const int64_t ctiles = (Cg + tile.tc - 1) / tile.tc;
     v.grid = {tiles, g.G * ctiles, g.N};
     v.block = {tile.threads(), 1, 1};
     v.static_smem = per_chan(tile) * tile.ck * 4;
-    v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + 4 * tile.p);
-    // With a stride, warps visit the taps of other phases only to skip them.
-    const double hits = g.SH * g.SW > 1 ? 0.7 : 1.0;
+    v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + tile.p);
     const double dx_elems = double(g.N * g.C * g.H * g.W);
-    v.bytes = double(esize) * (double(g.N * g.O * g.OH * g.OW) * double(ctiles) +
+    // Each phase reads about all of dy, once per channel tile.
+    v.bytes = double(esize) * (double(g.N * g.O * g.OH * g.OW) * double(ctiles * g.SH * g.SW) +
                                double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
     v.flops = 2 * g.macs();
-    v.efficiency = micro_tile_efficiency(tile.p, tile.pc) * hits *
-                   tile_utilization(tile, g.H, g.W, Cg, Og);
+    v.efficiency =
+        micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, phase_h, phase_w, Cg, Og);
     v.math = "fp32";
-    v.note = fmt::format("gather: {}x{} dx pixels (phase-major) x {} channels per block, {} dy "
-                         "channels staged per step, {}x{} outputs per thread",
+    v.note = fmt::format("gather by stride phase: {}x{} pixels of one phase x {} channels per "
+                         "block, {} dy channels staged per step, {}x{} outputs per thread",
                          tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
     v.layouts = {{"dy", Layout::nchw}, {"w", Layout::nchw}, {"dx", Layout::nchw}};
     out.push_back(std::move(v));
   }
+  drop_underfilled(out, s.gpu);
   return out;
 }
 

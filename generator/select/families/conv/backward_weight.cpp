@@ -55,9 +55,9 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     v.family = "conv2d_backward_weight";
     v.header = "conv/backward_weight.cuh";
     v.function = "kiln::conv::backward_weight";
-    v.name = fmt::format("conv2d_backward_weight_{}_nchw_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}_{}", dtype_tag(t),
-                         geom_name(g), st.accumulate ? "_acc" : "", w.to, w.tk, w.po, w.pk, slices,
-                         chunk, threads, s.arch_tag());
+    v.name = fmt::format("conv2d_backward_weight_{}_nchw_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}_{}",
+                         dtype_tag(t), geom_name(g), st.accumulate ? "_acc" : "", w.to, w.tk, w.po,
+                         w.pk, slices, chunk, threads, s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -78,9 +78,9 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     // dy is re-read by every column tile; the gathered columns come from x, which the taps
     // of one block share through the caches, once per row tile.
     const double dw_elems = double(g.O * K);
-    v.bytes = double(esize) * (double(g.O) * double(R) * double(ktiles) +
-                               double(g.C) * double(R) * double(otiles) +
-                               dw_elems * (st.accumulate ? 2 : 1));
+    v.bytes = double(esize) *
+              (double(g.O) * double(R) * double(ktiles) + double(g.C) * double(R) * double(otiles) +
+               dw_elems * (st.accumulate ? 2 : 1));
     v.flops = 2 * g.macs();
     const double util = double(Og) / double(otiles * w.to) * double(K) / double(ktiles * w.tk) *
                         double(R) / double((R + chunk - 1) / chunk * chunk);
@@ -92,6 +92,7 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     v.layouts = {{"x", Layout::nchw}, {"dy", Layout::nchw}, {"dw", Layout::nchw}};
     out.push_back(std::move(v));
   }
+  drop_underfilled(out, s.gpu);
   return out;
 }
 

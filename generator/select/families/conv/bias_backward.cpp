@@ -10,7 +10,8 @@ using namespace conv_family;
 
 std::vector<Variant> BiasBackwardFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::bias_backward || !uniform_storage(s) || s.layout("dy") != Layout::nchw) return {};
+  if (st.fn != Fn::bias_backward || !uniform_storage(s) || s.layout("dy") != Layout::nchw)
+    return {};
   const Shape& dy = s.shape("dy");
   const int64_t N = dy[0], C = dy[1], S = numel(dy) / (N * C);
   const DType t = s.dtype("dy");
@@ -23,9 +24,9 @@ std::vector<Variant> BiasBackwardFamily::candidates(const StepInfo& s) const {
     v.family = "bias_backward";
     v.header = "conv/bias_backward.cuh";
     v.function = "kiln::conv::bias_backward";
-    v.name = fmt::format("bias_backward_{}_{}_n{}c{}s{}{}_{}_t{}_{}", dtype_tag(t), layout_name(s.layout("dy")),
-                         N, C, S, st.accumulate ? "_acc" : "", per_block ? "block" : "thread",
-                         threads, s.arch_tag());
+    v.name = fmt::format("bias_backward_{}_{}_n{}c{}s{}{}_{}_t{}_{}", dtype_tag(t),
+                         layout_name(s.layout("dy")), N, C, S, st.accumulate ? "_acc" : "",
+                         per_block ? "block" : "thread", threads, s.arch_tag());
     cfg_type(v, "T", cpp_type(t));
     cfg_int(v, "N", N);
     cfg_int(v, "C", C);
@@ -42,7 +43,8 @@ std::vector<Variant> BiasBackwardFamily::candidates(const StepInfo& s) const {
     v.flops = double(N * C * S);
     // A block per channel reads rows of S contiguous elements (coalesced when S is large);
     // a thread per channel reads with a stride of S between neighbouring threads.
-    v.efficiency = per_block ? 0.8 * std::min(1.0, double(S) / 32) : 0.8 / double(std::min<int64_t>(S, 8));
+    v.efficiency =
+        per_block ? 0.8 * std::min(1.0, double(S) / 32) : 0.8 / double(std::min<int64_t>(S, 8));
     v.math = "fp32";
     v.note = per_block ? "a block per channel, tree reduction in shared memory"
                        : "a thread per channel, sums in order";

@@ -27,7 +27,8 @@ void cfg_geom(Variant& v, const ConvGeom& g) {
       {"N", g.N},   {"C", g.C},   {"H", g.H},   {"W", g.W},   {"O", g.O},   {"OH", g.OH},
       {"OW", g.OW}, {"KH", g.KH}, {"KW", g.KW}, {"SH", g.SH}, {"SW", g.SW}, {"PH", g.PH},
       {"PW", g.PW}, {"DH", g.DH}, {"DW", g.DW}, {"G", g.G}};
-  for (const auto& [name, value] : values) cfg_int(v, name, value);
+  for (const auto& [name, value] : values)
+    cfg_int(v, name, value);
 }
 
 bool uniform_storage(const StepInfo& s) {
@@ -48,10 +49,18 @@ std::string tile_name(const ImageTile& t, char chan, char staged) {
 double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans,
                         int64_t reduce) {
   const auto up = [](int64_t a, int64_t b) { return double((a + b - 1) / b * b); };
-  const double pixels = double((out_h + t.th - 1) / t.th) * double((out_w + t.tw - 1) / t.tw) *
-                        double(t.np() * t.p);
+  const double pixels =
+      double((out_h + t.th - 1) / t.th) * double((out_w + t.tw - 1) / t.tw) * double(t.np() * t.p);
   return double(out_h * out_w) / pixels * double(chans) / up(chans, t.tc) * double(reduce) /
          up(reduce, t.ck);
+}
+
+void drop_underfilled(std::vector<Variant>& variants, const GpuDesc& gpu) {
+  int64_t most = 0;
+  for (const Variant& v : variants)
+    most = std::max(most, v.blocks());
+  const int64_t enough = std::min<int64_t>(gpu.sm_count, most);
+  std::erase_if(variants, [&](const Variant& v) { return 2 * v.blocks() < enough; });
 }
 
 double micro_tile_efficiency(int64_t p, int64_t pc) {

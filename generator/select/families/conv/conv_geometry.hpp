@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::conv_family {
 
@@ -36,7 +37,8 @@ bool uniform_storage(const StepInfo& s);
 
 inline int64_t pow2_at_least(int64_t x) {
   int64_t p = 1;
-  while (p < x) p *= 2;
+  while (p < x)
+    p *= 2;
   return p;
 }
 
@@ -66,19 +68,19 @@ inline constexpr ImageTile kImageTiles[] = {
 // at least a warp of pixel groups where the tile allows and at most kMaxBlock threads (P
 // grows). `per_chan_floats(tile)` is the shared floats one staged reduction channel needs,
 // `reduce` the reduction channels; CK is what fits a 16 KiB target (one channel up to
-// 48 KiB). TH and TW are rounded up to multiples of mult_h and mult_w. Returns false when
-// not even one channel fits.
+// 48 KiB). Returns false when not even one channel fits.
 template <class PerChan>
 bool fit_image_tile(ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans, int64_t reduce,
-                    PerChan per_chan_floats, int64_t mult_h = 1, int64_t mult_w = 1) {
-  t.th = (std::min(t.th, out_h) + mult_h - 1) / mult_h * mult_h;
-  t.tw = (std::min(t.tw, out_w) + mult_w - 1) / mult_w * mult_w;
+                    PerChan per_chan_floats) {
+  t.th = std::min(t.th, out_h);
+  t.tw = std::min(t.tw, out_w);
   const int64_t tc = std::min(t.tc, chans);
   const int64_t groups = pow2_at_least((tc + std::min(t.pc, tc) - 1) / std::min(t.pc, tc));
   t.pc = (tc + groups - 1) / groups;
   t.tc = groups * t.pc;
   t.p = std::max<int64_t>(1, std::min(t.p, t.th * t.tw / 32));
-  while (t.threads() > kMaxBlock) ++t.p;
+  while (t.threads() > kMaxBlock)
+    ++t.p;
   const int64_t per = per_chan_floats(t) * 4;
   if (per > 48 * 1024) return false;
   t.ck = std::max<int64_t>(1, std::min({reduce, int64_t(16), int64_t(16 * 1024) / per}));
@@ -93,6 +95,12 @@ std::string tile_name(const ImageTile& t, char chan, char staged);
 // padding, pixel groups past the tile and the last staged chunk do work that is dropped).
 double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans,
                         int64_t reduce);
+
+// Drops the configurations whose grids leave most of the GPU idle while another fills it:
+// those with fewer than half of min(SM count, the largest grid offered) blocks. (The cost
+// model floors the fill at 2%, which would make a 2-block grid look as good as a 30-block
+// one; the families here reduce whole tiles per block and have no other way to spread.)
+void drop_underfilled(std::vector<Variant>& variants, const GpuDesc& gpu);
 
 // Efficiency of a P x PC register tile fed from shared memory: FMAs per shared load.
 double micro_tile_efficiency(int64_t p, int64_t pc);

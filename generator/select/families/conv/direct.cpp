@@ -73,8 +73,8 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.bytes = double(esize) * (double(g.N * g.C * g.H * g.W) * double(otiles) * halo +
                                double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1));
     v.flops = 2 * g.macs();
-    v.efficiency = micro_tile_efficiency(tile.p, tile.pc) *
-                   tile_utilization(tile, g.OH, g.OW, Og, Cg);
+    v.efficiency =
+        micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, g.OH, g.OW, Og, Cg);
     v.math = "fp32";
     v.note = fmt::format("{}x{} output pixels x {} channels per block, {} input channels staged "
                          "per step, {}x{} outputs per thread",
@@ -83,6 +83,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     if (residual) v.layouts.push_back({"residual", lay});
     out.push_back(std::move(v));
   }
+  drop_underfilled(out, s.gpu);
   return out;
 }
 

@@ -11,7 +11,8 @@ using namespace conv_family;
 
 std::vector<Variant> ConvFoldBnFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_fold_bn || !uniform_storage(s) || s.layout("w") != Layout::nchw) return {};
+  if (st.fn != Fn::conv2d_fold_bn || !uniform_storage(s) || s.layout("w") != Layout::nchw)
+    return {};
   const Shape& w = s.shape("w");
   const Layout out_layout = s.layout("w_out");
   const bool bias = s.has("b");
