@@ -135,6 +135,18 @@ KILN_FN void mma_m16n8k8_tf32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2
 #endif
 }
 
+// ---- shared memory -> mma fragments (ldmatrix, sm_75+) --------------------------------------
+// Four 8x8 matrices of 16-bit elements (or 8x4 of 32-bit ones, read the same way): lane l
+// gives the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte aligned); r[j] receives,
+// in lane l, the 32-bit word l % 4 of row l / 4 of matrix j, the layout of the fragment
+// registers above (A: matrices = the four 8x8 quarters; B: two k halves of two n tiles).
+template <class T> KILN_FN void ldmatrix_x4(u32 (&r)[4], Shared<T> row) {
+  const u32 s = u32(__cvta_generic_to_shared(row.p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
 // ---- asynchronous global -> shared copies (cp.async, sm_80+; plain copies before) --------
 // Copies 16 bytes (zero-fills them when !valid); both addresses 16-byte aligned.
 template <class T>

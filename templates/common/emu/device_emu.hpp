@@ -208,6 +208,22 @@ KILN_FN void mma_m16n8k8_tf32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2
   emu::mma(emu::WarpOp::MmaTf32, d, a, b, c, w);
 }
 
+// ---- ldmatrix (layout: device_cuda.cuh): each row address goes to the lanes receiving it ------
+// The words are read through the receiving lane's view (its array's bounds: every lane's
+// row must lie in one shared array, as the kernels' tiles do).
+template <class T>
+KILN_FN void ldmatrix_x4(u32 (&r)[4], Shared<T> row,
+                         ::kiln::emu::Site w = ::kiln::emu::Site::current()) {
+  if (row.checks & emu::kBounds) emu::check_shared(row.p, 0, 16, 16, row.lo, row.hi, row.site);
+  const int lane = int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
+  const unsigned long long mine = reinterpret_cast<unsigned long long>(row.p);
+  for (int j = 0; j < 4; ++j) {
+    const unsigned long long src = __shfl_sync(0xffffffffu, mine, 8 * j + lane / 4, 32, w);
+    const Shared<u32> s{reinterpret_cast<u32*>(src), row.lo, row.hi, row.site, row.checks};
+    r[j] = s[lane % 4];
+  }
+}
+
 // ---- asynchronous global -> shared copies: performed at once, checked as asynchronous -------
 template <class T> KILN_FN void cp_async_16(Shared<T> dst, Global<const T> src, bool valid) {
   char* d = reinterpret_cast<char*>(dst.p);

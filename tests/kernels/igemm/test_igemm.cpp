@@ -1,0 +1,164 @@
+// The implicit-GEMM convolution family: every variant compiles for sm_75 (f16), sm_80 and
+// sm_90 (without spills where it promises none), and every tile configuration matches the
+// f64 reference on the emulator over awkward shapes (C not a multiple of 8, odd images,
+// strides, padding, dilation, O and M not multiples of the tile, M below one tile) in f16,
+// bf16 and f32 (tf32), with ldmatrix and with 32-bit shared loads.
+#include "tests/kernels/harness.hpp"
+
+#include "generator/select/families/igemm/implicit_gemm.hpp"
+
+#include <doctest/doctest.h>
+#include <map>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+struct Conv {
+  int64_t n, c, h, w, o;
+  Int2 k, s = {1, 1}, p = {0, 0}, d = {1, 1};
+  bool bias = false, residual = false, relu = false;
+};
+
+int64_t out_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+StepSpec conv_spec(const std::string& label, const Conv& cv, DType t) {
+  Attrs a;
+  a.out_channels = cv.o;
+  a.kernel = cv.k;
+  a.stride = cv.s;
+  a.padding = cv.p;
+  a.dilation = cv.d;
+  a.bias = cv.bias;
+  const Shape y{cv.n, cv.o, out_extent(cv.h, cv.k[0], cv.s[0], cv.p[0], cv.d[0]),
+                out_extent(cv.w, cv.k[1], cv.s[1], cv.p[1], cv.d[1])};
+  StepSpec s{label + " " + std::string(dtype_name(t)), Fn::conv2d_forward, OpKind::conv2d, a, {}};
+  s.args.push_back({"x", {cv.n, cv.c, cv.h, cv.w}, t, Layout::nhwc});
+  s.args.push_back({"w", {cv.o, cv.c, cv.k[0], cv.k[1]}, t, Layout::nhwc});
+  if (cv.bias) s.args.push_back({"b", {cv.o}, t});
+  if (cv.residual) s.args.push_back({"residual", y, t, Layout::nhwc});
+  s.args.push_back({"y", y, t, Layout::nhwc});
+  s.relu = cv.relu;
+  return s;
+}
+
+// Shapes for the emulator: small, each awkward in its own way.
+const std::vector<std::pair<std::string, Conv>>& emu_convs() {
+  static const std::vector<std::pair<std::string, Conv>> c = {
+      {"stem c3 7x7 s2 p3 odd",
+       {1, 3, 15, 15, 24, {7, 7}, {2, 2}, {3, 3}, {1, 1}, true, false, true}},
+      {"c12 3x3 p1 o40", {2, 12, 9, 9, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, false, true}},
+      {"c16 1x1 residual o24",
+       {2, 16, 7, 7, 24, {1, 1}, {1, 1}, {0, 0}, {1, 1}, false, true, true}},
+      {"c8 3x3 d2 p2 odd o17",
+       {1, 8, 11, 11, 17, {3, 3}, {1, 1}, {2, 2}, {2, 2}, true, true, false}},
+      {"c32 3x3 s2 p1 m<tile",
+       {1, 32, 13, 13, 64, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, false}},
+      {"c24 1x1 s2 o40", {2, 24, 9, 9, 40, {1, 1}, {2, 2}, {0, 0}, {1, 1}, true, false, false}},
+      {"c64 3x3 deep k o72", {1, 64, 6, 6, 72, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, true, true}},
+      {"c4 3x1 s2x1 p1x0 o20",
+       {2, 4, 9, 7, 20, {3, 1}, {2, 1}, {1, 0}, {1, 1}, false, false, true}},
+      {"c16 5x5 p0 o136", {1, 16, 10, 10, 136, {5, 5}, {1, 1}, {0, 0}, {1, 1}, true, false, false}},
+      {"c6 2x2 s2 o33", {2, 6, 8, 10, 33, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, true}},
+  };
+  return c;
+}
+
+// Shapes for NVRTC, with the whole epilogue: each load path (16-byte, 16-byte weights only,
+// element loads), odd O, and 64-bit offsets.
+const std::vector<std::pair<std::string, Conv>>& nvrtc_convs() {
+  static const std::vector<std::pair<std::string, Conv>> c = {
+      {"c64 3x3", {8, 64, 28, 28, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, true, true}},
+      {"c12 3x3", {8, 12, 28, 28, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, true, true}},
+      {"c3 7x7 s2", {8, 3, 224, 224, 64, {7, 7}, {2, 2}, {3, 3}, {1, 1}, true, true, true}},
+      {"c6 2x2 s2 o33", {8, 6, 64, 64, 33, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, true}},
+      {"c64 3x3 2^31 elements",
+       {160, 64, 512, 512, 64, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, true, true}},
+  };
+  return c;
+}
+
+constexpr DType kTypes[] = {DType::f16, DType::bf16, DType::f32};
+
+std::vector<Built> ours(std::vector<Built> all) {
+  std::vector<Built> r;
+  for (Built& b : all)
+    if (b.variant.family == "conv2d_implicit_gemm") r.push_back(std::move(b));
+  return r;
+}
+
+// The tile configuration part of a variant name: "128x64x32_w2x2".
+std::string tile_of(const Variant& v) {
+  const size_t at = v.name.find("_nhwc_") + 6;
+  return v.name.substr(at, v.name.find("_s", at) - at);
+}
+
+// The variant with LDMATRIX off: fragments by 32-bit shared loads.
+Built with_shared_loads(Built b) {
+  for (auto& [key, value] : b.variant.cfg)
+    if (key == "LDMATRIX") value = "false";
+  const size_t at = b.variant.name.find("_ldm_");
+  REQUIRE(at != std::string::npos);
+  b.variant.name.replace(at, 5, "_lds_");
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("implicit GEMM variants compile with NVRTC for sm_75, sm_80 and sm_90") {
+  std::vector<StepSpec> specs;
+  for (DType t : kTypes)
+    for (const auto& [label, cv] : nvrtc_convs())
+      specs.push_back(conv_spec(label, cv, t));
+  const auto built = ours(all_variants(specs, {"t4", "a100", "h200"}));
+  std::map<std::string, int> per_gpu;
+  for (const Built& b : built)
+    ++per_gpu[b.gpu + " " + dtype_tag(b.spec.args[0].dtype)];
+  CHECK(per_gpu["t4 bf16"] == 0);
+  CHECK(per_gpu["t4 f32"] == 0);
+  for (const char* g : {"t4", "a100", "h200"})
+    for (DType t : kTypes) {
+      if (std::string(g) == "t4" && t != DType::f16) continue;
+      CHECK(per_gpu[std::string(g) + " " + dtype_tag(t)] >= 3 * int64_t(nvrtc_convs().size()));
+    }
+  for (const std::string& f : nvrtc_failures(built))
+    FAIL_CHECK(f);
+}
+
+TEST_CASE("implicit GEMM variants match the reference on the emulator") {
+  // Every shape in every precision, each on two of the tiles offered for it, rotating over
+  // the shapes so that every (precision, tile) pair runs on at least two shapes.
+  std::vector<StepSpec> specs;
+  for (DType t : kTypes)
+    for (const auto& [label, cv] : emu_convs())
+      specs.push_back(conv_spec(label, cv, t));
+  std::map<std::string, std::vector<Built>> per_spec;
+  for (Built& b : ours(all_variants(specs, {"h200"})))
+    per_spec[b.spec.label].push_back(std::move(b));
+  std::vector<Built> chosen;
+  std::map<std::string, int> runs; // "dtype tile" -> shapes
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::vector<Built>& vs = per_spec[specs[i].label];
+    REQUIRE_MESSAGE(vs.size() >= 2, specs[i].label);
+    for (size_t pick : {i % vs.size(), (i + 2) % vs.size()}) {
+      ++runs[dtype_tag(vs[pick].spec.args[0].dtype) + " " + tile_of(vs[pick].variant)];
+      chosen.push_back(vs[pick]);
+    }
+    // The 32-bit shared-load fragment path (the variants use ldmatrix) on every third.
+    if (i % 3 == 0) chosen.push_back(with_shared_loads(vs[(i + 1) % vs.size()]));
+  }
+  for (DType t : kTypes)
+    for (const IgemmTile& tl : igemm_tiles()) {
+      const std::string key = dtype_tag(t) + " " + std::to_string(tl.bm) + "x" +
+                              std::to_string(tl.bn) + "x" + std::to_string(64 / dtype_size(t)) +
+                              "_w" + std::to_string(tl.wm) + "x" + std::to_string(tl.wn);
+      CHECK_MESSAGE(runs[key] >= 2, key);
+    }
+  for (const KernelCheck& r : emu_checks(chosen, temp_dir("kiln-igemm"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+}
