@@ -21,8 +21,11 @@ public:
   // Fills a buffer with NaN (or an all-ones pattern for integers) so that elements a
   // step fails to write show up.
   virtual void poison(int buffer) = 0;
-  // Computes one step (never a free).
+  // Computes one step (never a free). Between begin_phase and end_phase a backend may only
+  // record the step (the cuda backend captures a phase into a CUDA graph and replays it).
   virtual void run(const Step& step) = 0;
+  virtual void begin_phase(const Phase&) {}
+  virtual void end_phase(const Phase&) {}
   virtual void synchronize() {}
 };
 

@@ -70,6 +70,7 @@ Tensor Executor::read(std::string_view buffer) { return read(lookup(buffer)); }
 void Executor::run(std::string_view phase_name) {
   const Phase* phase = plan_.phase(phase_name);
   if (!phase) throw Error("", "plan", cat("has no ", phase_name, " phase"));
+  backend_.begin_phase(*phase);
   for (size_t i = 0; i < phase->steps.size(); ++i) {
     const Step& s = phase->steps[i];
     if (options_.on_step) options_.on_step(*phase, i);
@@ -100,6 +101,7 @@ void Executor::run(std::string_view phase_name) {
       throw Error(e.file(), e.where().empty() ? where : where + ": " + e.where(), e.message());
     }
   }
+  backend_.end_phase(*phase);
   backend_.synchronize();
 }
 

@@ -92,6 +92,7 @@ ojson plan_to_json(const Plan& p) {
   j["kiln_version"] = p.kiln_version;
   j["model"] = p.model;
   j["gpu"] = p.gpu;
+  if (!p.arch.empty()) j["arch"] = p.arch;
   j["dtype"] = dtype_name(p.dtype);
   j["train"] = p.train;
   j["arena_bytes"] = p.arena_bytes;
@@ -168,7 +169,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
   try {
     const json j = ju::parse(text, file);
     ju::expect_object(j, "");
-    ju::reject_unknown_keys(j, "", {"format", "kiln_version", "model", "gpu", "dtype", "train",
+    ju::reject_unknown_keys(j, "", {"format", "kiln_version", "model", "gpu", "arch", "dtype", "train",
                                     "arena_bytes", "buffers", "params", "inputs", "outputs",
                                     "target", "loss", "phases", "kernels"});
     const std::string format = ju::get_string(ju::require(j, "format", ""), "/format");
@@ -178,6 +179,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     p.kiln_version = ju::get_string(ju::require(j, "kiln_version", ""), "/kiln_version");
     p.model = ju::get_string(ju::require(j, "model", ""), "/model");
     p.gpu = ju::get_string(ju::require(j, "gpu", ""), "/gpu");
+    if (j.contains("arch")) p.arch = ju::get_string(j["arch"], "/arch");
     const std::string dt = ju::get_string(ju::require(j, "dtype", ""), "/dtype");
     auto dtype = parse_dtype(dt);
     if (!dtype || !is_float(*dtype)) throw Error("", "/dtype", cat("unknown dtype \"", dt, "\""));

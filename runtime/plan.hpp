@@ -110,7 +110,8 @@ struct Phase {
 
 struct Plan {
   std::string model;
-  std::string gpu; // descriptor identity, empty for reference plans
+  std::string gpu;  // descriptor identity, empty for reference plans
+  std::string arch; // the kernels' architecture ("sm_90"), empty for reference plans
   std::string kiln_version;
   DType dtype = DType::f32;
   bool train = false;

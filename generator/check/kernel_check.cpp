@@ -62,6 +62,7 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   Plan m;
   m.model = p.model;
   m.gpu = p.gpu;
+  m.arch = f64 ? "" : p.arch;
   m.kiln_version = p.kiln_version;
   m.dtype = f64 ? DType::f64 : p.dtype;
   Step s = step;

@@ -3,6 +3,9 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/compile/compile_dir.hpp"
+#include "runtime/cuda/backend.hpp"
+#include "runtime/cuda/device.hpp"
+#include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 
@@ -34,7 +37,16 @@ void check_cmd(const CheckArgs& a) {
     const std::string lib = emu_library_path(a.dir);
     factory = [lib, eo] { return std::make_unique<EmuBackend>(lib, eo); };
   } else {
-    throw Error("", "--device", "the gpu device needs the cuda backend, which this kiln build does not have yet");
+    require_device("", 0); // say it once, plainly, when there is no GPU
+    CompileOptions co;
+    co.progress = stderr_is_terminal();
+    compile_dir(a.dir, co);
+    const std::string dir = a.dir;
+    factory = [dir] {
+      auto cuda = std::make_unique<CudaBackend>(dir, CudaOptions{0, false}); // one launch per check: no graphs
+      cuda->set_library(make_cudnn_runner());
+      return cuda;
+    };
   }
   const bool tty = stderr_is_terminal();
   const auto rows = check_kernels(a.dir, factory, a.seed, a.alternatives, [&](size_t i, size_t n, const std::string& k) {

@@ -9,6 +9,8 @@
 #include "generator/emit/generate.hpp"
 #include "generator/emit/lower.hpp"
 #include "generator/model/model_json.hpp"
+#include "runtime/cuda/backend.hpp"
+#include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/emu/backend.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/schedule/budget.hpp"
@@ -112,7 +114,11 @@ void run(const RunArgs& a) {
       compile_dir(dir, co);
       backend = std::make_unique<EmuBackend>(emu_library_path(dir));
     } else {
-      throw Error("", "--device", "the gpu device needs the cuda backend, which this kiln build does not have yet");
+      co.compiler = "nvrtc";
+      compile_dir(dir, co);
+      auto cuda = std::make_unique<CudaBackend>(dir);
+      cuda->set_library(make_cudnn_runner());
+      backend = std::move(cuda);
     }
     plan = load_plan(dir + "/plan.json");
     if (scheduled) schedule_note = fmt::format(", schedule {}{}", a.schedule, a.budget.empty() ? "" : " within " + a.budget);

@@ -22,6 +22,7 @@ void add_compile(CLI::App& app);
 void add_cache(CLI::App& app);
 void add_check(CLI::App& app);
 void add_schedule(CLI::App& app);
+void add_build(CLI::App& app);
 void add_models(CLI::App& app);
 
 } // namespace kiln::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_cache(app);
   kiln::cli::add_check(app);
   kiln::cli::add_schedule(app);
+  kiln::cli::add_build(app);
   kiln::cli::add_run(app);
   try {
     app.parse(argc, argv);

@@ -60,6 +60,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   gen.layout = o.layout ? *o.layout : choose_layout(p, g);
   apply_layout(p, gen.layout);
   gen.assigned = assign_kernels(p, g, o.all_variants);
+  p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
 
   InstanceOrigin origin;

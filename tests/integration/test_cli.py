@@ -125,4 +125,53 @@ kt.expect_error(["run", path("folded.json"), "--input", path("x.npy"), "--output
 kt.expect_error(["fold", "noscope_coral", "--factor", "1", "-o", path("f1.json")], "--factor")
 kt.check(not os.path.exists(path("f1.json")), "no folded model after an error")
 
+# kiln build: a standalone program that explains itself, and fails clearly without a GPU.
+kt.kiln("build", "noscope_coral", "--gpu", "h200", "-o", path("coral_bin"))
+import subprocess
+h = subprocess.run([path("coral_bin"), "--help"], capture_output=True, text=True)
+kt.check(h.returncode == 0 and "noscope_coral" in h.stdout and "--bench" in h.stdout, f"program --help: {h.stdout}")
+libs = subprocess.run(["ldd", path("coral_bin")], capture_output=True, text=True).stdout
+kt.check("libcudart" not in libs and "libcudnn" not in libs and "libnvrtc" not in libs and "libfmt" not in libs,
+         f"the program links only the runtime: {libs}")
+np.save(path("x1.npy"), np.zeros((1, 3, 50, 50), np.float32))
+r = subprocess.run([path("coral_bin"), "--input", path("x1.npy"), "--output", path("yb.npy")], capture_output=True, text=True)
+if "driver" in r.stderr or "no GPU" in r.stderr:
+    kt.check(r.returncode != 0 and not os.path.exists(path("yb.npy")), f"no GPU: {r.returncode} {r.stderr}")
+else:
+    kt.check(r.returncode == 0 and np.load(path("yb.npy")).shape == (1, 2), f"on a GPU: {r.stderr}")
+kt.expect_error(["build", "noscope_coral", "--gpu", "h200", "-o", path("b2"), "--budget", "50%"], "--budget")
+
+# kiln schedule: JSON keys, errors.
+out, _ = kt.kiln("schedule", "resnet18", "--image", "64", "--budget", "80%", "--strategy", "rotor", "--json")
+j = json.loads(out)
+for key in ("strategy", "budget_bytes", "peak_bytes", "time", "store_all_time", "arena_bytes", "ops"):
+    kt.check(key in j, f"schedule --json has {key}")
+kt.check(j["peak_bytes"] <= j["budget_bytes"], "schedule within its budget")
+kt.check(all("op" in o and ("stage" in o or "tensor" in o) for o in j["ops"]), "ops carry stage or tensor")
+err = kt.expect_error(["schedule", "resnet18", "--image", "64", "--budget", "1%", "--strategy", "rotor"],
+                      "smallest feasible budget")
+kt.expect_error(["schedule", "resnet18", "--budget", "lots"], "--budget")
+chain = {"format": "kiln-chain/1", "input_bytes": 10, "stages": [
+    {"name": "s%d" % i, "forward_time": 1 + i, "backward_time": 2, "output_bytes": 10, "saved_bytes": 30}
+    for i in range(5)]}
+with open(path("chain.json"), "w") as f:
+    json.dump(chain, f)
+for strategy, budget in (("store-all", 170), ("sqrt", 100), ("rotor", 100), ("dtr", 100), ("exhaustive", 100)):
+    out, _ = kt.kiln("schedule", "--chain", path("chain.json"), "--budget", budget, "--strategy", strategy, "--json")
+    kt.check(json.loads(out)["peak_bytes"] <= budget, f"chain {strategy}")
+chain["stages"][2]["saved_bytes"] = 5
+with open(path("bad_chain.json"), "w") as f:
+    json.dump(chain, f)
+kt.expect_error(["schedule", "--chain", path("bad_chain.json"), "--budget", "100"], "bad_chain.json", "saved_bytes")
+kt.kiln("schedule", "--chain", path("chain.json"), "--sweep", path("sweep.csv"))
+rows = open(path("sweep.csv")).read().splitlines()
+kt.check(rows[0].startswith("strategy,budget_fraction") and len(rows) > 50, f"sweep CSV: {rows[:2]}")
+kt.check(open(path("sweep.svg")).read().startswith("<svg"), "sweep plot")
+
+# kiln check on a device that is absent says so once.
+kt.kiln("generate", "noscope_coral", "--gpu", "h200", "-o", path("gen"))
+r = subprocess.run([kt.KILN, "check", path("gen"), "--device", "gpu"], capture_output=True, text=True)
+if "driver" in r.stderr or "no GPU" in r.stderr:
+    kt.check(r.returncode == 2, f"check --device gpu without a GPU exits 2: {r.returncode} {r.stderr}")
+
 kt.finish()

@@ -65,8 +65,9 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + tile.p);
     const double dx_elems = double(g.N * g.C * g.H * g.W);
     // Each phase reads about all of dy, once per channel tile.
-    v.bytes = double(esize) * (double(g.N * g.O * g.OH * g.OW) * double(ctiles * g.SH * g.SW) +
-                               double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
+    v.bytes =
+        dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ctiles * g.SH * g.SW)) +
+        double(esize) * (double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
     v.flops = 2 * g.macs();
     v.efficiency =
         micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, phase_h, phase_w, Cg, Og);

@@ -20,7 +20,8 @@ constexpr WeightTile kWeightTiles[] = {
     {16, 16, 2, 2}, // more blocks
     {8, 8, 2, 2},   // many slices: small weights, long reductions
 };
-constexpr int64_t kChunk = 64; // positions staged per step (RC), at least
+// Positions staged per step (RC): a multiple of every slice count (powers of two to 64).
+constexpr int64_t kChunk = 64;
 constexpr int64_t kMaxSlices = 64;
 
 } // namespace
@@ -50,14 +51,14 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     fit(w.tk, w.pk, K);
     const int64_t nt = (w.to / w.po) * (w.tk / w.pk);
     const int64_t slices = std::min(kMaxSlices, kMaxBlock / nt);
-    const int64_t threads = nt * slices, chunk = kChunk;
+    const int64_t threads = nt * slices;
     Variant v;
     v.family = "conv2d_backward_weight";
     v.header = "conv/backward_weight.cuh";
     v.function = "kiln::conv::backward_weight";
     v.name = fmt::format("conv2d_backward_weight_{}_nchw_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}_{}",
                          dtype_tag(t), geom_name(g), st.accumulate ? "_acc" : "", w.to, w.tk, w.po,
-                         w.pk, slices, chunk, threads, s.arch_tag());
+                         w.pk, slices, kChunk, threads, s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -67,28 +68,28 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     cfg_int(v, "PO", w.po);
     cfg_int(v, "PK", w.pk);
     cfg_int(v, "S", slices);
-    cfg_int(v, "RC", chunk);
+    cfg_int(v, "RC", kChunk);
     cfg_int(v, "THREADS", threads);
     v.args = {"x", "dy", "dw"};
     const int64_t otiles = (Og + w.to - 1) / w.to, ktiles = (K + w.tk - 1) / w.tk;
     v.grid = {ktiles, g.G * otiles, 1};
     v.block = {threads, 1, 1};
-    v.static_smem = std::max((w.to + w.tk) * (chunk + 1), slices * w.to * w.tk) * 4;
+    v.static_smem = std::max((w.to + w.tk) * (kChunk + 1), slices * w.to * w.tk) * 4;
     v.registers_per_thread = int(34 + w.po * w.pk + w.po + w.pk);
     // dy is re-read by every column tile; the gathered columns come from x, which the taps
     // of one block share through the caches, once per row tile.
     const double dw_elems = double(g.O * K);
-    v.bytes = double(esize) *
-              (double(g.O) * double(R) * double(ktiles) + double(g.C) * double(R) * double(otiles) +
-               dw_elems * (st.accumulate ? 2 : 1));
+    v.bytes = dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ktiles)) +
+              dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles)) +
+              double(esize) * dw_elems * (st.accumulate ? 2 : 1);
     v.flops = 2 * g.macs();
     const double util = double(Og) / double(otiles * w.to) * double(K) / double(ktiles * w.tk) *
-                        double(R) / double((R + chunk - 1) / chunk * chunk);
+                        double(R) / double((R + kChunk - 1) / kChunk * kChunk);
     v.efficiency = micro_tile_efficiency(w.po, w.pk) * util;
     v.math = "fp32";
     v.note = fmt::format("dw tile {}x{} per block, {} slices of the N*OH*OW reduction ({} "
                          "positions staged per step), summed in slice order",
-                         w.to, w.tk, slices, chunk);
+                         w.to, w.tk, slices, kChunk);
     v.layouts = {{"x", Layout::nchw}, {"dy", Layout::nchw}, {"dw", Layout::nchw}};
     out.push_back(std::move(v));
   }

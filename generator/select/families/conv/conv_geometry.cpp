@@ -1,5 +1,7 @@
 #include "generator/select/families/conv/conv_geometry.hpp"
 
+#include "generator/select/cost.hpp"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -55,12 +57,20 @@ double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_
          up(reduce, t.ck);
 }
 
+double dram_reads(const GpuDesc& gpu, double bytes, double reads) {
+  return 2 * bytes <= double(gpu.l2_bytes) ? bytes : bytes * reads;
+}
+
 void drop_underfilled(std::vector<Variant>& variants, const GpuDesc& gpu) {
   int64_t most = 0;
   for (const Variant& v : variants)
     most = std::max(most, v.blocks());
   const int64_t enough = std::min<int64_t>(gpu.sm_count, most);
-  std::erase_if(variants, [&](const Variant& v) { return 2 * v.blocks() < enough; });
+  std::erase_if(variants, [&](const Variant& v) {
+    const double floor_us = std::max(v.flops / (peak_tflops(gpu, v.math) * 1e6),
+                                     v.bytes / (gpu.memory_bandwidth_gbps * 1e3));
+    return 2 * v.blocks() < enough && floor_us > 1.0;
+  });
 }
 
 double micro_tile_efficiency(int64_t p, int64_t pc) {

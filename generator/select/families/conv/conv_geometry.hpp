@@ -64,7 +64,7 @@ inline constexpr ImageTile kImageTiles[] = {
 };
 
 // Fits a tile to an output of out_h x out_w pixels and `chans` channels per group: clamps
-// it; makes the channel groups a power of two (PC shrinks rather than padding TC); keeps
+// it; makes the channel groups a power of two (PC shrinks before TC pads); keeps
 // at least a warp of pixel groups where the tile allows and at most kMaxBlock threads (P
 // grows). `per_chan_floats(tile)` is the shared floats one staged reduction channel needs,
 // `reduce` the reduction channels; CK is what fits a 16 KiB target (one channel up to
@@ -96,10 +96,15 @@ std::string tile_name(const ImageTile& t, char chan, char staged);
 double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans,
                         int64_t reduce);
 
+// DRAM bytes of a tensor of `bytes` that the blocks read `reads` times over: once when it
+// fits comfortably in L2 (the other reads hit there), every time otherwise.
+double dram_reads(const GpuDesc& gpu, double bytes, double reads);
+
 // Drops the configurations whose grids leave most of the GPU idle while another fills it:
-// those with fewer than half of min(SM count, the largest grid offered) blocks. (The cost
-// model floors the fill at 2%, which would make a 2-block grid look as good as a 30-block
-// one; the families here reduce whole tiles per block and have no other way to spread.)
+// those with fewer than half of min(SM count, the largest grid offered) blocks, when their
+// work is more than a microsecond of the whole GPU (below that, launch overhead rules). The
+// cost model floors the fill at 2%, which would make a 2-block grid look as good as a
+// 30-block one; these families reduce whole tiles per block and cannot spread otherwise.
 void drop_underfilled(std::vector<Variant>& variants, const GpuDesc& gpu);
 
 // Efficiency of a P x PC register tile fed from shared memory: FMAs per shared load.

@@ -64,14 +64,14 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.block = {tile.threads(), 1, 1};
     v.static_smem = per_chan(tile) * tile.ck * 4;
     v.registers_per_thread = int(30 + tile.p * tile.pc + tile.pc + 2 * tile.p);
-    // Roofline: x is read once per channel tile (with its halo), w and bias stay in L2,
-    // y is written once and the residual read once.
+    // Roofline: blocks read x once per channel tile (with its halo; from DRAM each time when
+    // x does not stay in L2), w and bias stay in L2, y is written once, the residual read once.
     const double patch = double(((tile.th - 1) * g.SH + (g.KH - 1) * g.DH + 1) *
                                 ((tile.tw - 1) * g.SW + (g.KW - 1) * g.DW + 1));
     const double halo = std::max(1.0, patch / double(tile.th * g.SH * tile.tw * g.SW));
     const double y_elems = double(g.N * g.O * g.OH * g.OW);
-    v.bytes = double(esize) * (double(g.N * g.C * g.H * g.W) * double(otiles) * halo +
-                               double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1));
+    v.bytes = dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles) * halo) +
+              double(esize) * (double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1));
     v.flops = 2 * g.macs();
     v.efficiency =
         micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, g.OH, g.OW, Og, Cg);

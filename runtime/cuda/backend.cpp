@@ -1,0 +1,173 @@
+#include "runtime/cuda/backend.hpp"
+
+#include "runtime/cuda/device.hpp"
+#include "runtime/error.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fstream>
+#include <nvtx3/nvToolsExt.h>
+#include <sstream>
+
+namespace kiln {
+
+struct CudaBackend::Loaded {
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t kernel = nullptr;
+};
+
+namespace {
+
+std::string read_image(const std::string& root, const std::string& rel) {
+  std::ifstream f(root + "/" + rel, std::ios::binary);
+  if (!f) throw Error(root + "/" + rel, "", "cannot read the kernel image (run kiln compile on the directory)");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string where(const Step& s) {
+  return cat("step ", fn_name(s.fn), s.node.empty() ? "" : " of layer \"" + s.node + "\"");
+}
+
+} // namespace
+
+CudaBackend::CudaBackend(const std::string& root, CudaOptions options)
+    : images_([root](const std::string& rel) { return read_image(root, rel); }), options_(options) {}
+
+CudaBackend::CudaBackend(ImageSource images, CudaOptions options) : images_(std::move(images)), options_(options) {}
+
+CudaBackend::~CudaBackend() {
+  if (capturing_) { // a step failed mid-capture: leave the stream usable
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(static_cast<cudaStream_t>(stream_), &g);
+    if (g) cudaGraphDestroy(g);
+  }
+  for (auto& [name, g] : graphs_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
+  for (auto& k : kernels_)
+    if (k->library) cudaLibraryUnload(k->library);
+  if (arena_) cudaFree(arena_);
+  if (stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+void CudaBackend::check(int status, const char* call, const std::string& at) const {
+  if (status == cudaSuccess) return;
+  const cudaError_t e = cudaError_t(status);
+  cudaGetLastError(); // clear a sticky launch error for the message
+  throw Error("", at, cat(call, " failed: ", cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
+}
+
+void CudaBackend::prepare(const Plan& plan) {
+  plan_ = &plan;
+  require_device(plan.arch, options_.device);
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate", "cuda backend");
+  stream_ = s;
+  arena_bytes_ = std::max<int64_t>(plan.arena_bytes, 256);
+  void* a = nullptr;
+  check(cudaMalloc(&a, size_t(arena_bytes_)), "cudaMalloc of the arena", cat("arena of ", arena_bytes_, " bytes"));
+  arena_ = static_cast<std::byte*>(a);
+  for (const Kernel& k : plan.kernels) {
+    auto l = std::make_unique<Loaded>();
+    const std::string image = images_(k.image);
+    const std::string at = cat("kernel \"", k.name, "\"");
+    check(cudaLibraryLoadData(&l->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData", at);
+    check(cudaLibraryGetKernel(&l->kernel, l->library, k.entry.c_str()), "cudaLibraryGetKernel", at);
+    if (k.dynamic_smem > 48 * 1024) // beyond the default, shared memory is opted into per kernel
+      check(cudaFuncSetAttribute(reinterpret_cast<const void*>(l->kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(k.dynamic_smem)),
+            "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", at);
+    kernels_.push_back(std::move(l));
+  }
+  bool has_library = false;
+  for (const Phase& ph : plan.phases)
+    for (const Step& st : ph.steps) has_library |= st.kind == StepKind::library;
+  if (has_library) {
+    if (!library_)
+      throw Error("", "cuda backend", "the plan has cuDNN library steps but this program was built without cuDNN");
+    library_->prepare(plan, stream_, arena_);
+  }
+}
+
+void CudaBackend::upload(int buffer, const Tensor& t) {
+  const Buffer& b = plan_->buffers[buffer];
+  check(cudaMemcpy(arena_ + b.offset, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy", b.name);
+}
+
+Tensor CudaBackend::download(int buffer) {
+  const Buffer& b = plan_->buffers[buffer];
+  Tensor t(b.dtype, b.shape);
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", b.name);
+  check(cudaMemcpy(t.bytes(), arena_ + b.offset, t.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy", b.name);
+  return t;
+}
+
+void CudaBackend::poison(int buffer) {
+  if (replaying_) return; // the graph holds the memset
+  const Buffer& b = plan_->buffers[buffer];
+  // All-ones bytes are NaN in f32, f16 and bf16.
+  check(cudaMemsetAsync(arena_ + b.offset, 0xff, size_t(b.bytes()), static_cast<cudaStream_t>(stream_)),
+        "cudaMemsetAsync", b.name);
+}
+
+void CudaBackend::run(const Step& step) {
+  if (replaying_) return;
+  const std::string at = where(step);
+  if (!options_.graphs) nvtxRangePushA(step.node.c_str());
+  if (step.kind == StepKind::launch) {
+    const Kernel& k = plan_->kernels[step.kernel];
+    struct {
+      void* p[16];
+    } args{};
+    for (size_t i = 0; i < k.args.size(); ++i) args.p[i] = arena_ + plan_->buffers[step.need(k.args[i])].offset;
+    void* params[] = {&args};
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]->kernel),
+                           dim3(unsigned(k.grid[0]), unsigned(k.grid[1]), unsigned(k.grid[2])),
+                           dim3(unsigned(k.block[0]), unsigned(k.block[1]), unsigned(k.block[2])), params,
+                           size_t(k.dynamic_smem), static_cast<cudaStream_t>(stream_)),
+          "cudaLaunchKernel", at);
+  } else if (step.kind == StepKind::library) {
+    try {
+      library_->run(step, arena_);
+    } catch (const Error& e) {
+      throw Error("", at, e.message());
+    }
+  } else {
+    throw Error("", at, "a reference step cannot run on the GPU (the plan was made for the cpu backend)");
+  }
+  if (!options_.graphs) nvtxRangePop();
+}
+
+void CudaBackend::begin_phase(const Phase& phase) {
+  if (!options_.graphs) return;
+  if (graphs_.count(phase.name)) {
+    replaying_ = true;
+    return;
+  }
+  check(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream_), cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture", phase.name + " phase");
+  capturing_ = true;
+}
+
+void CudaBackend::end_phase(const Phase& phase) {
+  if (!options_.graphs) return;
+  const std::string at = phase.name + " phase";
+  cudaStream_t s = static_cast<cudaStream_t>(stream_);
+  if (capturing_) {
+    cudaGraph_t g = nullptr;
+    check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture", at);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    check(e, "cudaGraphInstantiate", at);
+    graphs_[phase.name] = exec;
+    capturing_ = false;
+  }
+  replaying_ = false;
+  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graphs_.at(phase.name)), s), "cudaGraphLaunch", at);
+}
+
+void CudaBackend::synchronize() {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", "cuda backend");
+}
+
+} // namespace kiln

@@ -1,0 +1,159 @@
+// The program `kiln build` makes: one model's plan and kernel images compiled in, the
+// runtime, the static CUDA runtime, and cuDNN only when the plan has library steps.
+//
+//   BIN --input X.npy --output Y.npy [--weights W.safetensors | --seed S] [--bench N]
+//   BIN --input X.npy --target T.npy --grads G.safetensors ...        (training builds)
+#include "runtime/cuda/backend.hpp"
+#include "runtime/cuda/cudnn_runner.hpp"
+#include "runtime/embedded.hpp"
+#include "runtime/error.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/io/npy.hpp"
+#include "runtime/io/safetensors.hpp"
+#include "runtime/weights.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime_api.h>
+#include <string>
+#include <vector>
+
+namespace kiln {
+extern const EmbeddedFile model_files[];
+extern const size_t model_files_count;
+// Defined only when the program links cuDNN (weak: absent otherwise).
+__attribute__((weak)) std::unique_ptr<LibraryRunner> make_cudnn_runner();
+} // namespace kiln
+
+using namespace kiln;
+
+namespace {
+
+std::string_view embedded(const std::string& path) {
+  for (size_t i = 0; i < model_files_count; ++i)
+    if (model_files[i].path == path) return model_files[i].data;
+  throw Error("", "embedded data", cat("no ", path));
+}
+
+struct Args {
+  std::string input, output, weights, target, grads;
+  uint64_t seed = 0;
+  int bench = 0;
+  int device = 0;
+};
+
+void usage(FILE* f, const char* argv0) {
+  const Plan p = parse_plan(embedded("plan.json"), "plan.json");
+  std::fprintf(f,
+               "%s: model %s for %s (%s), built by kiln %s\n"
+               "usage: %s --input X.npy --output Y.npy [--weights W.safetensors | --seed S] [--bench N] [--device D]\n"
+               "%s"
+               "  --input    input batch, .npy %s\n"
+               "  --output   the model's first output, .npy\n"
+               "  --weights  parameters by name (PyTorch state_dict names); default: seeded\n"
+               "  --bench N  run N times more after a warm-up and print latency and throughput medians\n",
+               argv0, p.model.c_str(), p.gpu.c_str(), p.arch.c_str(), p.kiln_version.c_str(), argv0,
+               p.train ? "  --target T.npy --grads G.safetensors   (a training build: the step's gradients)\n" : "",
+               shape_str(p.buffers[p.inputs[0]].shape).c_str());
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--help" || k == "-h") {
+      usage(stdout, argv[0]);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw Error("", k, "needs a value (see --help)");
+    const std::string v = argv[++i];
+    if (k == "--input") a.input = v;
+    else if (k == "--output") a.output = v;
+    else if (k == "--weights") a.weights = v;
+    else if (k == "--target") a.target = v;
+    else if (k == "--grads") a.grads = v;
+    else if (k == "--seed") a.seed = std::stoull(v);
+    else if (k == "--bench") a.bench = std::stoi(v);
+    else if (k == "--device") a.device = std::stoi(v);
+    else throw Error("", k, "unknown option (see --help)");
+  }
+  if (a.input.empty()) throw Error("", "--input", "is required (see --help)");
+  return a;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    const Plan plan = parse_plan(embedded("plan.json"), "plan.json");
+    if (plan.train && (a.target.empty() || a.grads.empty()))
+      throw Error("", "--target", "a training build needs --target T.npy and --grads G.safetensors");
+    if (!plan.train && a.output.empty() && a.bench == 0) throw Error("", "--output", "is required");
+    CudaOptions co;
+    co.device = a.device;
+    CudaBackend backend([](const std::string& image) { return std::string(embedded(image)); }, co);
+    if (make_cudnn_runner) backend.set_library(make_cudnn_runner());
+    Executor ex(plan, backend, ExecutorOptions{false, {}});
+    if (!a.weights.empty()) bind_weights(ex, plan, io::read_safetensors(a.weights).tensors, a.weights);
+    else bind_seeded_weights(ex, plan, a.seed);
+    const Tensor x = io::read_npy(a.input);
+    if (x.shape() != plan.buffers[plan.inputs[0]].shape)
+      throw Error(a.input, "", cat("has shape ", shape_str(x.shape()), ", the model takes ",
+                                   shape_str(plan.buffers[plan.inputs[0]].shape), " (kiln build --batch/--image fix it)"));
+    ex.write(plan.inputs[0], x);
+    if (plan.train) ex.write(plan.target, io::read_npy(a.target).to(DType::i64));
+    auto step = [&] {
+      ex.run("forward");
+      if (plan.train) ex.run("backward");
+    };
+    step();
+    if (!a.output.empty()) {
+      Tensor y = ex.read(plan.outputs[0]);
+      if (y.dtype() == DType::bf16) y = y.to(DType::f32);
+      io::write_npy(a.output, y);
+    }
+    if (plan.train) {
+      io::Safetensors g;
+      g.tensors = collect_grads(ex, plan);
+      io::write_safetensors(a.grads, g);
+    }
+    if (a.bench > 0) {
+      // CUDA events around each replayed step, after warm-up runs.
+      cudaEvent_t start, stop;
+      cudaEventCreate(&start);
+      cudaEventCreate(&stop);
+      for (int i = 0; i < 3; ++i) step();
+      std::vector<double> ms;
+      for (int i = 0; i < a.bench; ++i) {
+        cudaEventRecord(start, static_cast<cudaStream_t>(backend.stream()));
+        step();
+        cudaEventRecord(stop, static_cast<cudaStream_t>(backend.stream()));
+        cudaEventSynchronize(stop);
+        float t = 0;
+        cudaEventElapsedTime(&t, start, stop);
+        ms.push_back(t);
+      }
+      const double med = median(ms);
+      const int64_t batch = plan.buffers[plan.inputs[0]].shape[0];
+      std::printf("%s %s on %s: median %.3f ms over %d runs (min %.3f, max %.3f), %.1f images/s\n", plan.model.c_str(),
+                  plan.train ? "training step" : "inference", plan.arch.c_str(), med, a.bench,
+                  *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()),
+                  double(batch) * 1000.0 / med);
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
+    return 3;
+  }
+}
