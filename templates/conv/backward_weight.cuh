@@ -1,0 +1,133 @@
+// Weight gradient of a convolution (conv2d.backward_weight), NCHW:
+// dw[o][c][kh][kw] = sum over n, oh, ow of dy[n][o][oh][ow] * x[n][g*Cg + c][ih][iw]
+// (ih = oh * SH - PH + kh * DH, iw likewise; zero outside x). fp32 accumulation.
+//
+// Per group, a GEMM: dw_g [Og x K] = dy_g [Og x R] * cols [R x K] with K = Cg * KH * KW and
+// R = N * OH * OW. A block owns a TO x TK tile of dw and reduces over all of R by itself
+// (the plan has no workspace, and no atomics are used): R is walked in chunks of RC
+// positions; each chunk's dy values and gathered input columns (im2col, zero padding) are
+// staged in shared memory; the block's threads form S slices, slice s taking positions
+// s, s + S, ... of every chunk for its PO x PK micro-tile. At the end the S partial tiles are
+// summed in slice order. The order of every sum is fixed: results are deterministic.
+//
+// Cfg: T (float, f16, bf16), N, C, H, W (x), O, OH, OW (dy), KH, KW, SH, SW, PH, PW, DH, DW,
+//      G (groups), ACCUMULATE (add into dw), TO, TK (tile, TO % PO == 0, TK % PK == 0),
+//      PO, PK (micro-tile), S (slices), RC (positions per chunk, a multiple of S),
+//      THREADS = (TO / PO) * (TK / PK) * S.
+// Arguments, in order: x, dy, dw.
+// Grid: x = ceil(K / TK), y = G * ceil((O / G) / TO).
+#pragma once
+
+#include "conv/index.cuh"
+
+namespace kiln::conv {
+
+template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  constexpr int Cg = Cfg::C / Cfg::G, Og = Cfg::O / Cfg::G;
+  constexpr int KW = Cfg::KW, KK = Cfg::KH * KW, K = Cg * KK;
+  constexpr int TO = Cfg::TO, TK = Cfg::TK, PO = Cfg::PO, PK = Cfg::PK, S = Cfg::S;
+  constexpr int RC = Cfg::RC, RCP = RC + 1; // odd pitch: a warp's rows fall in distinct banks
+  constexpr int NTO = TO / PO, NTK = TK / PK, NT = NTO * NTK;
+  constexpr int OT = ceil_div(Og, TO);
+  constexpr i64 R = i64(Cfg::N) * Cfg::OH * Cfg::OW;
+  constexpr int PLANE = Cfg::OH * Cfg::OW;
+  constexpr int THREADS = Cfg::THREADS;
+  constexpr int STAGE = (TO + TK) * RCP, PARTIAL = S * TO * TK;
+  static_assert(TO % PO == 0 && TK % PK == 0 && RC % S == 0 && NT * S == THREADS,
+                "THREADS = (TO/PO) * (TK/PK) * S");
+  constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * PLANE;
+  using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * K + RC>; // offsets and positions
+
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<const T> dy = arg<const T>(a, 1);
+  const Global<T> dw = arg<T>(a, 2);
+
+  // Staging ([TO][RCP] dy, then [TK][RCP] columns) and, at the end, the partial tiles
+  // ([S][TO][TK]) share one array.
+  KILN_SHARED_ARRAY(float, sm, STAGE > PARTIAL ? STAGE : PARTIAL);
+
+  const int k0 = int(blockIdx.x) * TK;
+  const int g = int(blockIdx.y) / OT, o0 = (int(blockIdx.y) % OT) * TO; // o0: within the group
+  const int t = int(threadIdx.x);
+  const int tt = t % NT, s = t / NT;
+  const int oq = tt % NTO, kq = tt / NTO; // rows oq + i * NTO, columns kq + j * NTK
+
+  float acc[PO][PK];
+#pragma unroll
+  for (int i = 0; i < PO; ++i)
+#pragma unroll
+    for (int j = 0; j < PK; ++j)
+      acc[i][j] = 0.f;
+
+  for (I r0 = 0; r0 < R; r0 += RC) {
+#pragma unroll 2
+    for (int e = t; e < TO * RC; e += THREADS) {
+      const int o = e / RC, r = e % RC;
+      const I rg = r0 + r;
+      float v = 0.f;
+      if (rg < R && o0 + o < Og) {
+        const I nn = rg / PLANE;
+        const int pix = int(rg % PLANE);
+        v = to_float(dy[(nn * Cfg::O + g * Og + o0 + o) * PLANE + pix]);
+      }
+      sm[o * RCP + r] = v;
+    }
+#pragma unroll 2
+    for (int e = t; e < TK * RC; e += THREADS) {
+      const int k = e / RC, r = e % RC;
+      const I rg = r0 + r;
+      const int kg = k0 + k;
+      float v = 0.f;
+      if (rg < R && kg < K) {
+        const I nn = rg / PLANE;
+        const int pix = int(rg % PLANE);
+        const int c = kg / KK, kh = (kg % KK) / KW, kw = kg % KW;
+        const int ih = (pix / Cfg::OW) * Cfg::SH - Cfg::PH + kh * Cfg::DH;
+        const int iw = (pix % Cfg::OW) * Cfg::SW - Cfg::PW + kw * Cfg::DW;
+        if (ih >= 0 && ih < Cfg::H && iw >= 0 && iw < Cfg::W)
+          v = to_float(x[((nn * Cfg::C + g * Cg + c) * Cfg::H + ih) * Cfg::W + iw]);
+      }
+      sm[(TO + k) * RCP + r] = v;
+    }
+    sync_threads();
+#pragma unroll 4
+    for (int r = s; r < RC; r += S) {
+      float av[PO], bv[PK];
+#pragma unroll
+      for (int i = 0; i < PO; ++i)
+        av[i] = sm[(oq + i * NTO) * RCP + r];
+#pragma unroll
+      for (int j = 0; j < PK; ++j)
+        bv[j] = sm[(TO + kq + j * NTK) * RCP + r];
+#pragma unroll
+      for (int i = 0; i < PO; ++i)
+#pragma unroll
+        for (int j = 0; j < PK; ++j)
+          acc[i][j] += av[i] * bv[j];
+    }
+    sync_threads();
+  }
+
+  // The S partial tiles, then their sum in slice order.
+#pragma unroll
+  for (int i = 0; i < PO; ++i)
+#pragma unroll
+    for (int j = 0; j < PK; ++j)
+      sm[(s * TO + oq + i * NTO) * TK + kq + j * NTK] = acc[i][j];
+  sync_threads();
+  for (int e = t; e < TO * TK; e += THREADS) {
+    const int o = e / TK, k = e % TK;
+    if (o0 + o >= Og || k0 + k >= K) continue;
+    float v = 0.f;
+    for (int q = 0; q < S; ++q) {
+      const float part = sm[(q * TO + o) * TK + k];
+      v += part;
+    }
+    const I at = (I(g) * Og + o0 + o) * K + k0 + k;
+    if (Cfg::ACCUMULATE) v += to_float(dw[at]);
+    dw[at] = from_float<T>(v);
+  }
+}
+
+} // namespace kiln::conv

@@ -1,0 +1,161 @@
+// Direct convolution (conv2d.forward) with its fused epilogue: y = relu?(conv(x, w) + b +
+// residual), accumulated in fp32 whatever the storage type.
+//
+// A block computes a TH x TW tile of output pixels for TO output channels of one group of one
+// image. It walks the group's input channels CK at a time: the input patch the tile reads
+// (tile + halo, zero outside the image) and the tile's weights for those channels are staged
+// in shared memory as floats, then every thread accumulates P pixels x PO channels from them.
+// A thread's pixels are strided by the pixel-group count (tile-local, row-major) and its
+// channels by the channel-group count, so a warp reads consecutive patch elements and
+// broadcasts weights.
+//
+// Cfg: T (element type of every float argument: float, f16, bf16),
+//      N, C, H, W (input), O, OH, OW (output), KH, KW, SH, SW, PH, PW, DH, DW, G (groups),
+//      NHWC (layout of x, y and residual; false: NCHW), W_OHWI (w stored [O][KH][KW][C/G],
+//      the nhwc layout of a weight; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU,
+//      TH, TW, TO (block tile: output rows, columns, channels within a group),
+//      CK (input channels staged per step), P, PO (pixels and channels per thread),
+//      THREADS = NP * (TO / PO) with NP >= ceil(TH * TW / P) pixel groups (TO a multiple of
+//      PO; the generator rounds NP up so that THREADS is a whole number of warps).
+// Arguments, in order: x, w, [b], [residual], y (absent ones are not passed).
+// Grid: x = ceil(OH / TH) * ceil(OW / TW) spatial tiles, y = G * ceil((O / G) / TO),
+//       z = N. Block: THREADS x 1 x 1.
+#pragma once
+
+#include "conv/index.cuh"
+
+namespace kiln::conv {
+
+template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  constexpr int Cg = Cfg::C / Cfg::G, Og = Cfg::O / Cfg::G;
+  constexpr int KH = Cfg::KH, KW = Cfg::KW, KK = KH * KW;
+  constexpr int TH = Cfg::TH, TW = Cfg::TW, TO = Cfg::TO, CK = Cfg::CK;
+  constexpr int P = Cfg::P, PO = Cfg::PO;
+  constexpr int IHT = (TH - 1) * Cfg::SH + (KH - 1) * Cfg::DH + 1; // patch rows
+  constexpr int IWT = (TW - 1) * Cfg::SW + (KW - 1) * Cfg::DW + 1; // patch columns
+  constexpr int PATCH = IHT * IWT;
+  constexpr int NCO = TO / PO;           // channel groups
+  constexpr int NP = Cfg::THREADS / NCO; // pixel groups
+  constexpr int OT = ceil_div(Og, TO);   // channel tiles per group
+  constexpr int TILES_W = ceil_div(Cfg::OW, TW);
+  constexpr int THREADS = Cfg::THREADS;
+  static_assert(TO % PO == 0 && NP * NCO == THREADS && NP * P >= TH * TW,
+                "THREADS = NP * TO/PO with NP * P covering the tile");
+  constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W,
+                YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
+  using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * Cg * KK>; // offsets into x, y, w
+
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<const T> w = arg<const T>(a, 1);
+  constexpr int kB = 2, kR = 2 + (Cfg::HAS_BIAS ? 1 : 0), kY = kR + (Cfg::HAS_RESIDUAL ? 1 : 0);
+
+  constexpr int PATCH_ELEMS = CK * PATCH, W_ELEMS = CK * KK * TO;
+  KILN_SHARED_ARRAY(float, xs, PATCH_ELEMS); // [c][patch row][patch column]
+  KILN_SHARED_ARRAY(float, ws, W_ELEMS);     // [c][kh * KW + kw][o]
+
+  const int tile = int(blockIdx.x);
+  const int oh0 = (tile / TILES_W) * TH, ow0 = (tile % TILES_W) * TW;
+  const int g = int(blockIdx.y) / OT, o0 = (int(blockIdx.y) % OT) * TO; // o0: within the group
+  const int n = int(blockIdx.z);
+  const int t = int(threadIdx.x);
+  const int pg = t % NP, cq = t / NP;
+  const int ih0 = oh0 * Cfg::SH - Cfg::PH, iw0 = ow0 * Cfg::SW - Cfg::PW;
+
+  // Where each of this thread's pixels starts its window in the patch (pixels past the
+  // tile's end compute on pixel 0 and are never stored).
+  int base[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int p = pg + i * NP < TH * TW ? pg + i * NP : 0;
+    base[i] = (p / TW) * Cfg::SH * IWT + (p % TW) * Cfg::SW;
+  }
+  float acc[P][PO];
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+#pragma unroll
+    for (int j = 0; j < PO; ++j)
+      acc[i][j] = 0.f;
+
+  for (int c0 = 0; c0 < Cg; c0 += CK) {
+    // The input patch of channels c0 .. c0 + CK - 1, in the order x lies in memory.
+#pragma unroll 2
+    for (int e = t; e < CK * PATCH; e += THREADS) {
+      int c, r, q;
+      if (Cfg::NHWC) {
+        c = e % CK, r = (e / CK) / IWT, q = (e / CK) % IWT;
+      } else {
+        c = e / PATCH, r = (e % PATCH) / IWT, q = e % IWT;
+      }
+      const int ih = ih0 + r, iw = iw0 + q, ci = g * Cg + c0 + c;
+      float v = 0.f;
+      if (c0 + c < Cg && ih >= 0 && ih < Cfg::H && iw >= 0 && iw < Cfg::W) {
+        const I at = Cfg::NHWC ? ((I(n) * Cfg::H + ih) * Cfg::W + iw) * Cfg::C + ci
+                               : ((I(n) * Cfg::C + ci) * Cfg::H + ih) * Cfg::W + iw;
+        v = to_float(x[at]);
+      }
+      xs[c * PATCH + r * IWT + q] = v;
+    }
+    // The tile's weights for those channels (zero past the group's channels).
+#pragma unroll 2
+    for (int e = t; e < CK * KK * TO; e += THREADS) {
+      int o, c, k;
+      if (Cfg::W_OHWI) {
+        c = e % CK, k = (e / CK) % KK, o = e / (CK * KK);
+      } else {
+        k = e % KK, c = (e / KK) % CK, o = e / (KK * CK);
+      }
+      float v = 0.f;
+      if (o0 + o < Og && c0 + c < Cg) {
+        const I oc = I(g) * Og + o0 + o;
+        const I at = Cfg::W_OHWI ? (oc * KK + k) * Cg + c0 + c : (oc * Cg + c0 + c) * KK + k;
+        v = to_float(w[at]);
+      }
+      ws[(c * KK + k) * TO + o] = v;
+    }
+    sync_threads();
+#pragma unroll 1
+    for (int c = 0; c < CK; ++c)
+#pragma unroll 1
+      for (int kh = 0; kh < KH; ++kh)
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+          float wv[PO];
+#pragma unroll
+          for (int j = 0; j < PO; ++j)
+            wv[j] = ws[(c * KK + kh * KW + kw) * TO + cq + j * NCO];
+          const int off = c * PATCH + kh * Cfg::DH * IWT + kw * Cfg::DW;
+#pragma unroll
+          for (int i = 0; i < P; ++i) {
+            const float xv = xs[off + base[i]];
+#pragma unroll
+            for (int j = 0; j < PO; ++j)
+              acc[i][j] += xv * wv[j];
+          }
+        }
+    sync_threads();
+  }
+
+  // Epilogue: + bias, + residual, relu; one store per output.
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int p = pg + i * NP;
+    const int oh = oh0 + p / TW, ow = ow0 + p % TW;
+    if (p >= TH * TW || oh >= Cfg::OH || ow >= Cfg::OW) continue;
+#pragma unroll
+    for (int j = 0; j < PO; ++j) {
+      const int og = o0 + cq + j * NCO;
+      if (og >= Og) continue;
+      const int oc = g * Og + og;
+      const I at = Cfg::NHWC ? ((I(n) * Cfg::OH + oh) * Cfg::OW + ow) * Cfg::O + oc
+                             : ((I(n) * Cfg::O + oc) * Cfg::OH + oh) * Cfg::OW + ow;
+      float v = acc[i][j];
+      if (Cfg::HAS_BIAS) v += to_float(arg<const T>(a, kB)[oc]);
+      if (Cfg::HAS_RESIDUAL) v += to_float(arg<const T>(a, kR)[at]);
+      if (Cfg::RELU) v = v > 0.f ? v : 0.f;
+      arg<T>(a, kY)[at] = from_float<T>(v);
+    }
+  }
+}
+
+} // namespace kiln::conv

@@ -1,0 +1,266 @@
+// The conv group's families (conv2d_direct, conv2d_fold_bn, conv2d_backward_data,
+// conv2d_backward_weight, bias_backward): every variant compiles with NVRTC for sm_75, sm_80
+// and sm_90 without spilling, and matches the f64 reference on the emulator.
+#include "tests/kernels/harness.hpp"
+
+#include "runtime/op.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <set>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+const std::set<std::string> kFamilies = {"conv2d_direct", "conv2d_fold_bn", "conv2d_backward_data",
+                                         "conv2d_backward_weight", "bias_backward"};
+
+// One convolution: input [n, c, h, w] -> o channels.
+struct Conv {
+  int64_t n, c, h, w, o;
+  Int2 k, s = {1, 1}, p = {0, 0}, d = {1, 1};
+  int64_t groups = 1;
+
+  Attrs attrs(bool bias) const {
+    Attrs a;
+    a.out_channels = o, a.kernel = k, a.stride = s, a.padding = p, a.dilation = d;
+    a.groups = groups, a.bias = bias;
+    return a;
+  }
+  Shape x() const { return {n, c, h, w}; }
+  Shape wt() const { return {o, c / groups, k[0], k[1]}; }
+  Shape y() const {
+    return {n, o, window_out(h, k[0], s[0], p[0], d[0], false),
+            window_out(w, k[1], s[1], p[1], d[1], false)};
+  }
+  std::string name() const {
+    return fmt::format("{}x{}x{}x{}->{} k{}x{} s{}x{} p{}x{} d{}x{} g{}", n, c, h, w, o, k[0], k[1],
+                       s[0], s[1], p[0], p[1], d[0], d[1], groups);
+  }
+};
+
+enum Epi { kNone = 0, kBias = 1, kRes = 2, kRelu = 4 };
+
+StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Layout::nchw) {
+  StepSpec s;
+  s.label = fmt::format("forward {} {} {}{}{}{}{}", cv.name(), dtype_name(t), layout_name(lay),
+                        wlay == Layout::nhwc ? " w-ohwi" : "", epi & kBias ? " bias" : "",
+                        epi & kRes ? " residual" : "", epi & kRelu ? " relu" : "");
+  s.fn = Fn::conv2d_forward;
+  s.op = OpKind::conv2d;
+  s.attrs = cv.attrs(epi & kBias);
+  s.args = {{"x", cv.x(), t, lay}, {"w", cv.wt(), t, wlay}};
+  if (epi & kBias) s.args.push_back({"b", {cv.o}, t});
+  if (epi & kRes) s.args.push_back({"residual", cv.y(), t, lay});
+  s.args.push_back({"y", cv.y(), t, lay});
+  s.relu = epi & kRelu;
+  return s;
+}
+
+StepSpec backward_data(const Conv& cv, DType t, bool acc) {
+  StepSpec s;
+  s.label =
+      fmt::format("backward_data {} {}{}", cv.name(), dtype_name(t), acc ? " accumulate" : "");
+  s.fn = Fn::conv2d_backward_data;
+  s.op = OpKind::conv2d;
+  s.attrs = cv.attrs(false);
+  s.args = {{"dy", cv.y(), t}, {"w", cv.wt(), t}, {"dx", cv.x(), t}};
+  s.accumulate = acc;
+  return s;
+}
+
+StepSpec backward_weight(const Conv& cv, DType t, bool acc) {
+  StepSpec s;
+  s.label =
+      fmt::format("backward_weight {} {}{}", cv.name(), dtype_name(t), acc ? " accumulate" : "");
+  s.fn = Fn::conv2d_backward_weight;
+  s.op = OpKind::conv2d;
+  s.attrs = cv.attrs(false);
+  s.args = {{"x", cv.x(), t}, {"dy", cv.y(), t}, {"dw", cv.wt(), t}};
+  s.accumulate = acc;
+  return s;
+}
+
+StepSpec fold_bn(const Conv& cv, DType t, Layout out, bool bias, double eps) {
+  StepSpec s;
+  s.label = fmt::format("fold_bn {} {} -> {}{} eps {}", cv.name(), dtype_name(t), layout_name(out),
+                        bias ? " bias" : "", eps);
+  s.fn = Fn::conv2d_fold_bn;
+  s.op = OpKind::conv2d;
+  s.attrs = cv.attrs(bias);
+  s.eps = eps;
+  s.args = {{"w", cv.wt(), t}};
+  if (bias) s.args.push_back({"b", {cv.o}, t});
+  for (const char* r : {"weight", "bias", "running_mean", "running_var"})
+    s.args.push_back({r, {cv.o}, t});
+  s.args.push_back({"w_out", cv.wt(), t, out});
+  s.args.push_back({"b_out", {cv.o}, t});
+  return s;
+}
+
+StepSpec bias_backward(const Shape& dy, DType t, bool acc) {
+  StepSpec s;
+  s.label =
+      fmt::format("bias_backward {} {}{}", shape_str(dy), dtype_name(t), acc ? " accumulate" : "");
+  s.fn = Fn::bias_backward;
+  s.op = dy.size() == 4 ? OpKind::conv2d : OpKind::linear;
+  s.args = {{"dy", dy, t}, {"db", {dy[1]}, t}};
+  s.accumulate = acc;
+  return s;
+}
+
+constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+constexpr Layout nchw = Layout::nchw, nhwc = Layout::nhwc;
+
+// Convolutions the forward and backward kernels are checked on: strides 1, 2, 3 (and
+// [h, w] pairs), padding 0, 1, 2 and pairs, kernels 1x1, 3x3, 5x5, 7x7, 3x1, 1x5,
+// dilation 1 and 2, groups 1, 2, 4 and depthwise, odd spatial sizes, more channels than a
+// block stages at once and than a block's channel tile.
+const Conv k3{2, 4, 7, 9, 8, {3, 3}, {1, 1}, {1, 1}};
+const Conv k5s2g2{1, 6, 13, 11, 6, {5, 5}, {2, 2}, {2, 2}, {1, 1}, 2};
+const Conv dw_d2{2, 8, 9, 7, 8, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 8};
+const Conv k7s2{1, 3, 13, 11, 5, {7, 7}, {2, 2}, {3, 3}};
+const Conv k1{2, 16, 7, 9, 24, {1, 1}};
+const Conv k3x1g4{1, 8, 7, 9, 12, {3, 1}, {1, 1}, {1, 0}, {1, 1}, 4};
+const Conv k1x5s{1, 4, 7, 9, 4, {1, 5}, {1, 2}, {0, 2}};
+const Conv k3s3{1, 5, 13, 11, 7, {3, 3}, {3, 3}, {0, 0}};
+const Conv dw_mult{1, 4, 9, 7, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 4};
+const Conv k3d2_wide{1, 3, 7, 9, 70, {3, 3}, {1, 1}, {2, 2}, {2, 2}};
+const Conv k3_deep{1, 40, 7, 7, 20, {3, 3}, {1, 1}, {1, 1}};
+const Conv k1s2{2, 8, 9, 7, 12, {1, 1}, {2, 2}};
+const Conv k3s2_pair{1, 6, 11, 13, 10, {3, 3}, {2, 1}, {2, 1}, {1, 2}};
+// Stride and dilation sharing a factor: odd dx rows and columns take no tap at all.
+const Conv s2d2{1, 4, 9, 11, 6, {3, 3}, {2, 2}, {2, 2}, {2, 2}};
+// Stride 3, dilation 2: the taps of a stride phase read dy rows two apart.
+const Conv s3d2{2, 3, 13, 11, 4, {3, 3}, {3, 3}, {1, 1}, {2, 2}};
+
+std::vector<StepSpec> forward_specs() {
+  return {
+      forward(k3, f32, nchw, kBias | kRelu),
+      forward(k3, f32, nhwc, kRes),
+      forward(s2d2, f16, nchw, kBias),
+      forward(k3, bf16, nhwc, kBias | kRes | kRelu),
+      forward(k5s2g2, f16, nchw, kBias | kRes | kRelu),
+      forward(dw_d2, bf16, nhwc, kBias | kRelu),
+      forward(k7s2, f32, nchw, kBias),
+      forward(k1, f32, nchw, kNone),
+      forward(k3x1g4, f16, nhwc, kBias),
+      forward(k1x5s, bf16, nchw, kRes | kRelu),
+      forward(k3s3, f32, nhwc, kRelu),
+      forward(dw_mult, f32, nchw, kBias | kRes),
+      forward(k3d2_wide, f16, nchw, kBias | kRelu),
+      forward(k3_deep, f32, nchw, kBias | kRes | kRelu),
+      forward(k1s2, bf16, nhwc, kNone),
+      forward(k3s2_pair, f32, nhwc, kBias, nhwc),
+      forward(k3, f16, nchw, kRes, nhwc),
+  };
+}
+
+std::vector<StepSpec> backward_specs() {
+  return {
+      backward_data(k3, f32, false),           backward_data(k5s2g2, f32, true),
+      backward_data(dw_d2, f16, false),        backward_data(k7s2, bf16, true),
+      backward_data(k3x1g4, f32, false),       backward_data(k1x5s, f32, true),
+      backward_data(k3s3, f16, true),          backward_data(dw_mult, bf16, false),
+      backward_data(k3d2_wide, f32, false),    backward_data(k1s2, f32, true),
+      backward_data(k3s2_pair, f32, false),    backward_data(s2d2, f32, true),
+      backward_data(s3d2, bf16, false),        backward_weight(s3d2, f32, false),
+      backward_weight(k5s2g2, f32, true),      backward_weight(dw_d2, bf16, false),
+      backward_weight(k7s2, f16, true),        backward_weight(k3x1g4, f32, false),
+      backward_weight(k1x5s, bf16, true),      backward_weight(k3s3, f32, false),
+      backward_weight(dw_mult, f16, true),     backward_weight(k3_deep, f32, false),
+      backward_weight(k1s2, f32, true),        backward_weight(k3s2_pair, f32, false),
+      bias_backward({2, 8, 7, 9}, f32, false), bias_backward({3, 5, 13, 11}, f16, true),
+      bias_backward({5, 37}, f32, true),       bias_backward({7, 10}, bf16, false),
+      bias_backward({1, 6, 1, 1}, f32, false),
+  };
+}
+
+std::vector<StepSpec> fold_specs() {
+  return {
+      fold_bn(k3, f32, nchw, true, 1e-5),     fold_bn(k7s2, f32, nhwc, false, 1e-5),
+      fold_bn(k3x1g4, f16, nhwc, true, 1e-3), fold_bn(dw_d2, bf16, nchw, false, 1e-5),
+      fold_bn(k1, f32, nhwc, true, 0.1),
+  };
+}
+
+// For NVRTC: every compile-time branch of every template (dtypes, layouts, epilogues,
+// accumulate, strides, dilation, groups, the largest kernel) with every tile
+// configuration, on fewer shapes than the emulator sees (compilation is the slow part).
+std::vector<StepSpec> nvrtc_specs() {
+  return {
+      forward(k3, f32, nchw, kBias | kRelu),
+      forward(k5s2g2, f16, nhwc, kBias | kRes | kRelu),
+      forward(dw_d2, bf16, nchw, kRes),
+      forward(k7s2, bf16, nhwc, kNone),
+      forward(k3_deep, f32, nhwc, kBias | kRes, nhwc),
+      forward(k3d2_wide, f16, nchw, kRelu),
+      backward_data(k5s2g2, f32, true),
+      backward_data(s3d2, bf16, false),
+      backward_data(dw_mult, f16, true),
+      backward_weight(k7s2, f32, false),
+      backward_weight(k3d2_wide, f16, true),
+      backward_weight(dw_d2, bf16, false),
+      bias_backward({2, 8, 7, 9}, f16, true),
+      bias_backward({5, 37}, bf16, false),
+      fold_bn(k3, f32, nhwc, true, 1e-5),
+      fold_bn(k3x1g4, bf16, nchw, false, 1e-3),
+      fold_bn(k1, f16, nhwc, false, 1e-5),
+  };
+}
+
+std::vector<StepSpec> all_specs() {
+  std::vector<StepSpec> s = forward_specs();
+  for (auto* more : {&backward_specs, &fold_specs})
+    for (StepSpec& x : (*more)())
+      s.push_back(x);
+  return s;
+}
+
+// Only this group's variants (other groups test theirs).
+std::vector<Built> ours(std::vector<Built> built) {
+  std::erase_if(built, [](const Built& b) { return !kFamilies.count(b.variant.family); });
+  return built;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+TEST_CASE("conv group variants compile with NVRTC for sm_75, sm_80 and sm_90") {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> unserved;
+  const auto specs = nvrtc_specs();
+  const auto built = ours(all_variants(specs, {"t4", "a100", "h200"}, &unserved));
+  for (const std::string& u : unserved)
+    FAIL_CHECK("no variant for " << u);
+  // Every spec gets a variant of its family on every GPU.
+  std::set<std::string> served;
+  for (const Built& b : built)
+    served.insert(b.spec.label + " on " + b.gpu);
+  CHECK(served.size() == specs.size() * 3);
+  const auto failures = nvrtc_failures(built);
+  for (const std::string& f : failures)
+    FAIL_CHECK(f);
+  MESSAGE(built.size() << " variants compiled in " << seconds_since(t0) << " s");
+}
+
+TEST_CASE("conv group variants match the reference on the emulator") {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto built = ours(all_variants(all_specs(), {"h200"}));
+  std::set<std::string> specs;
+  for (const Built& b : built)
+    specs.insert(b.spec.label);
+  CHECK(specs.size() == all_specs().size());
+  for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-conv"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+  MESSAGE(built.size() << " variant runs in " << seconds_since(t0) << " s");
+}
