@@ -7,7 +7,7 @@ DEB_PACKAGES := meson ninja-build g++ pkg-config python3 python3-numpy libfmt-de
   nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev clang libclang-rt-14-dev
 KILN := $(BUILD)/generator/kiln
 
-.PHONY: all deps configure build demo test test-all bench clean format
+.PHONY: all deps configure build demo test test-all bench bundle clean format
 
 all: build
 
@@ -30,6 +30,10 @@ test-all: build
 
 demo: build
 	@tools/demo.sh $(KILN)
+
+# A relocatable tarball for a GPU machine with a driver but no build toolchain.
+bundle: build
+	@tools/bundle.sh $(BUILD) $(BUILD)/bundle
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.cuh' '*.cu' | grep -v '^generated/' | xargs clang-format -i

@@ -42,13 +42,34 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
                              writers.size() == 1 && readers == 1 &&
                              (p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_fold_bn ||
                               p.phases[writers[0].first].steps[writers[0].second].fn == Fn::convert);
-    if (free_layout) {
+    bool written = false;
+    for (std::string_view w : fn_signature(s.fn).writes) written |= w == role;
+    if (free_layout && !written) {
       p.buffers[b].layout = want;
-    } else {
+    } else if (!written) {
       const int copy = insert_convert(p, ph, i, b, want, p.buffers[b].name + "." + std::string(layout_name(want)));
       ++i; // the step moved one down
       for (Arg& a : p.phases[ph].steps[i].args)
         if (a.role == role) a.buffer = copy;
+    } else {
+      // An output: the step writes a copy in the layout it needs, converted back after it.
+      if (s.accumulate) throw Error("", cat("node \"", s.node, "\""), "cannot accumulate into an output of another layout");
+      Buffer t = p.buffers[b];
+      t.name += "." + std::string(layout_name(want));
+      for (int k = 2; p.find_buffer(t.name) >= 0; ++k) t.name = p.buffers[b].name + "." + std::string(layout_name(want)) + "#" + std::to_string(k);
+      t.role = BufferRole::activation;
+      t.view_of = -1;
+      t.layout = want;
+      p.buffers.push_back(t);
+      const int tmp = int(p.buffers.size()) - 1;
+      for (Arg& a : p.phases[ph].steps[i].args)
+        if (a.role == role) a.buffer = tmp;
+      Step c;
+      c.kind = StepKind::reference;
+      c.fn = Fn::convert;
+      c.node = p.buffers[b].name;
+      c.args = {{"src", tmp}, {"dst", b}};
+      p.phases[ph].steps.insert(p.phases[ph].steps.begin() + long(i) + 1, c);
     }
     changed = true;
   }

@@ -29,7 +29,7 @@ CostEstimate estimate_cost(const GpuDesc& g, const Variant& v) {
   c.fill = double(v.blocks()) / (waves * slots);
   // Latency hiding needs resident warps; below a quarter of the SM's warps it suffers.
   const double hiding = std::min(1.0, 0.25 + c.occ.warps_fraction * 1.5);
-  c.micros = c.floor_micros / (v.efficiency * hiding * std::max(c.fill, 0.02)) + 2.0;
+  c.micros = c.floor_micros / (v.efficiency * hiding * c.fill) + 2.0;
   return c;
 }
 

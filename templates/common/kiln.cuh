@@ -38,10 +38,12 @@ struct KernelArgs {
 };
 
 // A kernel entry point: extern "C" (the runtime finds it by name), one KernelArgs
-// parameter named kiln_args, at most `threads` threads per block.
+// parameter named kiln_args, at most `threads` threads per block. One resident block per SM
+// is all a kernel promises, so ptxas may use every register it needs rather than squeezing
+// (and spilling) to fit more blocks: the variant's occupancy is selection's business.
 #if defined(KILN_CUDA)
 #define KILN_KERNEL(name, threads)                                                              \
-  extern "C" __global__ void __launch_bounds__(threads) name(::kiln::KernelArgs kiln_args)
+  extern "C" __global__ void __launch_bounds__(threads, 1) name(::kiln::KernelArgs kiln_args)
 #else
 #define KILN_KERNEL(name, threads) extern "C" void name(::kiln::KernelArgs kiln_args)
 #endif

@@ -1,0 +1,63 @@
+#!/bin/sh
+# make bundle: a relocatable tarball of kiln, the runtime libraries `kiln build` links, the
+# shared libraries kiln needs that a GPU machine may lack, the example models and
+# descriptors, the gpu test suite and the benchmark drivers. NVRTC and cuDNN are large and
+# come with CUDA or PyTorch: the wrapper finds them in the toolkit or PyTorch's packages.
+# usage: tools/bundle.sh BUILD_DIR OUT_DIR
+set -eu
+build=$1
+out=$2
+kiln=$build/generator/kiln
+version=$("$kiln" --version | awk '{print $2}')
+name=kiln-$version-$(uname -m)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/$name
+mkdir -p "$root/bin" "$root/lib/kiln" "$root/lib/deps"
+strip -o "$root/bin/kiln.bin" "$kiln"
+# meson's static libraries are thin archives (they point into the build tree): copy members.
+for lib in runtime/libkiln_runtime.a runtime/libkiln_runtime_cudnn.a runtime/standalone/libkiln_standalone.a; do
+  dest="$root/lib/kiln/$(basename "$lib")"
+  members=$(cd "$build" && ar t "$lib")
+  (cd "$build" && ar rcs "$dest" $members)
+  strip --strip-debug "$dest"
+done
+for soname in libfmt.so.9 libxxhash.so.0; do
+  path=$(ldd "$kiln" | awk -v n="$soname" '$1 == n {print $3}')
+  cp -L "$path" "$root/lib/deps/$soname"
+done
+cat > "$root/bin/kiln" <<'WRAP'
+#!/bin/sh
+# Finds the libraries kiln.bin needs: its own, then NVRTC and cuDNN from the CUDA toolkit or
+# from PyTorch's nvidia-* packages.
+here=$(cd "$(dirname "$0")/.." && pwd)
+libs=$here/lib/deps
+for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64; do
+  [ -d "$d" ] && libs=$libs:$d
+done
+for py in python3 /usr/bin/python3; do
+  extra=$("$py" -c 'import importlib.util, os
+for m in ("nvidia.cuda_nvrtc", "nvidia.cudnn", "nvidia.cu13", "nvidia.cuda_runtime"):
+    try:
+        s = importlib.util.find_spec(m)
+    except Exception:
+        continue
+    if s and s.submodule_search_locations:
+        for base in s.submodule_search_locations:
+            for sub in ("lib", "lib64"):
+                if os.path.isdir(os.path.join(base, sub)): print(os.path.join(base, sub))' 2>/dev/null | tr '\n' ':')
+  [ -n "$extra" ] && libs=$libs:$extra && break
+done
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export KILN_RUNTIME_DIR=${KILN_RUNTIME_DIR:-$here/lib/kiln}
+exec "$here/bin/kiln.bin" "$@"
+WRAP
+chmod +x "$root/bin/kiln"
+cp -r models gpus "$root/"
+mkdir -p "$root/tests" "$root/bench"
+cp -r tests/gpu "$root/tests/"
+cp tests/integration/kiln_test.py "$root/tests/gpu/"
+cp bench/*.py bench/*.sh "$root/bench/" 2>/dev/null || true
+mkdir -p "$out"
+tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
+echo "wrote $out/$name.tar.gz ($(du -h "$out/$name.tar.gz" | cut -f1)); unpack it and run $name/bin/kiln"
