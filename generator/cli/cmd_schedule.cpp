@@ -149,6 +149,7 @@ void print(const Solved& s, int64_t reference, bool json, int stages) {
     j["overhead"] = s.time / s.store_all_time - 1;
     if (s.measured >= 0) j["plan_peak_bytes"] = s.measured;
     j["stages"] = stages;
+    j["solve_seconds"] = s.seconds;
     j["ops"] = s.ops;
     fmt::print("{}\n", j.dump(1));
     return;
