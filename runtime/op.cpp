@@ -9,19 +9,19 @@ namespace {
 constexpr AttrSpec conv_specs[] = {
     {"out_channels", AttrType::integer, true}, {"kernel", AttrType::int2, true},
     {"stride", AttrType::int2, false},         {"padding", AttrType::int2, false},
-    {"dilation", AttrType::int2, false},       {"groups", AttrType::integer, false},
-    {"bias", AttrType::boolean, false}};
+    {"padding_end", AttrType::int2, false},    {"dilation", AttrType::int2, false},
+    {"groups", AttrType::integer, false},      {"bias", AttrType::boolean, false}};
 constexpr AttrSpec linear_specs[] = {{"out_features", AttrType::integer, true},
                                      {"bias", AttrType::boolean, false}};
 constexpr AttrSpec bn_specs[] = {{"eps", AttrType::number, false}};
-constexpr AttrSpec maxpool_specs[] = {{"kernel", AttrType::int2, true},
-                                      {"stride", AttrType::int2, false},
-                                      {"padding", AttrType::int2, false},
-                                      {"ceil_mode", AttrType::boolean, false}};
+constexpr AttrSpec maxpool_specs[] = {
+    {"kernel", AttrType::int2, true},          {"stride", AttrType::int2, false},
+    {"padding", AttrType::int2, false},        {"padding_end", AttrType::int2, false},
+    {"ceil_mode", AttrType::boolean, false}};
 constexpr AttrSpec avgpool_specs[] = {
-    {"kernel", AttrType::int2, true},        {"stride", AttrType::int2, false},
-    {"padding", AttrType::int2, false},      {"ceil_mode", AttrType::boolean, false},
-    {"count_include_pad", AttrType::boolean, false}};
+    {"kernel", AttrType::int2, true},          {"stride", AttrType::int2, false},
+    {"padding", AttrType::int2, false},        {"padding_end", AttrType::int2, false},
+    {"ceil_mode", AttrType::boolean, false},   {"count_include_pad", AttrType::boolean, false}};
 constexpr AttrSpec adaptive_specs[] = {{"output_size", AttrType::int2, true}};
 constexpr AttrSpec upsample_specs[] = {{"scale", AttrType::integer, false}};
 constexpr AttrSpec fold_specs[] = {{"factor", AttrType::integer, true}};
@@ -49,15 +49,19 @@ void check_positive(const Int2& v, std::string_view name) {
   check_positive(v[0], name, 1 << 16);
   check_positive(v[1], name, 1 << 16);
 }
-void check_padding(const Int2& p) {
-  if (p[0] < 0 || p[1] < 0) throw Error("", "padding", "must not be negative");
-  if (p[0] > (1 << 16) || p[1] > (1 << 16)) throw Error("", "padding", "is absurdly large");
+void check_padding(const Attrs& a) {
+  for (const Int2& p : {a.padding, padding_end(a)}) {
+    if (p[0] < 0 || p[1] < 0) throw Error("", "padding", "must not be negative");
+    if (p[0] > (1 << 16) || p[1] > (1 << 16)) throw Error("", "padding", "is absurdly large");
+  }
+  if (a.padding_end[0] < -1 || a.padding_end[1] < -1) throw Error("", "padding_end", "must not be negative");
 }
 
 Shape window_shape(const Shape& x, int64_t c, const Attrs& a, const Int2& k, const Int2& d,
                    bool ceil_mode, std::string_view what) {
-  const int64_t oh = window_out(x[2], k[0], a.stride[0], a.padding[0], d[0], ceil_mode);
-  const int64_t ow = window_out(x[3], k[1], a.stride[1], a.padding[1], d[1], ceil_mode);
+  const Int2 pe = padding_end(a);
+  const int64_t oh = window_out(x[2], k[0], a.stride[0], a.padding[0], pe[0], d[0], ceil_mode);
+  const int64_t ow = window_out(x[3], k[1], a.stride[1], a.padding[1], pe[1], d[1], ceil_mode);
   if (oh <= 0 || ow <= 0)
     throw bad(cat("empty spatial output: ", what, " ", k[0], "x", k[1], " window (stride ",
                   a.stride[0], "x", a.stride[1], ", padding ", a.padding[0], "x", a.padding[1],
@@ -68,9 +72,10 @@ Shape window_shape(const Shape& x, int64_t c, const Attrs& a, const Int2& k, con
 
 void check_pool_padding(const Attrs& a) {
   for (int i = 0; i < 2; ++i)
-    if (a.padding[i] * 2 > a.kernel[i])
+    if (std::max(a.padding[i], padding_end(a)[i]) * 2 > a.kernel[i])
       throw Error("", "padding",
-                  cat("must be at most half the kernel (", a.padding[i], " > ", a.kernel[i], "/2)"));
+                  cat("must be at most half the kernel (", std::max(a.padding[i], padding_end(a)[i]), " > ",
+                      a.kernel[i], "/2)"));
 }
 
 } // namespace
@@ -129,8 +134,8 @@ bool op_is_view(OpKind op) {
   return op == OpKind::flatten || op == OpKind::fold || op == OpKind::unfold;
 }
 
-int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  const int64_t span = in + 2 * p - d * (k - 1) - 1;
+int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t p_end, int64_t d, bool ceil_mode) {
+  const int64_t span = in + p + p_end - d * (k - 1) - 1;
   if (span < 0) return 0;
   int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
   // PyTorch: the last window must start inside the input or its left padding.
@@ -154,7 +159,7 @@ Shape infer_shape(OpKind op, const Attrs& a, std::span<const Shape> in) {
     check_positive(a.kernel, "kernel");
     check_positive(a.stride, "stride");
     check_positive(a.dilation, "dilation");
-    check_padding(a.padding);
+    check_padding(a);
     check_positive(a.groups, "groups");
     if (x[1] % a.groups != 0)
       throw bad(cat("input channels ", x[1], " are not divisible by groups ", a.groups));
@@ -182,7 +187,7 @@ Shape infer_shape(OpKind op, const Attrs& a, std::span<const Shape> in) {
     need_rank(x, 4, "[N, C, H, W]");
     check_positive(a.kernel, "kernel");
     check_positive(a.stride, "stride");
-    check_padding(a.padding);
+    check_padding(a);
     check_pool_padding(a);
     return window_shape(x, x[1], a, a.kernel, {1, 1}, a.ceil_mode, op_name(op));
   case OpKind::adaptive_avgpool2d:

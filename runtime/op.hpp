@@ -48,7 +48,8 @@ struct Attrs {
   int64_t out_features = 0; // linear
   Int2 kernel{0, 0};
   Int2 stride{1, 1};
-  Int2 padding{0, 0};
+  Int2 padding{0, 0};     // before the first row / column
+  Int2 padding_end{-1, -1}; // after the last; -1: as `padding` (tiles of a tiled segment differ)
   Int2 dilation{1, 1};
   int64_t groups = 1;
   bool bias = true;
@@ -98,8 +99,16 @@ std::vector<ParamSpec> op_params(OpKind op, const Attrs& a, std::span<const Shap
 // Multiply-accumulates of conv2d and linear for this output (0 for other ops).
 int64_t op_macs(OpKind op, const Attrs& a, std::span<const Shape> inputs, const Shape& out);
 
-// Output extent of a sliding window along one axis (conv: ceil_mode false).
-int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode);
+// Output extent of a sliding window along one axis (conv: ceil_mode false), with padding p
+// before and p_end after the input.
+int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t p_end, int64_t d, bool ceil_mode);
+inline int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  return window_out(in, k, s, p, p, d, ceil_mode);
+}
+// The padding after the input along each axis.
+inline Int2 padding_end(const Attrs& a) {
+  return {a.padding_end[0] < 0 ? a.padding[0] : a.padding_end[0], a.padding_end[1] < 0 ? a.padding[1] : a.padding_end[1]};
+}
 
 // Adaptive pooling's window [begin, end) for output index i (PyTorch's rule).
 inline int64_t adaptive_begin(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }

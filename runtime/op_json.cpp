@@ -37,6 +37,7 @@ int64_t* int_field(Attrs& a, std::string_view n) {
 }
 Int2* int2_field(Attrs& a, std::string_view n) {
   if (n == "kernel") return &a.kernel;
+  if (n == "padding_end") return &a.padding_end;
   if (n == "stride") return &a.stride;
   if (n == "padding") return &a.padding;
   if (n == "dilation") return &a.dilation;

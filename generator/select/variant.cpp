@@ -31,6 +31,11 @@ std::string name_number(double value) {
 
 std::string dtype_tag(DType t) { return std::string(dtype_name(t)); }
 
+std::string padding_end_tag(const Attrs& a) {
+  const Int2 pe = padding_end(a);
+  return pe == a.padding ? "" : fmt::format("_pe{}x{}", pe[0], pe[1]);
+}
+
 std::string cpp_type(DType t) {
   switch (t) {
   case DType::f32: return "float";

@@ -44,6 +44,10 @@ void cfg_float(Variant& v, const std::string& name, double value);
 
 // A number as it may appear in an instance name: 0.01 -> "0p01", 1e-05 -> "1em05".
 std::string name_number(double value);
+// "" for symmetric padding, else "_pe<h>x<w>" (the padding after the input): tiles of a
+// tiled segment pad only at the image's true border, so their instances differ.
+std::string padding_end_tag(const Attrs& a);
+
 // The short dtype tag of instance names: f32, f16, bf16.
 std::string dtype_tag(DType t);
 

@@ -44,8 +44,8 @@ ConvGeo conv_geo(const Attrs& a, const Shape& x, const Shape& w, const Shape& y,
        "stride and dilation must be positive, padding not negative");
   need(w[2] == a.kernel[0] && w[3] == a.kernel[1], op, "weight ", shape_str(w),
        " does not match kernel ", a.kernel[0], "x", a.kernel[1]);
-  need(g.OH == window_out(g.H, g.KH, g.sh, g.ph, g.dh, false) &&
-           g.OW == window_out(g.W, g.KW, g.sw, g.pw, g.dw, false),
+  need(g.OH == window_out(g.H, g.KH, g.sh, g.ph, padding_end(a)[0], g.dh, false) &&
+           g.OW == window_out(g.W, g.KW, g.sw, g.pw, padding_end(a)[1], g.dw, false),
        op, "output ", shape_str(y), " does not match input ", shape_str(x));
   return g;
 }

@@ -30,8 +30,9 @@ PoolGeo pool_geo(const Attrs& a, const Shape& x, const Shape& y, std::string_vie
   need(a.kernel[0] > 0 && a.kernel[1] > 0 && a.stride[0] > 0 && a.stride[1] > 0 &&
            a.padding[0] >= 0 && a.padding[1] >= 0,
        op, "kernel and stride must be positive, padding not negative");
-  need(g.OH == window_out(g.H, a.kernel[0], a.stride[0], a.padding[0], 1, a.ceil_mode) &&
-           g.OW == window_out(g.W, a.kernel[1], a.stride[1], a.padding[1], 1, a.ceil_mode),
+  const Int2 pe = padding_end(a);
+  need(g.OH == window_out(g.H, a.kernel[0], a.stride[0], a.padding[0], pe[0], 1, a.ceil_mode) &&
+           g.OW == window_out(g.W, a.kernel[1], a.stride[1], a.padding[1], pe[1], 1, a.ceil_mode),
        op, "output ", shape_str(y), " does not match input ", shape_str(x));
   return g;
 }
@@ -41,9 +42,9 @@ PoolGeo pool_geo(const Attrs& a, const Shape& x, const Shape& y, std::string_vie
 struct Span {
   int64_t lo, hi, padded;
 };
-Span window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in) {
+Span window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t p_end, int64_t in) {
   const int64_t start = o * s - p;
-  const int64_t end = std::min(start + k, in + p);
+  const int64_t end = std::min(start + k, in + p_end);
   return {std::max<int64_t>(start, 0), std::min(end, in), end - start};
 }
 
@@ -69,9 +70,9 @@ template <class T> void maxpool2d(const Attrs& a, CView<T> x, View<T> y) {
     const T* xp = x.data + nc * g.H * g.W;
     T* yp = y.data + nc * g.OH * g.OW;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], g.H);
+      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], padding_end(a)[0], g.H);
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], g.W);
+        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], padding_end(a)[1], g.W);
         const int64_t i = argmax(xp, g.W, h, w);
         yp[oh * g.OW + ow] = i < 0 ? -std::numeric_limits<T>::infinity() : xp[i];
       }
@@ -89,9 +90,9 @@ void maxpool2d_backward(const Attrs& a, CView<T> x, CView<T> dy, View<T> dx, boo
     const T* xp = x.data + nc * g.H * g.W;
     const T* dyp = dy.data + nc * g.OH * g.OW;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], g.H);
+      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], padding_end(a)[0], g.H);
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], g.W);
+        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], padding_end(a)[1], g.W);
         const int64_t i = argmax(xp, g.W, h, w);
         if (i >= 0)
           acc[i] += double(dyp[oh * g.OW + ow]);
@@ -119,9 +120,9 @@ template <class T> void avgpool2d(const Attrs& a, CView<T> x, View<T> y) {
     const T* xp = x.data + nc * g.H * g.W;
     T* yp = y.data + nc * g.OH * g.OW;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], g.H);
+      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], padding_end(a)[0], g.H);
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], g.W);
+        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], padding_end(a)[1], g.W);
         double s = 0;
         for (int64_t ih = h.lo; ih < h.hi; ++ih)
           for (int64_t iw = w.lo; iw < w.hi; ++iw)
@@ -142,9 +143,9 @@ void avgpool2d_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate
     std::fill(acc.begin(), acc.end(), 0.0);
     const T* dyp = dy.data + nc * g.OH * g.OW;
     for (int64_t oh = 0; oh < g.OH; ++oh) {
-      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], g.H);
+      const Span h = window(oh, a.kernel[0], a.stride[0], a.padding[0], padding_end(a)[0], g.H);
       for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], g.W);
+        const Span w = window(ow, a.kernel[1], a.stride[1], a.padding[1], padding_end(a)[1], g.W);
         const double d = double(dyp[oh * g.OW + ow]) / divisor(a, h, w);
         for (int64_t ih = h.lo; ih < h.hi; ++ih)
           for (int64_t iw = w.lo; iw < w.hi; ++iw)

@@ -86,8 +86,9 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   using I = typename igemm::pick<Cfg::IDX64, i64, int>::type;
   constexpr bool TF32 = igemm::is_f32<T>::value;
   constexpr int C = Cfg::C, H = Cfg::H, W = Cfg::W, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
-  constexpr int OH = (H + 2 * Cfg::PH - Cfg::DH * (KH - 1) - 1) / Cfg::SH + 1;
-  constexpr int OW = (W + 2 * Cfg::PW - Cfg::DW * (KW - 1) - 1) / Cfg::SW + 1;
+  // The output size is the instance's (padding after the input may differ from before it:
+  // tiles of a tiled segment pad only at the image border).
+  constexpr int OH = Cfg::OH, OW = Cfg::OW;
   constexpr I M = I(Cfg::N) * OH * OW;
   constexpr int K = KH * KW * C;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;

@@ -5,7 +5,7 @@
 // is read straight from global memory (overlapping windows hit the L1 cache).
 //
 // Cfg: T (element type), MAX (max, else average), N, C, H, W (input), OH, OW (output),
-//      KH, KW, SH, SW, PH, PW (window, stride, padding), COUNT_PAD (average:
+//      KH, KW, SH, SW, PH, PW, PH_END, PW_END (window, stride, padding before and after), COUNT_PAD (average:
 //      count_include_pad), NHWC, THREADS. Every window holds at least one input element.
 // Arguments, in order: x, y.
 // Grid: any, 1-D blocks of THREADS threads (a grid-stride loop covers y).
@@ -26,8 +26,8 @@ template <class Cfg> KILN_FN void pool2d_forward(const KernelArgs& a) {
   for (I o = spatial::grid_first<I, Cfg::THREADS>(); o < Y::count;
        o += spatial::grid_step<I, Cfg::THREADS>()) {
     const spatial::Coord4<I> p = Y::coord(o);
-    const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(p.h);
-    const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(p.w);
+    const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::PH_END, Cfg::H>(p.h);
+    const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::PW_END, Cfg::W>(p.w);
     const Global<const T> plane = x + X::plane(p.n, p.c);
     float v;
     if constexpr (Cfg::MAX) {

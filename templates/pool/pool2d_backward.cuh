@@ -8,7 +8,7 @@
 //    shared memory, then each thread gathers for its element from there.
 //  - avgpool2d_backward: each window passes dy / divisor (count_include_pad rule).
 //
-// Cfg: T, N, C, H, W (x and dx), OH, OW (dy), KH, KW, SH, SW, PH, PW, NHWC, ACCUMULATE (add
+// Cfg: T, N, C, H, W (x and dx), OH, OW (dy), KH, KW, SH, SW, PH, PW, PH_END, PW_END, NHWC, ACCUMULATE (add
 //      into dx), THREADS; average: COUNT_PAD; tiled: TC, TH, TW with THREADS = TC*TH*TW
 //      (NCHW: TC = 1).
 // Arguments, in order: max: x, dy, dx · average: dy, dx.
@@ -43,9 +43,9 @@ template <class Cfg> KILN_FN void maxpool2d_backward_direct(const KernelArgs& a)
     const I me = I(p.h) * X::row + I(p.w) * X::col;
     float g = 0.f;
     for (int oh = ch.lo; oh < ch.hi; ++oh) {
-      const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(oh);
+      const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::PH_END, Cfg::H>(oh);
       for (int ow = cw.lo; ow < cw.hi; ++ow) {
-        const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(ow);
+        const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::PW_END, Cfg::W>(ow);
         float best;
         if (window_argmax<X::row, X::col, I>(xp, h, w, best) == me)
           g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]);
@@ -85,8 +85,8 @@ template <class Cfg> KILN_FN void maxpool2d_backward_tiled(const KernelArgs& a) 
   for (int item = int(threadIdx.x); item < MH * MW * TC; item += Cfg::THREADS) {
     const int c = c0 + item % TC, oh = oh0 + item / (TC * MW), ow = ow0 + (item / TC) % MW;
     if (c >= Cfg::C || oh >= oh1 || ow >= ow1) continue;
-    const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(oh);
-    const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(ow);
+    const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::PH_END, Cfg::H>(oh);
+    const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::PW_END, Cfg::W>(ow);
     float best;
     argmax[item] = window_argmax<X::row, X::col, I>(x + X::plane(n, c), h, w, best);
     grad[item] = to_float(dy[Y::at(n, c, oh, ow)]);
@@ -124,9 +124,9 @@ template <class Cfg> KILN_FN void avgpool2d_backward(const KernelArgs& a) {
     const Global<const T> dyp = dy + Y::plane(p.n, p.c);
     float g = 0.f;
     for (int oh = ch.lo; oh < ch.hi; ++oh) {
-      const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::H>(oh);
+      const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::PH_END, Cfg::H>(oh);
       for (int ow = cw.lo; ow < cw.hi; ++ow) {
-        const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::W>(ow);
+        const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::PW_END, Cfg::W>(ow);
         g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]) / pool_divisor<Cfg::COUNT_PAD>(h, w);
       }
     }

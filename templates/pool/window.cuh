@@ -13,9 +13,9 @@ struct Span {
   int lo, hi, padded;
 };
 
-template <int K, int S, int P, int IN> KILN_FN Span pool_span(int o) {
+template <int K, int S, int P, int PE, int IN> KILN_FN Span pool_span(int o) {
   const int start = o * S - P;
-  const int end = min_of(start + K, IN + P);
+  const int end = min_of(start + K, IN + PE); // PE: the padding after the input
   return Span{max_of(start, 0), min_of(end, IN), end - start};
 }
 

@@ -110,8 +110,12 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::v
       const StepInfo info{p, p.phases[0].steps[0], g};
       size_t before = out.size();
       for (const Family* f : all_families())
-        for (Variant& v : f->candidates(info))
-          if (invalid_reason(g, v).empty()) out.push_back({s, gname, std::move(v)});
+        for (Variant& v : f->candidates(info)) {
+          bool layouts_match = true; // the test feeds the spec's buffers as they are
+          for (const auto& [role, layout] : v.layouts)
+            if (info.has(role) && info.layout(role) != layout) layouts_match = false;
+          if (invalid_reason(g, v).empty() && layouts_match) out.push_back({s, gname, std::move(v)});
+        }
       if (out.size() == before && unserved) unserved->push_back(s.label + " on " + gname);
     }
   }

@@ -20,6 +20,8 @@ struct maxpool2d_fwd_f32_nhwc_n1c64h25w25_k2x2s2x2p0x0_direct_t256_sm90_cfg {
   static constexpr int SW = 2;
   static constexpr int PH = 0;
   static constexpr int PW = 0;
+  static constexpr int PH_END = 0;
+  static constexpr int PW_END = 0;
   static constexpr bool NHWC = true;
   static constexpr int THREADS = 256;
 };

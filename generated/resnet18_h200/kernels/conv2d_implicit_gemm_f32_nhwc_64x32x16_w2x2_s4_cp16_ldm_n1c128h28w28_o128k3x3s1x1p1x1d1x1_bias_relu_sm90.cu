@@ -16,6 +16,8 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c128h28w28_o128
   static constexpr int KW = 3;
   static constexpr int SH = 1;
   static constexpr int SW = 1;
+  static constexpr int OH = 28;
+  static constexpr int OW = 28;
   static constexpr int PH = 1;
   static constexpr int PW = 1;
   static constexpr int DH = 1;

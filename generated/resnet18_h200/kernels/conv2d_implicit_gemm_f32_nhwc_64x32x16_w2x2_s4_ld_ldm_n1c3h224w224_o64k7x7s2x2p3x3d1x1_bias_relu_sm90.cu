@@ -16,6 +16,8 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ld_ldm_n1c3h224w224_o64k7x
   static constexpr int KW = 7;
   static constexpr int SH = 2;
   static constexpr int SW = 2;
+  static constexpr int OH = 112;
+  static constexpr int OW = 112;
   static constexpr int PH = 3;
   static constexpr int PW = 3;
   static constexpr int DH = 1;

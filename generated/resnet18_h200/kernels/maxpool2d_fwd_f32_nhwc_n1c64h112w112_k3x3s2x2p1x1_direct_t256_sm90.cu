@@ -20,6 +20,8 @@ struct maxpool2d_fwd_f32_nhwc_n1c64h112w112_k3x3s2x2p1x1_direct_t256_sm90_cfg {
   static constexpr int SW = 2;
   static constexpr int PH = 1;
   static constexpr int PW = 1;
+  static constexpr int PH_END = 1;
+  static constexpr int PW_END = 1;
   static constexpr bool NHWC = true;
   static constexpr int THREADS = 256;
 };

@@ -20,8 +20,13 @@ ConvGeom conv_geom(const Attrs& a, const Shape& x, const Shape& y) {
 }
 
 std::string geom_name(const ConvGeom& g) {
-  return fmt::format("n{}c{}h{}w{}o{}_k{}x{}s{}x{}p{}x{}d{}x{}g{}", g.N, g.C, g.H, g.W, g.O, g.KH,
-                     g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, g.G);
+  // OH and OW settle the padding after the input (they differ for tiles of a tiled segment).
+  return fmt::format("n{}c{}h{}w{}o{}_k{}x{}s{}x{}p{}x{}d{}x{}g{}{}", g.N, g.C, g.H, g.W, g.O, g.KH,
+                     g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, g.G,
+                     g.OH == (g.H + 2 * g.PH - g.DH * (g.KH - 1) - 1) / g.SH + 1 &&
+                             g.OW == (g.W + 2 * g.PW - g.DW * (g.KW - 1) - 1) / g.SW + 1
+                         ? ""
+                         : fmt::format("_oh{}ow{}", g.OH, g.OW));
 }
 
 void cfg_geom(Variant& v, const ConvGeom& g) {

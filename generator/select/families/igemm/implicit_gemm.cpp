@@ -74,8 +74,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
   const std::string shape = fmt::format(
-      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
-      a.stride[1], a.padding[0], a.padding[1], a.dilation[0], a.dilation[1], bias ? "_bias" : "",
+      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1], bias ? "_bias" : "",
       residual ? "_res" : "", st.relu ? "_relu" : "");
   const char* loads = vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
   const double bytes =
@@ -106,6 +106,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     cfg_int(v, "KW", KW);
     cfg_int(v, "SH", a.stride[0]);
     cfg_int(v, "SW", a.stride[1]);
+    cfg_int(v, "OH", OH);
+    cfg_int(v, "OW", OW);
     cfg_int(v, "PH", a.padding[0]);
     cfg_int(v, "PW", a.padding[1]);
     cfg_int(v, "DH", a.dilation[0]);

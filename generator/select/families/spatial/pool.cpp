@@ -14,28 +14,29 @@ using namespace spatial;
 
 // A pooling step's geometry: x (or dx) [N, C, H, W] and y (or dy) [N, C, OH, OW].
 struct PoolGeo {
-  int64_t N, C, H, W, OH, OW, KH, KW, SH, SW, PH, PW;
+  int64_t N, C, H, W, OH, OW, KH, KW, SH, SW, PH, PW, PH_END, PW_END;
 };
 
 PoolGeo pool_geo(const Shape& x, const Shape& y, const Attrs& a) {
-  return {x[0],        x[1],        x[2],        x[3],        y[2],         y[3],
-          a.kernel[0], a.kernel[1], a.stride[0], a.stride[1], a.padding[0], a.padding[1]};
+  return {x[0],        x[1],        x[2],         x[3],         y[2],           y[3],
+          a.kernel[0], a.kernel[1], a.stride[0],  a.stride[1],  a.padding[0],   a.padding[1],
+          padding_end(a)[0], padding_end(a)[1]};
 }
 
 // Every window holds an input element (PyTorch's rules guarantee it; the templates rely
 // on it).
-bool windows_nonempty(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p) {
+bool windows_nonempty(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_t pe) {
   for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * s - p, end = std::min(start + k, in + p);
+    const int64_t start = o * s - p, end = std::min(start + k, in + pe);
     if (std::max<int64_t>(start, 0) >= std::min(end, in)) return false;
   }
   return true;
 }
 
 bool servable(const PoolGeo& g, const Shape& x, const Shape& y) {
-  return indexable(x) && indexable(y) && g.KH <= g.H + 2 * g.PH && g.KW <= g.W + 2 * g.PW &&
-         windows_nonempty(g.H, g.OH, g.KH, g.SH, g.PH) &&
-         windows_nonempty(g.W, g.OW, g.KW, g.SW, g.PW);
+  return indexable(x) && indexable(y) && g.KH <= g.H + g.PH + g.PH_END && g.KW <= g.W + g.PW + g.PW_END &&
+         windows_nonempty(g.H, g.OH, g.KH, g.SH, g.PH, g.PH_END) &&
+         windows_nonempty(g.W, g.OW, g.KW, g.SW, g.PW, g.PW_END);
 }
 
 // The cfg constants after T (and MAX): sizes, window and layout.
@@ -43,6 +44,7 @@ void cfg_geometry(Variant& v, const PoolGeo& g, Layout layout) {
   const std::pair<const char*, int64_t> constants[] = {
       {"N", g.N},   {"C", g.C},   {"H", g.H},   {"W", g.W},   {"OH", g.OH}, {"OW", g.OW},
       {"KH", g.KH}, {"KW", g.KW}, {"SH", g.SH}, {"SW", g.SW}, {"PH", g.PH}, {"PW", g.PW},
+      {"PH_END", g.PH_END}, {"PW_END", g.PW_END},
   };
   for (const auto& [name, value] : constants)
     cfg_int(v, name, value);

@@ -32,8 +32,8 @@ std::string shape_tag(const Shape& s) {
 }
 
 std::string window_tag(const Attrs& a) {
-  return fmt::format("k{}x{}s{}x{}p{}x{}", a.kernel[0], a.kernel[1], a.stride[0], a.stride[1],
-                     a.padding[0], a.padding[1]);
+  return fmt::format("k{}x{}s{}x{}p{}x{}{}", a.kernel[0], a.kernel[1], a.stride[0], a.stride[1],
+                     a.padding[0], a.padding[1], padding_end_tag(a));
 }
 
 std::string layout_tag(Layout l) { return std::string(layout_name(l)); }
