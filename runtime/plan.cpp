@@ -155,6 +155,8 @@ ojson plan_to_json(const Plan& p) {
         o["channel_offset"] = s.channel_offset;
       if (s.fn == Fn::sgd_update) o["lr"] = s.lr;
       if (s.fn == Fn::conv2d_fold_bn) o["eps"] = s.eps;
+      if (s.fn == Fn::region_copy)
+        o["region"] = {{"src", s.src_origin}, {"dst", s.dst_origin}, {"size", s.extent}};
       if (s.kind == StepKind::launch) o["kernel"] = p.kernels[s.kernel].name;
       if (s.kind == StepKind::library) o["library"] = s.library;
       steps.push_back(o);
@@ -324,7 +326,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           continue;
         }
         ju::reject_unknown_keys(s, ptr, {"kind", "fn", "node", "op", "attrs", "args", "accumulate",
-                                         "relu", "channel_offset", "lr", "eps", "kernel", "library"});
+                                         "relu", "channel_offset", "lr", "eps", "kernel", "library", "region"});
         const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
         auto f = parse_fn(fn);
         if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
@@ -347,6 +349,19 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         if (s.contains("lr")) st.lr = ju::get_number(s["lr"], ptr + "/lr");
         if (s.contains("relu")) st.relu = ju::get_bool(s["relu"], ptr + "/relu");
         if (s.contains("eps")) st.eps = ju::get_number(s["eps"], ptr + "/eps");
+        if (s.contains("region")) {
+          const json& r = s["region"];
+          const std::string rp = ptr + "/region";
+          ju::expect_object(r, rp);
+          ju::reject_unknown_keys(r, rp, {"src", "dst", "size"});
+          for (auto [key, field] : {std::pair{"src", &st.src_origin}, {"dst", &st.dst_origin}, {"size", &st.extent}}) {
+            const json& v = ju::require(r, key, rp);
+            const std::string vp = rp + "/" + key;
+            if (!v.is_array() || v.size() != 2) throw Error("", vp, "expected [h, w]");
+            (*field)[0] = ju::get_int(v[0], vp + "/0");
+            (*field)[1] = ju::get_int(v[1], vp + "/1");
+          }
+        }
         if (st.kind == StepKind::launch) {
           const std::string kn = ju::get_string(ju::require(s, "kernel", ptr), ptr + "/kernel");
           auto it = kernel_index.find(kn);

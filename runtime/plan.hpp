@@ -86,6 +86,8 @@ struct Step {
   int64_t channel_offset = 0; // concat.backward
   double lr = 0;              // sgd.update
   double eps = 0;             // conv2d.fold_bn: the batchnorm's epsilon
+  // region.copy: dst[n][c][dst_origin + i][..] (+)= src[n][c][src_origin + i][..] for i < extent.
+  Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
   int kernel = -1;            // launch: index into Plan::kernels
   std::string library;        // library: "cudnn"
   int buffer = -1;            // free: the buffer freed

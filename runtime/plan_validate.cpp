@@ -163,6 +163,22 @@ void check_shapes(const Ctx& c) {
     break;
   }
   case Fn::convert: c.same("src", "dst"); break;
+  case Fn::region_copy: {
+    const Shape& a = c.shape("src");
+    const Shape& b = c.shape("dst");
+    if (a.size() != 4 || b.size() != 4 || a[0] != b[0] || a[1] != b[1])
+      c.fail(cat("region copies move windows between 4-D tensors of one batch and channel count: ", shape_str(a),
+                 " -> ", shape_str(b)));
+    for (int i = 0; i < 2; ++i) {
+      const int64_t e = s.extent[i];
+      if (e <= 0 || s.src_origin[i] < 0 || s.dst_origin[i] < 0 || s.src_origin[i] + e > a[2 + i] ||
+          s.dst_origin[i] + e > b[2 + i])
+        c.fail(cat("region [", s.src_origin[0], ", ", s.src_origin[1], "] + [", s.extent[0], ", ", s.extent[1],
+                   "] -> [", s.dst_origin[0], ", ", s.dst_origin[1], "] does not fit ", shape_str(a), " -> ", shape_str(b)));
+    }
+    break;
+  }
+  case Fn::fill_zero: break;
   case Fn::copy:
     if (numel(c.shape("src")) != numel(c.shape("dst")))
       c.fail(cat("copy from ", shape_str(c.shape("src")), " to ", shape_str(c.shape("dst")),

@@ -31,7 +31,7 @@ constexpr sv probs_target[] = {"probs", "target"}, dlogits[] = {"dlogits"};
 constexpr sv src[] = {"src"}, dst[] = {"dst"};
 constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
 
-const std::array<Entry, 31> table = {{
+const std::array<Entry, 33> table = {{
     {Fn::conv2d_forward, "conv2d.forward", x_w_b_res, y, b_res},
     {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
@@ -62,6 +62,8 @@ const std::array<Entry, 31> table = {{
     {Fn::softmax_xent_backward, "softmax_xent.backward", probs_target, dlogits, {}},
     {Fn::copy, "copy", src, dst, {}},
     {Fn::convert, "convert", src, dst, {}},
+    {Fn::region_copy, "region.copy", src, dst, {}},
+    {Fn::fill_zero, "fill_zero", {}, dst, {}},
     {Fn::sgd_update, "sgd.update", param_grad, {}, {}},
 }};
 

@@ -43,6 +43,8 @@ enum class Fn {
   softmax_xent_backward,   // probs, target -> dlogits
   copy,                    // src -> dst (add's backward, a view's gradient)
   convert,                 // src -> dst: same logical shape, another layout or dtype
+  region_copy,             // src -> dst: a spatial window of a 4-D tensor (tiles of a tiled segment)
+  fill_zero,               // -> dst: zeros (gradients accumulated from overlapping tiles)
   sgd_update,              // param, grad (lr)
 };
 

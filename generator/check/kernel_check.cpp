@@ -121,7 +121,8 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
         const Buffer& b = dev_plan.buffers[a.buffer];
         const bool out = b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
         // A slice of a wide concat leaves the rest of y as it was: give it data too.
-        const bool needs_data = !out || ds.accumulate || ds.fn == Fn::sgd_update || ds.fn == Fn::concat_forward;
+        const bool needs_data = !out || ds.accumulate || ds.fn == Fn::sgd_update || ds.fn == Fn::concat_forward ||
+                                ds.fn == Fn::region_copy;
         const Tensor t = needs_data ? random_for(dev_plan, ds, a.role, b, seed) : poisoned(b);
         dev.write(a.buffer, to_memory_order(t, b.layout));
         ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly

@@ -82,6 +82,7 @@ void store(const Buffer& b, std::byte* arena, int64_t i, double v) {
 
 // A slice of a wide concat writes part of y: the rest must survive staging.
 bool writes_part(const Plan& p, const Step& s) {
+  if (s.fn == Fn::region_copy) return true;
   if (s.fn != Fn::concat_forward) return false;
   int64_t channels = 0;
   for (int b : s.variadic('x')) channels += p.buffers[b].shape[1];
@@ -218,6 +219,24 @@ template <class T> void run(const Bound<T>& c) {
     break;
   case Fn::copy:
   case Fn::convert: copy<T>(c.in("src"), c.out("dst"), acc); break;
+  case Fn::region_copy: {
+    CView<T> src = c.in("src");
+    View<T> dst = c.out("dst");
+    const int64_t nc = src.shape[0] * src.shape[1];
+    const int64_t sh = src.shape[2], sw = src.shape[3], dh = dst.shape[2], dw = dst.shape[3];
+    for (int64_t p = 0; p < nc; ++p)
+      for (int64_t i = 0; i < s.extent[0]; ++i) {
+        const T* from = src.data + (p * sh + s.src_origin[0] + i) * sw + s.src_origin[1];
+        T* to = dst.data + (p * dh + s.dst_origin[0] + i) * dw + s.dst_origin[1];
+        for (int64_t j = 0; j < s.extent[1]; ++j) to[j] = acc ? T(double(to[j]) + double(from[j])) : from[j];
+      }
+    break;
+  }
+  case Fn::fill_zero: {
+    View<T> dst = c.out("dst");
+    std::fill_n(dst.data, numel(dst.shape), T(0));
+    break;
+  }
   case Fn::sgd_update: sgd_update<T>(c.out("param"), c.in("grad"), s.lr); break;
   }
 }

@@ -3,7 +3,7 @@
 // Cfg: T (element type), OP (below), COUNT (elements), INPUTS (add: 2..8),
 //      ACCUMULATE (add the result to the output), LR (sgd: learning rate), THREADS.
 // Arguments, in order: relu: x, y · relu_backward: y, dy, dx · add: x0..x{INPUTS-1}, y ·
-//      copy: src, dst · sgd: param, grad (param updated in place).
+//      copy: src, dst · sgd: param, grad (param updated in place) · fill_zero: dst.
 // Grid: any; a grid-stride loop covers COUNT.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace kiln::elementwise {
 
-enum Op { RELU = 0, RELU_BACKWARD = 1, ADD = 2, COPY = 3, SGD = 4 };
+enum Op { RELU = 0, RELU_BACKWARD = 1, ADD = 2, COPY = 3, SGD = 4, FILL_ZERO = 5 };
 
 template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
   using T = typename Cfg::T;
@@ -31,6 +31,8 @@ template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
       out = Cfg::INPUTS;
     } else if constexpr (Cfg::OP == COPY) {
       v = to_float(arg<const T>(a, 0)[i]);
+    } else if constexpr (Cfg::OP == FILL_ZERO) {
+      out = 0;
     } else if constexpr (Cfg::OP == SGD) {
       const Global<T> p = arg<T>(a, 0);
       p[i] = from_float<T>(to_float(p[i]) - Cfg::LR * to_float(arg<const T>(a, 1)[i]));

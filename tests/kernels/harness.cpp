@@ -75,6 +75,7 @@ Plan spec_plan(const StepSpec& s) {
   st.lr = s.lr;
   st.eps = s.eps;
   st.channel_offset = s.channel_offset;
+  st.src_origin = s.src_origin, st.dst_origin = s.dst_origin, st.extent = s.extent;
   int64_t offset = 0;
   for (const ArgSpec& a : s.args) {
     Buffer b;

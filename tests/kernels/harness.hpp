@@ -28,6 +28,7 @@ struct StepSpec {
   bool accumulate = false, relu = false;
   double lr = 0, eps = 0;
   int64_t channel_offset = 0;
+  Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
 };
 
 // A plan with one reference step over fresh buffers (validated).

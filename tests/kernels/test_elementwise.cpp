@@ -24,6 +24,15 @@ std::vector<StepSpec> specs() {
     StepSpec sgd{"sgd " + d, Fn::sgd_update, OpKind::conv2d, {}, {{"param", {7, 3}, t}, {"grad", {7, 3}, t}}};
     sgd.lr = 0.125;
     s.push_back(sgd);
+    s.push_back({"fill_zero " + d, Fn::fill_zero, OpKind::relu, {}, {{"dst", x, t}}});
+    for (Layout l : {Layout::nchw, Layout::nhwc})
+      for (bool acc : {false, true}) {
+        StepSpec r{"region_copy " + d + (acc ? " acc " : " ") + std::string(layout_name(l)), Fn::region_copy,
+                   OpKind::conv2d, {}, {{"src", {2, 3, 9, 11}, t, l}, {"dst", {2, 3, 6, 5}, t, l}}};
+        r.accumulate = acc;
+        r.src_origin = {2, 5}, r.dst_origin = {1, 0}, r.extent = {4, 5};
+        s.push_back(r);
+      }
     s.push_back({"convert nchw->nhwc " + d, Fn::convert, OpKind::relu, {},
                  {{"src", x, DType::f32}, {"dst", x, t, Layout::nhwc}}});
     s.push_back({"convert nhwc->nchw " + d, Fn::convert, OpKind::relu, {},

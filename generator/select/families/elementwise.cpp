@@ -42,10 +42,11 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   }
   case Fn::copy: op = "copy", op_code = 3, args = {"src", "dst"}; break;
   case Fn::sgd_update: op = "sgd", op_code = 4, inputs = 2, args = {"param", "grad"}; break;
+  case Fn::fill_zero: op = "fill_zero", op_code = 5, inputs = 0, args = {"dst"}; break;
   default: return {};
   }
   if (!uniform(s) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst"))) return {};
-  if (st.accumulate && (st.fn == Fn::relu_forward || st.fn == Fn::add_forward)) return {};
+  if (st.accumulate && (st.fn == Fn::relu_forward || st.fn == Fn::add_forward || st.fn == Fn::fill_zero)) return {};
   const Buffer& out = s.plan.buffers[st.need(args.back())];
   const DType t = out.dtype;
   const int64_t count = numel(out.shape);
@@ -72,6 +73,41 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   v.flops = double(count * inputs);
   v.efficiency = 0.8;
   v.note = "grid-stride loop, one element per thread per step";
+  return {v};
+}
+
+std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
+  const Step& st = s.step;
+  if (st.fn != Fn::region_copy) return {};
+  const Buffer& src = s.arg("src");
+  const Buffer& dst = s.arg("dst");
+  if (src.dtype != dst.dtype || src.layout != dst.layout || src.dtype == DType::f64) return {};
+  const Shape& a = src.shape;
+  const Shape& b = dst.shape;
+  const int64_t count = a[0] * a[1] * st.extent[0] * st.extent[1];
+  Variant v;
+  v.family = "region_copy";
+  v.header = "elementwise/region_copy.cuh";
+  v.function = "kiln::elementwise::region_copy";
+  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}", dtype_tag(src.dtype),
+                       layout_name(src.layout), a[0], a[1], a[2], a[3], st.src_origin[0], st.src_origin[1], b[2], b[3],
+                       st.dst_origin[0], st.dst_origin[1], st.extent[0], st.extent[1], st.accumulate ? "_acc" : "",
+                       kThreads, s.arch_tag());
+  cfg_type(v, "T", cpp_type(src.dtype));
+  for (auto [k, x] : {std::pair{"N", a[0]}, {"C", a[1]}, {"SH", a[2]}, {"SW", a[3]}, {"DH", b[2]}, {"DW", b[3]},
+                      {"SRC_H0", st.src_origin[0]}, {"SRC_W0", st.src_origin[1]}, {"DST_H0", st.dst_origin[0]},
+                      {"DST_W0", st.dst_origin[1]}, {"EH", st.extent[0]}, {"EW", st.extent[1]}})
+    cfg_int(v, k, x);
+  cfg_bool(v, "NHWC", src.layout == Layout::nhwc);
+  cfg_bool(v, "ACCUMULATE", st.accumulate);
+  cfg_int(v, "THREADS", kThreads);
+  v.args = {"src", "dst"};
+  v.block = {kThreads, 1, 1};
+  v.grid = {grid_stride_blocks(s.gpu, count, kThreads), 1, 1};
+  v.registers_per_thread = 32;
+  v.bytes = double(count * int64_t(dtype_size(src.dtype)) * (st.accumulate ? 3 : 2));
+  v.efficiency = 0.6;
+  v.note = "one window element per thread, memory order";
   return {v};
 }
 

@@ -11,6 +11,13 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
+// Windows of 4-D tensors copied or accumulated (tiles of tiled segments).
+class RegionCopyFamily final : public Family {
+public:
+  std::string_view name() const override { return "region_copy"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
 // Layout (nchw <-> nhwc) and element-type conversion.
 class ConvertFamily final : public Family {
 public:
