@@ -3,7 +3,10 @@
 #include "generator/emit/concat_chunks.hpp"
 #include "generator/emit/plan_builder.hpp"
 #include "generator/model/param_ranges.hpp"
+#include "generator/schedule/tiled_segment.hpp"
 #include "generator/schedule/training_graph.hpp"
+
+#include <map>
 #include "runtime/error.hpp"
 
 namespace kiln {
@@ -71,6 +74,18 @@ private:
 
   int value(int ref) const { return ref == kModelInput ? input_ : val_[ref]; }
 
+  void add_params(int i) {
+    const Node& n = m_.nodes[i];
+    for (const ParamSpec& ps : m_.params(i)) {
+      const std::string pname = n.name + "." + ps.suffix;
+      const int buf = b_.buffer(param_buffer_name(pname), ps.shape, ps.trainable ? BufferRole::param : BufferRole::state);
+      ParamBinding pb{pname, buf, -1, 0, 0};
+      std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, i, ps);
+      b_.plan().params.push_back(pb);
+      params_[pname] = buf;
+    }
+  }
+
   void forward() {
     input_ = b_.buffer(input_buffer_name(m_), m_.input_shape, BufferRole::input);
     b_.plan().inputs.push_back(input_);
@@ -89,7 +104,19 @@ private:
         }
         continue;
       }
+      const bool in_segment = o_.tiled && o_.tiled->contains(int(i));
+      if (in_segment && int(i) != o_.tiled->output_node()) {
+        add_params(int(i)); // used by the tiles
+        continue;
+      }
       val_[i] = b_.buffer(act_name(n.name), n.shape, role);
+      if (in_segment) { // the segment's output, computed tile by tile
+        add_params(int(i));
+        TileEmitter(m_, *o_.tiled, b_, {[&](int node, const char* suffix) { return params_.at(m_.nodes[node].name + "." + suffix); },
+                                        [](int, const char*) { return -1; }})
+            .forward(input_, val_[i], false);
+        continue;
+      }
       std::vector<Arg> args;
       if (n.op == OpKind::add || n.op == OpKind::concat) {
         for (size_t k = 0; k < n.inputs.size(); ++k)
@@ -97,16 +124,11 @@ private:
       } else {
         args.push_back({"x", value(n.inputs[0])});
       }
+      add_params(int(i));
       for (const ParamSpec& ps : m_.params(int(i))) {
-        const std::string pname = n.name + "." + ps.suffix;
-        const int buf = b_.buffer(param_buffer_name(pname), ps.shape,
-                                  ps.trainable ? BufferRole::param : BufferRole::state);
-        ParamBinding pb{pname, buf, -1, 0, 0};
-        std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, int(i), ps);
-        b_.plan().params.push_back(pb);
         std::string role = ps.suffix;
         if (n.op != OpKind::batchnorm) role = ps.suffix == "weight" ? "w" : "b";
-        args.push_back({role, buf});
+        args.push_back({role, params_.at(n.name + "." + ps.suffix)});
       }
       args.push_back({"y", val_[i]});
       const Step s = step(forward_fn(n.op), int(i), std::move(args));
@@ -126,6 +148,7 @@ private:
   PlanBuilder b_;
   int input_ = -1;
   std::vector<int> val_;
+  std::map<std::string, int> params_;
 };
 
 } // namespace

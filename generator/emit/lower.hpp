@@ -11,10 +11,14 @@
 
 namespace kiln {
 
+struct TiledSegment;
+
 struct LowerOptions {
   bool train = false;
   double lr = 0.01;
   std::string gpu; // descriptor identity, empty for reference plans
+  // Run this segment tile by tile (segmented fused tiling); its tiling must be set.
+  const TiledSegment* tiled = nullptr;
 };
 
 Plan lower_model(const Model& m, const LowerOptions& o);

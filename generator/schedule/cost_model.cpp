@@ -90,6 +90,8 @@ std::vector<double> op_times(const TrainingGraph& g, const std::vector<LayerTime
             times[j] += k == OpKind::conv2d || k == OpKind::linear ? layers[c].backward_us / 2 : layers[c].backward_us;
           }
       break;
+    case TrainOp::tiled_forward:
+    case TrainOp::tiled_backward: break; // the tiled strategy is timed by its planner, not here
     case TrainOp::param_grad: {
       const OpKind k = m.nodes[op.node].op;
       times[j] = k == OpKind::conv2d || k == OpKind::linear ? layers[op.node].backward_us / 2 : 0;

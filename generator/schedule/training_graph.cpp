@@ -2,6 +2,7 @@
 
 #include "generator/emit/concat_chunks.hpp"
 #include "generator/emit/plan_builder.hpp"
+#include "generator/schedule/tiled_segment.hpp"
 #include "generator/model/param_ranges.hpp"
 #include "runtime/error.hpp"
 
@@ -95,9 +96,24 @@ void TrainingGraph::build() {
   for (int out : m.outputs) is_output[out] = 1;
 
   f_op_.assign(n, -1), g_op_.assign(n, -1), w_op_.assign(n, -1);
+  const TiledSegment* seg = o_.tiled;
+  trained_.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    bool has = false;
+    for (const ParamSpec& p : m.params(i)) has |= p.trainable;
+    trained_[i] = has && needs_grad_[i] && reach[i];
+  }
   for (int i = 0; i < n; ++i) {
     const Node& nd = m.nodes[i];
     if (op_is_view(nd.op)) continue;
+    if (seg && seg->contains(i)) {
+      if (i != seg->output_node()) continue;
+      // The whole segment, tile by tile; only its (full) output stays.
+      TrainOp op{TrainOp::tiled_forward, i, {}, is_output[i] ? 0 : value_bytes(m, i), 0, "TF " + nd.name};
+      f_op_[i] = int(ops_.size());
+      ops_.push_back(op);
+      continue;
+    }
     TrainOp op{TrainOp::forward, i, {}, 0, 0, "F " + nd.name};
     for (int r : nd.inputs) {
       const int s = storage_of(m, r);
@@ -115,6 +131,7 @@ void TrainingGraph::build() {
   std::vector<int> grad_buffer_op(n, -1);
   for (int v = n - 1; v >= 0; --v) {
     const Node& nd = m.nodes[v];
+    if (seg && seg->contains(v) && v != seg->output_node()) continue; // inside the tiles
     if (g_op_[v] >= 0) {
       TrainOp op{TrainOp::gradient, v, {}, 0, 0, "G " + nd.name};
       const int alias = alias_source(v);
@@ -143,9 +160,7 @@ void TrainingGraph::build() {
       }
       ops_.push_back(op);
     }
-    bool trained = false;
-    for (const ParamSpec& p : m.params(v)) trained |= p.trainable;
-    if (trained && g_op_[v] >= 0) {
+    if (trained_[v] && !(seg && seg->contains(v))) {
       TrainOp op{TrainOp::param_grad, v, {}, 0, 0, "W " + nd.name};
       const int x = nd.inputs[0];
       const bool bn_inside_g = nd.op == OpKind::batchnorm && x != kModelInput && g_op_[x] >= 0;
@@ -158,6 +173,14 @@ void TrainingGraph::build() {
       ops_.push_back(op);
     }
   }
+  if (seg && g_op_[seg->output_node()] >= 0) {
+    const int out = seg->output_node();
+    TrainOp op{TrainOp::tiled_backward, out, {grad_buffer_op[out]}, 0, 0, "TB " + m.nodes[out].name};
+    ops_.push_back(op);
+  }
+  if (seg) // the tiles need no gradient of their own values outside the segment's ops
+    for (int i : seg->nodes)
+      if (i != seg->output_node()) g_op_[i] = -1;
 }
 
 std::vector<int> TrainingGraph::store_all_order() const {
@@ -177,11 +200,17 @@ public:
     bool backward = false;
     for (int op : order) {
       const TrainOp& t = g_.ops_.at(size_t(op));
-      if (!backward && (t.kind == TrainOp::gradient || t.kind == TrainOp::param_grad)) {
+      if (!backward && (t.kind == TrainOp::gradient || t.kind == TrainOp::param_grad || t.kind == TrainOp::tiled_backward)) {
         b_.phase("backward");
         backward = true;
       }
       switch (t.kind) {
+      case TrainOp::tiled_forward:
+        act_[t.node] = output_buffer_[t.node] >= 0 ? output_buffer_[t.node]
+                                                   : fresh(act_name(m_.nodes[t.node].name), m_.nodes[t.node].shape);
+        tiles().forward(input_, act_[t.node], true);
+        break;
+      case TrainOp::tiled_backward: tiles().backward(input_, grad_[t.node]); break;
       case TrainOp::forward: forward(t.node); break;
       case TrainOp::loss: loss(); break;
       case TrainOp::gradient: gradient(t.node); break;
@@ -239,7 +268,7 @@ private:
         const int buf = b_.buffer(param_buffer_name(pname), ps.shape, ps.trainable ? BufferRole::param : BufferRole::state);
         ParamBinding pb{pname, buf, -1, 0, 0};
         std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, int(i), ps);
-        if (ps.trainable && g_.g_op_[i] >= 0)
+        if (ps.trainable && g_.trained_[i])
           pb.grad = b_.buffer(grad_buffer_name(pname), ps.shape, BufferRole::param_grad);
         params_[pname] = int(b_.plan().params.size());
         b_.plan().params.push_back(pb);
@@ -260,6 +289,12 @@ private:
       b_.plan().outputs.push_back(o == s ? output_buffer_[s]
                                          : b_.view(act_name(m_.nodes[o].name), m_.nodes[o].shape, output_buffer_[s]));
     }
+  }
+
+  TileEmitter tiles() {
+    return TileEmitter(m_, *g_.o_.tiled, b_,
+                       {[this](int node, const char* suffix) { return param(node, suffix); },
+                        [this](int node, const char* suffix) { return param_grad_buf(node, suffix); }});
   }
 
   int param(int node, const char* suffix) { return b_.plan().params[params_.at(m_.nodes[node].name + "." + suffix)].buffer; }

@@ -22,7 +22,9 @@
 namespace kiln {
 
 struct TrainOp {
-  enum Kind { forward, loss, gradient, param_grad } kind = forward;
+  // tiled_forward / tiled_backward: a tiled segment (LowerOptions::tiled), all its layers'
+  // forwards, or its backward with every tile recomputed (their `node` is the segment's output).
+  enum Kind { forward, loss, gradient, param_grad, tiled_forward, tiled_backward } kind = forward;
   int node = -1;           // F, G (the value's node), W
   std::vector<int> inputs; // ops whose transient outputs this op reads
   int64_t output_bytes = 0; // transient bytes it creates
@@ -64,6 +66,7 @@ private:
   std::vector<TrainOp> ops_;
   std::vector<int> f_op_, g_op_, w_op_;
   std::vector<char> needs_grad_;
+  std::vector<char> trained_; // nodes whose parameters get gradients
   std::vector<std::vector<int>> consumers_;
   int loss_op_ = -1, logits_ = -1;
 
