@@ -168,7 +168,6 @@ int64_t region_bytes(const Segment& s, const Values& vals, int v) {
 
 struct TileBytes {
   int64_t forward_peak = 0; // the TileCost liveness
-  int64_t all = 0;          // input region + every op region
 };
 
 TileBytes tile_bytes(const Segment& s, const Values& vals, std::vector<int>& last) {
@@ -180,12 +179,11 @@ TileBytes tile_bytes(const Segment& s, const Values& vals, std::vector<int>& las
         last[size_t(v) + 1] = i;
   TileBytes b;
   int64_t live = region_bytes(s, vals, -1);
-  b.forward_peak = b.all = live;
+  b.forward_peak = live;
   for (int i = 0; i < n; ++i) {
     if (vals[size_t(i) + 1].empty()) continue;
     const int64_t bytes = region_bytes(s, vals, i);
     live += bytes;
-    b.all += bytes;
     b.forward_peak = std::max(b.forward_peak, live);
     for (int v : s.ops[size_t(i)].inputs)
       if (v >= 0 && v != s.output && last[size_t(v) + 1] == i) {
@@ -196,7 +194,70 @@ TileBytes tile_bytes(const Segment& s, const Values& vals, std::vector<int>& las
   return b;
 }
 
-int64_t tile_figure(const TileBytes& b, bool train) { return train ? 2 * b.all : b.forward_peak; }
+// The training working set of one tile (see tile_train_peak): every buffer as an interval of
+// steps (the forward of each computing op, then the backward of each op with a gradient),
+// summed with a difference array.
+int64_t tile_train_bytes(const Segment& s, const Values& vals) {
+  const int n = int(s.ops.size());
+  auto computes = [&](int i) { return !vals[size_t(i) + 1].empty(); };
+  auto bytes = [&](int v) { return region_bytes(s, vals, v); };
+  std::vector<int> readers(size_t(n) + 1, 0), sole(size_t(n) + 1, -1); // [v + 1]
+  std::vector<int> fwd(size_t(n), -1), bwd(size_t(n), -1);
+  int steps = 0;
+  for (int i = 0; i < n; ++i)
+    if (computes(i)) {
+      fwd[size_t(i)] = steps++;
+      for (int v : s.ops[size_t(i)].inputs) ++readers[size_t(v) + 1], sole[size_t(v) + 1] = i;
+    }
+  std::vector<char> has_grad(size_t(n), 0);
+  has_grad[size_t(s.output)] = 1;
+  for (int i = n - 1; i >= 0; --i)
+    if (computes(i) && has_grad[size_t(i)]) {
+      bwd[size_t(i)] = steps++;
+      for (int v : s.ops[size_t(i)].inputs)
+        if (v >= 0) has_grad[size_t(v)] = 1;
+    }
+  // Per value: its last forward reader and its first gradient contribution.
+  std::vector<int> last_read(size_t(n), -1), first_grad(size_t(n), steps);
+  for (int c = 0; c < n; ++c)
+    if (computes(c))
+      for (int v : s.ops[size_t(c)].inputs)
+        if (v >= 0) {
+          last_read[size_t(v)] = std::max(last_read[size_t(v)], fwd[size_t(c)]);
+          if (bwd[size_t(c)] >= 0) first_grad[size_t(v)] = std::min(first_grad[size_t(v)], bwd[size_t(c)]);
+        }
+  std::vector<int64_t> diff(size_t(steps) + 1, 0);
+  auto live = [&](int from, int to, int64_t b) { diff[size_t(from)] += b, diff[size_t(to) + 1] -= b; };
+  auto copied = [&](int v) { return v < 0 || readers[size_t(v) + 1] > 1; };
+  for (int i = 0; i < n; ++i) {
+    if (!computes(i)) continue;
+    const SegOp& op = s.ops[size_t(i)];
+    const int f = fwd[size_t(i)], b = bwd[size_t(i)];
+    // Its value: read by its consumers' forwards (copied there when several read it), by its
+    // own backward, by its sole consumer's backward.
+    int last = std::max(f, last_read[size_t(i)]);
+    if (op.backward_reads_output && b >= 0) last = std::max(last, b);
+    const int c = sole[size_t(i) + 1];
+    if (!copied(i) && c >= 0 && s.ops[size_t(c)].backward_reads_input && bwd[size_t(c)] >= 0)
+      last = std::max(last, bwd[size_t(c)]);
+    live(f, last, bytes(i));
+    for (int v : op.inputs) // its windows of copied inputs
+      if (copied(v)) live(f, op.backward_reads_input && b >= 0 ? b : f, bytes(v));
+    if (b < 0) continue;
+    live(std::min(b, first_grad[size_t(i)]), b, bytes(i)); // its gradient
+    int64_t temp = 0;
+    for (int v : op.inputs)
+      if (v >= 0) temp = std::max(temp, bytes(v));
+    live(b, b, temp);
+  }
+  int64_t cur = 0, peak = 0;
+  for (int k = 0; k < steps; ++k) peak = std::max(peak, cur += diff[size_t(k)]);
+  return peak;
+}
+
+int64_t tile_figure(const Segment& s, const Values& vals, const TileBytes& b, bool train) {
+  return train ? tile_train_bytes(s, vals) : b.forward_peak;
+}
 
 // Visit order of one axis's tiles: an interior tile first (it carries halos on both sides, so
 // it is the likely peak and lets an over-budget grid stop early), then the rest.
@@ -219,7 +280,7 @@ int64_t grid_peak(const Segment& s, const AxisPlan& h, const AxisPlan& w, bool t
   for (size_t i : visit_order(h.bounds.size() - 1))
     for (size_t j : visit_order(w.bounds.size() - 1)) {
       fill_tile(s, h, w, i, j, vals);
-      const int64_t f = tile_figure(tile_bytes(s, vals, last), train);
+      const int64_t f = tile_figure(s, vals, tile_bytes(s, vals, last), train);
       if (f > abort_above) return f;
       peak = std::max(peak, f);
     }

@@ -60,6 +60,10 @@ struct SegOp {
   // Max pooling and the like: padding is ignored rather than zero. It changes no region;
   // carried for executors and callers.
   bool pool_max_like = false;
+  // What its backward reads besides its output's gradient (convolution: its input, for the
+  // weight gradient; relu: its output; max pooling: its input; add, average pooling:
+  // neither). The training working set keeps only values some backward reads.
+  bool backward_reads_input = true, backward_reads_output = true;
 };
 
 struct Segment {
@@ -155,13 +159,19 @@ struct TileCost {
 
 TileCost tile_cost(const Segment& s, const Tiling& t);
 
-// An upper bound on a tile's working set in a tiled training step (SFT: forward keeps only
-// the full segment input and the full segment output; backward recomputes each tile's
-// forward and backpropagates through it): max over tiles of 2 * (bytes of the tile's input
-// region + bytes of all its op regions) — every forward value of the tile kept for its
-// backward plus a gradient of each, the input region's gradient included (it is scattered
-// into the full input gradient afterwards). Excludes the full-size tensors (resident_bytes)
-// and weights, weight gradients and kernel workspaces.
+// A tile's working set in a tiled training step (SFT: the forward keeps only the full
+// segment input and output; the backward recomputes each tile's forward and backpropagates
+// through it), as kiln's tile emitter runs it, max over tiles. The tile's forward runs the
+// ops in order; an op reading the segment input, or a value several ops read, reads its own
+// window (a copy the size of the value's region). Then the backward runs the ops that get a
+// gradient in reverse order; op i adds the gradients of its inputs at their first
+// contribution and one temporary the size of its largest input (a contribution covering
+// part of that input's region). A value lives until its last reader: its consumers'
+// forwards, its own backward when that reads its output, its sole consumer's backward when
+// that reads its input; a window copy until its reader's forward or, when that op's backward
+// reads its input, its backward; a gradient until its op's backward. The segment input gets
+// no gradient. Excludes the full-size tensors (resident_bytes) and weights, weight gradients
+// and kernel workspaces.
 int64_t tile_train_peak(const Segment& s, const Tiling& t);
 
 // Full segment input bytes + full segment output bytes (the tensors resident while tiles run).

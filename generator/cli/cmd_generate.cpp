@@ -20,7 +20,7 @@ struct GenerateArgs {
   std::string layout = "auto";
   bool train = false;
   double lr = 0.01;
-  std::string schedule, budget;
+  std::string schedule, budget, tiles;
   int slots = 500;
 };
 
@@ -33,9 +33,10 @@ void generate_cmd(const GenerateArgs& a) {
   o.all_variants = a.variants == "all";
   o.schedule = a.schedule;
   o.budget = a.budget;
+  o.tiles = a.tiles;
   o.slots = a.slots;
-  if (!a.train && (!a.schedule.empty() || !a.budget.empty()))
-    throw Error("", "--schedule", "recompute schedules apply to training steps (--train)");
+  if (!a.train && a.schedule != "tiled" && (!a.schedule.empty() || !a.budget.empty()))
+    throw Error("", "--schedule", "recompute schedules apply to training steps (--train); only tiled also runs inference");
   if (a.layout != "auto") o.layout = a.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
   const Generated gen = generate(m, g, o);
   write_generated(gen, a.output);
@@ -71,9 +72,13 @@ void add_generate(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_flag("--train", a->train, "a training step (forward, loss, backward, SGD update)");
   cmd->add_option("--lr", a->lr, "learning rate of the update phase");
-  cmd->add_option("--schedule", a->schedule, "--train: recompute strategy (store-all, sqrt, rotor, dtr)")
-      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr"}));
-  cmd->add_option("--budget", a->budget, "--train: activation memory budget (bytes, 700MiB, 40%)");
+  cmd->add_option("--schedule", a->schedule,
+                  "--train: recompute strategy (store-all, sqrt, rotor, dtr); tiled (segmented fused "
+                  "tiling: the leading conv/pool layers tile by tile) for training or inference")
+      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "tiled"}));
+  cmd->add_option("--budget", a->budget,
+                  "activation memory budget (bytes, 700MiB, 40% of the untiled store-all peak)");
+  cmd->add_option("--tiles", a->tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
   cmd->add_option("--slots", a->slots, "rotor's memory discretisation");
   cmd->callback([a] { generate_cmd(*a); });
 }

@@ -15,6 +15,8 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
+#include "generator/schedule/tiled_strategy.hpp"
+#include "generator/emit/plan_builder.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
@@ -41,7 +43,7 @@ struct RunArgs {
   double lr = 0.01;
   bool update = false;
   std::string schedule = "store-all";
-  std::string budget;
+  std::string budget, tiles;
   std::string gpu = "h200";
   int slots = 500;
 };
@@ -49,7 +51,7 @@ struct RunArgs {
 // Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
 std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   const std::string key = cache_key({model_to_text(m), g.identity(), KILN_VERSION, templates_hash(),
-                                     o.train ? "train" : "infer", o.schedule, o.budget,
+                                     o.train ? "train" : "infer", o.schedule, o.budget, o.tiles,
                                      std::to_string(o.slots), fmt::format("{}", o.lr)});
   return KernelCache::default_dir() + "/runs/" + key;
 }
@@ -76,14 +78,31 @@ void run(const RunArgs& a) {
   LowerOptions lo;
   lo.train = a.train;
   lo.lr = a.lr;
-  if (!a.train && (a.schedule != "store-all" || !a.budget.empty()))
-    throw Error("", "--schedule", "recompute schedules apply to training steps (--train)");
+  const bool tiled = a.schedule == "tiled";
+  if (!a.tiles.empty() && !tiled) throw Error("", "--tiles", "forces the tiling of --schedule tiled");
+  if (!a.train && !tiled && (a.schedule != "store-all" || !a.budget.empty()))
+    throw Error("", "--schedule", "recompute schedules apply to training steps (--train); only tiled also runs inference");
   Plan plan;
   std::string schedule_note;
   std::unique_ptr<Backend> backend;
-  const bool scheduled = a.train && (a.schedule != "store-all" || !a.budget.empty());
+  const bool scheduled = tiled || (a.train && (a.schedule != "store-all" || !a.budget.empty()));
   if (a.device == "cpu") {
-    if (scheduled) {
+    if (tiled) {
+      ScheduleOptions so;
+      so.slots = a.slots;
+      so.lower = lo;
+      const GpuDesc g = load_gpu(a.gpu);
+      std::optional<int64_t> budget;
+      if (!a.budget.empty()) budget = parse_budget(a.budget, untiled_reference(m, g, so).peak_bytes);
+      std::optional<std::pair<int64_t, int64_t>> tiles;
+      if (!a.tiles.empty()) tiles = parse_tiles(a.tiles);
+      TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
+      schedule_note = fmt::format(", schedule tiled: {} tiles{}{} (plan peak {}, predicted time x{:.2f} of untiled)",
+                                  t.tiles(), budget ? " within " + human_bytes(*budget) : "",
+                                  a.train ? ", rest " + t.rest : "", human_bytes(t.peak_bytes),
+                                  t.time_us / t.untiled_time_us);
+      plan = finish_plan(std::move(t.steps));
+    } else if (scheduled) {
       ScheduleOptions so;
       so.slots = a.slots;
       so.lower = lo;
@@ -104,7 +123,7 @@ void run(const RunArgs& a) {
     GenerateOptions go;
     go.train = a.train;
     go.lr = a.lr;
-    if (scheduled) go.schedule = a.schedule, go.budget = a.budget, go.slots = a.slots;
+    if (scheduled) go.schedule = a.schedule, go.budget = a.budget, go.tiles = a.tiles, go.slots = a.slots;
     const std::string dir = run_directory(m, g, go);
     if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
     CompileOptions co;
@@ -121,7 +140,9 @@ void run(const RunArgs& a) {
       backend = std::move(cuda);
     }
     plan = load_plan(dir + "/plan.json");
-    if (scheduled) schedule_note = fmt::format(", schedule {}{}", a.schedule, a.budget.empty() ? "" : " within " + a.budget);
+    if (scheduled)
+      schedule_note = fmt::format(", schedule {}{}{}", a.schedule, a.tiles.empty() ? "" : " " + a.tiles + " tiles",
+                                  a.budget.empty() ? "" : " within " + a.budget);
   }
   Progress progress(plan);
   ExecutorOptions eo;
@@ -195,9 +216,12 @@ void add_run(CLI::App& app) {
   cmd->add_flag("--update", a->update, "also apply the SGD update (the gradients are unaffected)");
   cmd->add_option("--schedule", a->schedule,
                   "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients are "
-                  "bit-identical whatever the strategy")
-      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr"}));
-  cmd->add_option("--budget", a->budget, "training: memory budget for activations: bytes, 700MiB, 2GiB or 40% (of store-all)");
+                  "bit-identical whatever the strategy. tiled (training or inference): the leading "
+                  "conv/pool layers run tile by tile (segmented fused tiling), the fewest tiles that fit --budget")
+      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "tiled"}));
+  cmd->add_option("--budget", a->budget,
+                  "memory budget for live activations: bytes, 700MiB, 2GiB or 40% (of the untiled store-all peak)");
+  cmd->add_option("--tiles", a->tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
   cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
   cmd->add_option("--gpu", a->gpu, "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
   cmd->callback([a] { run(*a); });

@@ -5,7 +5,9 @@
 #include "generator/cli/svg_plot.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/chain_json.hpp"
+#include "generator/emit/plan_builder.hpp"
 #include "generator/schedule/strategy.hpp"
+#include "generator/schedule/tiled_strategy.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 #include "schedules/chain_strategies.hpp"
@@ -29,7 +31,8 @@ struct ScheduleArgs {
   std::string chain;
   std::string budget;
   std::string strategy = "rotor";
-  bool train = true;
+  std::string tiles;
+  bool train = false; // only the tiled strategy also plans inference
   bool json = false;
   int slots = 500;
   std::string profile;
@@ -42,6 +45,8 @@ struct Solved {
   int64_t budget = 0, peak = 0, arena = 0, measured = -1;
   double time = 0, store_all_time = 0, seconds = 0;
   nlohmann::ordered_json ops;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object(); // strategy-specific fields
+  std::string summary;                                                // their line of text
 };
 
 // Arena of a chain schedule: every tensor's residency as a lifetime, laid out by the planner.
@@ -136,6 +141,39 @@ Solved solve_model(const TrainingScheduler& ts, Strategy st, int64_t budget) {
   return s;
 }
 
+Solved solve_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& so, std::optional<int64_t> budget,
+                   const std::string& tiles) {
+  std::optional<std::pair<int64_t, int64_t>> forced;
+  if (!tiles.empty()) forced = parse_tiles(tiles);
+  const TiledSchedule t = schedule_tiled(m, g, so, budget, forced);
+  Solved s;
+  s.strategy = "tiled";
+  s.budget = t.budget_bytes;
+  s.peak = t.predicted_peak_bytes;
+  s.measured = t.peak_bytes;
+  s.time = t.time_us, s.store_all_time = t.untiled_time_us;
+  s.seconds = t.solve_seconds;
+  s.arena = finish_plan(t.steps).arena_bytes;
+  s.ops = t.ops.is_null() ? nlohmann::ordered_json::array() : t.ops;
+  const TiledSegment& seg = t.segment;
+  std::vector<std::string> layers;
+  for (int n : seg.nodes) layers.push_back(m.nodes[n].name);
+  s.extra["train"] = so.lower.train;
+  s.extra["tiles"] = t.tiles();
+  s.extra["tile_rows"] = seg.tiling.rows();
+  s.extra["tile_cols"] = seg.tiling.cols();
+  s.extra["segment"] = layers;
+  s.extra["recompute_factor"] = t.recompute_factor;
+  if (so.lower.train) s.extra["rest"] = t.rest;
+  s.extra["plans_tried"] = t.plans_tried;
+  const sched::SegOp& out = seg.problem.ops[size_t(seg.problem.output)];
+  s.summary = fmt::format("{}: {} tiles of the {}x{} output of {}..{} ({} layers), recompute factor {:.3f}{}",
+                          so.lower.train ? "training step" : "inference", t.tiles(), out.out_h, out.out_w,
+                          layers.front(), layers.back(), layers.size(), t.recompute_factor,
+                          so.lower.train ? "; the rest of the network under " + t.rest : "");
+  return s;
+}
+
 void print(const Solved& s, int64_t reference, bool json, int stages) {
   if (json) {
     nlohmann::ordered_json j;
@@ -150,17 +188,28 @@ void print(const Solved& s, int64_t reference, bool json, int stages) {
     if (s.measured >= 0) j["plan_peak_bytes"] = s.measured;
     j["stages"] = stages;
     j["solve_seconds"] = s.seconds;
+    for (const auto& [k, v] : s.extra.items()) j[k] = v;
     j["ops"] = s.ops;
     fmt::print("{}\n", j.dump(1));
     return;
   }
-  fmt::print("strategy {}: budget {} ({:.0f}% of the store-all peak {})\n", s.strategy, human_bytes(s.budget),
-             100.0 * double(s.budget) / double(reference), human_bytes(reference));
-  fmt::print("predicted peak {}, time {:.1f} us vs store-all {:.1f} us: recompute overhead {:+.1f}%\n", human_bytes(s.peak),
-             s.time, s.store_all_time, 100 * (s.time / s.store_all_time - 1));
-  fmt::print("arena {}{}; {} operations over {} stages\n", human_bytes(s.arena),
+  // What the tiled strategy is measured against: the untiled step (or forward, in inference).
+  const std::string base = s.strategy != "tiled"           ? "store-all"
+                           : s.extra.value("train", false) ? "untiled store-all"
+                                                           : "untiled forward";
+  if (s.budget >= 0)
+    fmt::print("strategy {}: budget {} ({:.0f}% of the {} peak {})\n", s.strategy, human_bytes(s.budget),
+               100.0 * double(s.budget) / double(reference), base, human_bytes(reference));
+  else
+    fmt::print("strategy {}: no budget (the {} peak is {})\n", s.strategy, base, human_bytes(reference));
+  if (!s.summary.empty()) fmt::print("{}\n", s.summary);
+  fmt::print("predicted peak {}, time {:.1f} us vs {} {:.1f} us: recompute overhead {:+.1f}%\n", human_bytes(s.peak),
+             s.time, base, s.store_all_time, 100 * (s.time / s.store_all_time - 1));
+  fmt::print("arena {}{}{}\n", human_bytes(s.arena),
              s.measured >= 0 ? fmt::format(", the plan's live activations peak at {}", human_bytes(s.measured)) : "",
-             s.ops.size(), stages);
+             s.ops.empty()  ? ""
+             : stages > 0 ? fmt::format("; {} operations over {} stages", s.ops.size(), stages)
+                          : fmt::format("; {} operations", s.ops.size()));
   std::string line;
   for (const auto& op : s.ops) {
     std::string t = op["op"].get<std::string>() + " " +
@@ -212,17 +261,33 @@ void schedule_cmd(const ScheduleArgs& a) {
     return;
   }
   if (a.model.model.empty()) throw Error("", "MODEL", "give a model (or --chain FILE)");
+  if (!a.tiles.empty() && a.strategy != "tiled") throw Error("", "--tiles", "forces the tiling of --strategy tiled");
   const Model m = a.model.load();
   Profile profile;
   ScheduleOptions so;
   so.slots = a.slots;
   if (!a.profile.empty()) profile = load_profile(a.profile), so.profile = &profile;
+  if (a.strategy == "tiled" && a.sweep.empty()) {
+    so.lower.train = a.train;
+    const GpuDesc g = load_gpu(a.gpu);
+    const UntiledReference ref = untiled_reference(m, g, so);
+    std::optional<int64_t> budget;
+    if (!a.budget.empty()) budget = parse_budget(a.budget, ref.peak_bytes);
+    print(solve_tiled(m, g, so, budget, a.tiles), ref.peak_bytes, a.json, 0);
+    return;
+  }
   so.lower.train = true;
-  const TrainingScheduler ts(m, load_gpu(a.gpu), so);
+  const GpuDesc g = load_gpu(a.gpu);
+  const TrainingScheduler ts(m, g, so);
   const int64_t reference = ts.store_all_peak();
   if (!a.sweep.empty()) {
-    sweep([&](const std::string& s, int64_t b) { return solve_model(ts, *parse_strategy(s), b); },
-          {"store-all", "sqrt", "rotor", "dtr"}, reference, a.sweep, m.name + " training step");
+    std::vector<std::string> strategies = {"store-all", "sqrt", "rotor", "dtr"};
+    if (find_tiled_segment(m, true)) strategies.push_back("tiled");
+    sweep(
+        [&](const std::string& s, int64_t b) {
+          return s == "tiled" ? solve_tiled(m, g, so, b, "") : solve_model(ts, *parse_strategy(s), b);
+        },
+        strategies, reference, a.sweep, m.name + " training step");
     return;
   }
   if (a.strategy == "exhaustive") throw Error("", "--strategy", "exhaustive takes a --chain of up to 8 stages");
@@ -244,9 +309,15 @@ void add_schedule(CLI::App& app) {
   cmd->add_option("--gpu", a->gpu, "descriptor whose roofline times the layers (default h200)");
   cmd->add_option("--chain", a->chain, "a kiln-chain/1 problem instead of a model");
   cmd->add_option("--budget", a->budget, "bytes, 700MiB, 12GiB, or a fraction of the store-all peak: 40%");
-  cmd->add_option("--strategy", a->strategy, "store-all, sqrt, rotor (default), dtr, exhaustive")
-      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "exhaustive"}));
-  cmd->add_flag("--train", a->train, "a training step (the default: schedules are for training)");
+  cmd->add_option("--strategy", a->strategy,
+                  "store-all, sqrt, rotor (default), dtr, exhaustive, or tiled (segmented fused tiling: the "
+                  "leading conv/pool layers tile by tile, the fewest tiles that fit; the rest under store-all "
+                  "or rotor)")
+      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "exhaustive", "tiled"}));
+  cmd->add_option("--tiles", a->tiles, "--strategy tiled: force RxC tiles (4x4, or 8 for 8x8); --budget then optional");
+  cmd->add_flag("--train", a->train,
+                "--strategy tiled: plan a training step rather than inference (the recompute strategies "
+                "always schedule training steps)");
   cmd->add_flag("--json", a->json, "machine-readable: strategy, budget_bytes, peak_bytes, time, store_all_time, arena_bytes, ops");
   cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
   cmd->add_option("--profile", a->profile, "measured layer times (kiln-profile/1) instead of the roofline");

@@ -8,6 +8,7 @@
 #include "generator/emit/plan_builder.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
+#include "generator/schedule/tiled_strategy.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
@@ -44,7 +45,24 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   lo.gpu = g.identity();
   Generated gen;
   Plan p;
-  if (o.train && (!o.schedule.empty() || !o.budget.empty())) {
+  ojson schedule; // how the plan fits its budget, for the manifest
+  if (o.schedule == "tiled") {
+    ScheduleOptions so;
+    so.slots = o.slots;
+    so.lower = lo;
+    std::optional<int64_t> budget;
+    if (!o.budget.empty()) budget = parse_budget(o.budget, untiled_reference(m, g, so).peak_bytes);
+    std::optional<std::pair<int64_t, int64_t>> tiles;
+    if (!o.tiles.empty()) tiles = parse_tiles(o.tiles);
+    TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
+    schedule = {{"strategy", "tiled"}, {"tiles", t.tiles()}, {"peak_bytes", t.peak_bytes},
+                {"recompute_factor", t.recompute_factor}};
+    if (budget) schedule["budget_bytes"] = *budget;
+    if (o.train) schedule["rest"] = t.rest;
+    p = std::move(t.steps);
+  } else if (!o.tiles.empty()) {
+    throw Error("", "--tiles", "forces the tiling of --schedule tiled");
+  } else if (o.train && (!o.schedule.empty() || !o.budget.empty())) {
     const auto strategy = parse_strategy(o.schedule.empty() ? "store-all" : o.schedule);
     if (!strategy) throw Error("", "--schedule", cat("unknown strategy \"", o.schedule, "\""));
     ScheduleOptions so;
@@ -53,6 +71,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     const TrainingScheduler ts(m, g, so);
     const int64_t budget = o.budget.empty() ? ts.store_all_peak() : parse_budget(o.budget, ts.store_all_peak());
     p = ts.graph().lower(ts.solve(*strategy, budget).order);
+    schedule = {{"strategy", strategy_name(*strategy)}, {"budget_bytes", budget}};
   } else {
     p = lower_model_steps(m, lo);
   }
@@ -106,6 +125,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   man["dtype"] = dtype_name(m.dtype);
   man["input_shape"] = m.input_shape;
   man["train"] = o.train;
+  if (!schedule.is_null()) man["schedule"] = schedule;
   man["layout"] = layout_name(gen.layout);
   man["kernels"] = kernels;
   man["library_steps"] = lib;

@@ -21,8 +21,9 @@ struct GenerateOptions {
   double lr = 0.01;
   std::optional<Layout> layout; // default: choose_layout
   // Training under a recompute schedule (strategy name and budget as `kiln schedule` takes
-  // them); empty: store-all.
-  std::string schedule, budget;
+  // them); empty: store-all. "tiled" (segmented fused tiling) also applies to inference;
+  // `tiles` ("4x4") forces its tiling.
+  std::string schedule, budget, tiles;
   int slots = 500;
 };
 

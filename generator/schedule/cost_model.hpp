@@ -7,6 +7,7 @@
 
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model.hpp"
+#include "generator/schedule/tiled_segment.hpp"
 #include "generator/schedule/training_graph.hpp"
 
 #include <map>
@@ -25,6 +26,13 @@ struct Profile {
 Profile load_profile(const std::string& path);
 
 std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Profile* profile = nullptr);
+
+// A tiled segment's forward (every tile once) and backward (every tile recomputed, then
+// backpropagated), from the planner's per-layer recompute factors.
+struct SegmentTimes {
+  double forward_us = 0, backward_us = 0, recompute_factor = 1;
+};
+SegmentTimes tiled_segment_times(const TiledSegment& s, const std::vector<LayerTimes>& layers);
 
 // Time of each op of a training graph (microseconds).
 std::vector<double> op_times(const TrainingGraph& g, const std::vector<LayerTimes>& layers);

@@ -138,6 +138,13 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
     mc.forward_ops.push_back(f);
     mc.backward_ops.push_back(b);
   }
+  // A tiled segment's backward runs right after the gradient of the segment's output.
+  for (size_t j = 0; j < g.ops().size(); ++j) {
+    if (g.ops()[j].kind != TrainOp::tiled_backward) continue;
+    const int after = g.gradient_op(g.ops()[j].node);
+    for (auto& b : mc.backward_ops)
+      if (auto it = std::find(b.begin(), b.end(), after); it != b.end()) b.insert(it + 1, int(j));
+  }
 
   // Sizes by simulation of each stage in each mode.
   const auto& ops = g.ops();

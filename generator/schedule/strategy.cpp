@@ -41,7 +41,7 @@ sched::Dag training_dag(const TrainingGraph& g, const std::vector<double>& times
     o.temp_bytes = op.temp_bytes;
     o.evictable = op.kind == TrainOp::forward || op.kind == TrainOp::loss;
     d.ops.push_back(o);
-    if (op.kind == TrainOp::param_grad) d.outputs.push_back(int(j));
+    if (op.kind == TrainOp::param_grad || op.kind == TrainOp::tiled_backward) d.outputs.push_back(int(j));
   }
   d.validate();
   return d;
@@ -64,10 +64,11 @@ nlohmann::ordered_json chain_ops_json(const std::vector<sched::ChainOp>& ops) {
 }
 
 [[noreturn]] void infeasible(Strategy s, int64_t budget, int64_t min_bytes) {
-  throw Error("", "--budget",
-              fmt::format("no {} schedule fits in {} bytes ({:.1f} MiB); the smallest feasible budget is "
-                          "{} bytes ({:.1f} MiB)",
-                          strategy_name(s), budget, budget / 1048576.0, min_bytes, min_bytes / 1048576.0));
+  throw Error(
+      "", "--budget",
+      fmt::format("no {} schedule fits in {} bytes ({:.1f} MiB); the smallest feasible budget is "
+                  "{} bytes ({:.1f} MiB)",
+                  strategy_name(s), budget, budget / 1048576.0, min_bytes, min_bytes / 1048576.0));
 }
 
 } // namespace
@@ -77,49 +78,57 @@ TrainingScheduler::TrainingScheduler(const Model& m, const GpuDesc& g, const Sch
   times_ = op_times(graph_, layer_times(m, g, o.profile));
   chain_ = model_chain(graph_, times_, o.max_stages);
   dag_ = training_dag(graph_, times_);
-  store_all_peak_ = std::max(sched::store_all(chain_.chain).peak_bytes, sched::dag_store_all(dag_).peak_bytes);
+  store_all_peak_ =
+      std::max(sched::store_all(chain_.chain).peak_bytes, sched::dag_store_all(dag_).peak_bytes);
 }
 
 TrainingSchedule TrainingScheduler::solve(Strategy s, int64_t budget) const {
+  try {
+    return try_solve(s, budget);
+  } catch (const sched::Infeasible& e) {
+    infeasible(s, budget, e.min_feasible_bytes);
+  }
+}
+
+TrainingSchedule TrainingScheduler::try_solve(Strategy s, int64_t budget) const {
   const auto t0 = std::chrono::steady_clock::now();
   TrainingSchedule r;
   r.strategy = s;
   r.budget_bytes = budget;
-  try {
-    if (s == Strategy::dtr) {
-      const sched::DagResult d = sched::dtr(dag_, budget);
-      r.peak_bytes = d.peak_bytes;
-      r.time_us = d.time;
-      r.store_all_time_us = sched::dag_store_all(dag_).time;
-      r.ops = nlohmann::ordered_json::array();
-      for (const sched::DagStep& st : d.steps) {
-        r.ops.push_back({{"op", st.kind == sched::DagStep::compute ? "compute" : "free"}, {"tensor", dag_.ops[st.op].name}});
-        if (st.kind == sched::DagStep::compute) r.order.push_back(st.op);
-      }
-    } else {
-      sched::ChainResult c;
-      if (s == Strategy::store_all) {
-        c = sched::store_all(chain_.chain);
-        if (c.peak_bytes > budget) infeasible(s, budget, c.peak_bytes);
-      } else if (s == Strategy::sqrt) {
-        c = sched::sqrt_segments(chain_.chain, budget);
-      } else {
-        c = sched::rotor(chain_.chain, budget, slots_);
-      }
-      r.peak_bytes = c.peak_bytes;
-      r.time_us = c.time;
-      r.store_all_time_us = sched::store_all(chain_.chain).time;
-      r.ops = chain_ops_json(c.ops);
-      r.order = s == Strategy::store_all ? graph_.store_all_order() : chain_ops_order(chain_, c.ops);
+  if (s == Strategy::dtr) {
+    const sched::DagResult d = sched::dtr(dag_, budget);
+    r.peak_bytes = d.peak_bytes;
+    r.time_us = d.time;
+    r.store_all_time_us = sched::dag_store_all(dag_).time;
+    r.ops = nlohmann::ordered_json::array();
+    for (const sched::DagStep& st : d.steps) {
+      r.ops.push_back({{"op", st.kind == sched::DagStep::compute ? "compute" : "free"},
+                       {"tensor", dag_.ops[st.op].name}});
+      if (st.kind == sched::DagStep::compute) r.order.push_back(st.op);
     }
-  } catch (const sched::Infeasible& e) {
-    infeasible(s, budget, e.min_feasible_bytes);
+  } else {
+    sched::ChainResult c;
+    if (s == Strategy::store_all) {
+      c = sched::store_all(chain_.chain);
+      if (c.peak_bytes > budget) throw sched::Infeasible("store-all", c.peak_bytes);
+    } else if (s == Strategy::sqrt) {
+      c = sched::sqrt_segments(chain_.chain, budget);
+    } else {
+      c = sched::rotor(chain_.chain, budget, slots_);
+    }
+    r.peak_bytes = c.peak_bytes;
+    r.time_us = c.time;
+    r.store_all_time_us = sched::store_all(chain_.chain).time;
+    r.ops = chain_ops_json(c.ops);
+    r.order = s == Strategy::store_all ? graph_.store_all_order() : chain_ops_order(chain_, c.ops);
   }
   r.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
-Plan TrainingScheduler::plan(const TrainingSchedule& s) const { return finish_plan(graph_.lower(s.order)); }
+Plan TrainingScheduler::plan(const TrainingSchedule& s) const {
+  return finish_plan(graph_.lower(s.order));
+}
 
 int64_t plan_transient_peak(const Plan& p) {
   std::vector<char> live(p.buffers.size(), 0);

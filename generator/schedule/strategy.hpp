@@ -51,6 +51,8 @@ public:
 
   // Throws kiln::Error naming the smallest feasible budget when none is met.
   TrainingSchedule solve(Strategy s, int64_t budget) const;
+  // The same, throwing sched::Infeasible (with the smallest feasible budget) instead.
+  TrainingSchedule try_solve(Strategy s, int64_t budget) const;
   // The finished plan of a schedule (reference steps).
   Plan plan(const TrainingSchedule& s) const;
 

@@ -62,6 +62,9 @@ std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
     op.channels = nd.shape[1], op.element_bytes = p.element_bytes;
     op.out_h = nd.shape[2], op.out_w = nd.shape[3];
     op.pool_max_like = nd.op == OpKind::maxpool2d;
+    // What each tiled backward step reads decides how long forward values stay live.
+    op.backward_reads_input = nd.op == OpKind::conv2d || nd.op == OpKind::maxpool2d || nd.op == OpKind::batchnorm;
+    op.backward_reads_output = nd.op == OpKind::relu || nd.op == OpKind::batchnorm;
     p.ops.push_back(op);
     s.nodes.push_back(i);
   }

@@ -109,7 +109,9 @@ void TrainingGraph::build() {
     if (seg && seg->contains(i)) {
       if (i != seg->output_node()) continue;
       // The whole segment, tile by tile; only its (full) output stays.
-      TrainOp op{TrainOp::tiled_forward, i, {}, is_output[i] ? 0 : value_bytes(m, i), 0, "TF " + nd.name};
+      // Its temporary bytes: one tile's working set (the planner's bound).
+      TrainOp op{TrainOp::tiled_forward, i, {}, is_output[i] ? 0 : value_bytes(m, i),
+                 sched::tile_cost(seg->problem, seg->tiling).peak_bytes, "TF " + nd.name};
       f_op_[i] = int(ops_.size());
       ops_.push_back(op);
       continue;
@@ -175,7 +177,8 @@ void TrainingGraph::build() {
   }
   if (seg && g_op_[seg->output_node()] >= 0) {
     const int out = seg->output_node();
-    TrainOp op{TrainOp::tiled_backward, out, {grad_buffer_op[out]}, 0, 0, "TB " + m.nodes[out].name};
+    TrainOp op{TrainOp::tiled_backward, out, {grad_buffer_op[out]}, 0, sched::tile_train_peak(seg->problem, seg->tiling),
+               "TB " + m.nodes[out].name};
     ops_.push_back(op);
   }
   if (seg) // the tiles need no gradient of their own values outside the segment's ops

@@ -37,6 +37,7 @@ public:
   TrainingGraph(const Model& m, const LowerOptions& o);
 
   const Model& model() const { return m_; }
+  const TiledSegment* tiled() const { return o_.tiled; }
   const std::vector<TrainOp>& ops() const { return ops_; }
   int forward_op(int node) const { return f_op_[node]; }   // -1 for views
   int gradient_op(int node) const { return g_op_[node]; }  // -1 when not needed

@@ -3,43 +3,14 @@
 // residual segment, with image sizes no multiple of the tile counts, over 1x1 to 8x8 tiles;
 // f32 within its tolerance; runs bit-identical run to run.
 #include "generator/emit/lower.hpp"
-#include "generator/model/model_json.hpp"
-#include "generator/model/overrides.hpp"
 #include "generator/schedule/tiled_segment.hpp"
-#include "runtime/cpu/backend.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/param_init.hpp"
-#include "runtime/weights.hpp"
+#include "tests/unit/schedule/tiled_run.hpp"
 
-#include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
 
 using namespace kiln;
 
 namespace {
-
-// VGG16's feature extractor with narrow channels (the structure is what tiling sees), then
-// a small classifier after an adaptive pool.
-std::string vgg_like() {
-  std::string layers;
-  int idx = 0;
-  auto add = [&](const std::string& l) { layers += (layers.empty() ? "" : ",\n") + l; };
-  const int widths[] = {4, 4, -1, 6, 6, -1, 8, 8, 8, -1, 8, 8, 8, -1, 8, 8, 8, -1};
-  for (int w : widths) {
-    if (w < 0) {
-      add(R"({"name": "features.)" + std::to_string(idx++) + R"(", "op": "maxpool2d", "kernel": 2})");
-    } else {
-      add(R"({"name": "features.)" + std::to_string(idx++) + R"(", "op": "conv2d", "out_channels": )" +
-          std::to_string(w) + R"(, "kernel": 3, "padding": 1})");
-      add(R"({"name": "features.)" + std::to_string(idx++) + R"(", "op": "relu"})");
-    }
-  }
-  add(R"({"name": "avgpool", "op": "adaptive_avgpool2d", "output_size": 2})");
-  add(R"({"name": "flatten", "op": "flatten"})");
-  add(R"({"name": "fc", "op": "linear", "out_features": 5})");
-  return R"({"format": "kiln-model/1", "name": "vgg_like", "input": {"shape": [2, 3, 64, 64]}, "layers": [)" + layers + "]}";
-}
 
 // A residual segment: strided stem, a block with a 1x1 projection, average pooling.
 const char* residual = R"({"format": "kiln-model/1", "name": "residual", "input": {"shape": [1, 3, 37, 41]},
@@ -58,20 +29,11 @@ const char* residual = R"({"format": "kiln-model/1", "name": "residual", "input"
     {"name": "flatten", "op": "flatten"},
     {"name": "fc", "op": "linear", "out_features": 4}]})";
 
-Model load(const std::string& text, int64_t image, DType dtype) {
-  Model m = parse_model(text, "test.json");
-  ModelOverrides o;
-  o.image = Int2{image, image + 3};
-  o.dtype = dtype;
-  apply_overrides(m, o);
-  return m;
-}
-
-struct Result {
-  Tensor out;
-  std::map<std::string, Tensor> grads;
-  double loss = 0;
-};
+using Result = test::TiledResult;
+using test::compare;
+using test::execute;
+using test::load;
+using test::vgg_like;
 
 Result run(const Model& m, bool train, int64_t rows, int64_t cols) {
   std::optional<TiledSegment> seg;
@@ -90,47 +52,7 @@ Result run(const Model& m, bool train, int64_t rows, int64_t cols) {
       copies_out += s.fn == Fn::region_copy && s.node == m.nodes[o.tiled->output_node()].name;
     CHECK(copies_out == rows * cols);
   }
-  cpu::CpuBackend be;
-  Executor ex(p, be);
-  bind_seeded_weights(ex, p, 11);
-  Tensor x(DType::f64, p.buffers[p.inputs[0]].shape);
-  uint64_t st = 3;
-  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, double(splitmix64(st) >> 11) * 0x1.0p-52 - 1);
-  ex.write(p.inputs[0], x);
-  Result r;
-  if (train) {
-    Tensor t(DType::i64, p.buffers[p.target].shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, double(i % 2));
-    ex.write(p.target, t);
-  }
-  ex.run("forward");
-  r.out = ex.read(p.outputs[0]).to(DType::f64);
-  if (train) {
-    ex.run("backward");
-    r.grads = collect_grads(ex, p);
-    r.loss = ex.read(p.loss).get(0);
-  }
-  return r;
-}
-
-double rel(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    num += (a.get(i) - b.get(i)) * (a.get(i) - b.get(i));
-    den += b.get(i) * b.get(i);
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-void compare(const Result& tiled, const Result& ref, double tol, const std::string& what) {
-  INFO(what);
-  CHECK(rel(tiled.out, ref.out) <= tol);
-  CHECK(std::abs(tiled.loss - ref.loss) <= tol * std::abs(ref.loss));
-  REQUIRE(tiled.grads.size() == ref.grads.size());
-  for (const auto& [name, g] : ref.grads) {
-    INFO(name);
-    CHECK(rel(tiled.grads.at(name), g) <= tol);
-  }
+  return execute(p, train);
 }
 
 } // namespace

@@ -51,6 +51,8 @@ struct TestSeg {
     op.out_h = window_out(h, side(op.inputs[0], 0), ceil_mode);
     op.out_w = window_out(w, side(op.inputs[0], 1), ceil_mode);
     op.pool_max_like = kind == Kind::max_pool;
+    op.backward_reads_input = kind == Kind::conv || kind == Kind::max_pool || kind == Kind::scale;
+    op.backward_reads_output = kind == Kind::relu;
     seg.ops.push_back(op);
     kinds.push_back(kind);
     weights.push_back(std::move(wgt));

@@ -1,0 +1,197 @@
+#include "generator/schedule/tiled_strategy.hpp"
+
+#include "generator/emit/lower.hpp"
+#include "generator/emit/plan_builder.hpp"
+#include "runtime/error.hpp"
+#include "schedules/infeasible.hpp"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <limits>
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+constexpr int kMaxPlans = 64; // whole-model plans tried before giving up
+
+std::string mib(int64_t b) { return fmt::format("{} bytes ({:.1f} MiB)", b, double(b) / 1048576.0); }
+
+double forward_time(const Model& m, const std::vector<LayerTimes>& t, const TiledSegment* seg) {
+  double us = 0;
+  for (size_t i = 0; i < m.nodes.size(); ++i)
+    if (!(seg && seg->contains(int(i)))) us += t[i].forward_us;
+  if (seg) us += tiled_segment_times(*seg, t).forward_us;
+  return us;
+}
+
+// One tiling planned into a whole plan and measured.
+struct Attempt {
+  bool feasible = true;   // the rest of the network found a schedule
+  int64_t need_bytes = 0; // the plan's peak, or the rest's smallest feasible budget
+  TiledSchedule result;
+};
+
+Attempt attempt(const Model& m, const GpuDesc& g, const ScheduleOptions& o, const TiledSegment& seg,
+                int64_t budget) {
+  Attempt a;
+  TiledSchedule& r = a.result;
+  r.segment = seg;
+  r.train = o.lower.train;
+  LowerOptions lo = o.lower;
+  lo.tiled = &r.segment;
+  const std::vector<LayerTimes> layers = layer_times(m, g, o.profile);
+  r.recompute_factor = tiled_segment_times(seg, layers).recompute_factor;
+  if (!lo.train) {
+    r.steps = lower_model_steps(m, lo);
+    r.time_us = forward_time(m, layers, &r.segment);
+  } else {
+    ScheduleOptions so = o;
+    so.lower = lo;
+    const TrainingScheduler ts(m, g, so);
+    TrainingSchedule s;
+    try {
+      s = ts.try_solve(Strategy::store_all, budget);
+    } catch (const sched::Infeasible&) {
+      try {
+        s = ts.try_solve(Strategy::rotor, budget);
+      } catch (const sched::Infeasible& e) {
+        a.feasible = false;
+        a.need_bytes = e.min_feasible_bytes;
+        return a;
+      }
+    }
+    r.rest = std::string(strategy_name(s.strategy));
+    r.ops = s.ops;
+    r.predicted_peak_bytes = s.peak_bytes;
+    r.time_us = s.time_us;
+    r.steps = ts.graph().lower(s.order);
+  }
+  r.peak_bytes = plan_transient_peak(finish_plan(r.steps));
+  if (!lo.train) r.predicted_peak_bytes = r.peak_bytes;
+  a.need_bytes = r.peak_bytes;
+  return a;
+}
+
+std::string grid(const sched::Tiling& t) { return fmt::format("{}x{}", t.rows(), t.cols()); }
+
+} // namespace
+
+std::string TiledSchedule::tiles() const { return grid(segment.tiling); }
+
+UntiledReference untiled_reference(const Model& m, const GpuDesc& g, const ScheduleOptions& o) {
+  UntiledReference r;
+  if (o.lower.train) {
+    ScheduleOptions so = o;
+    so.lower.tiled = nullptr;
+    const TrainingScheduler ts(m, g, so);
+    r.peak_bytes = ts.store_all_peak();
+    r.time_us = ts.solve(Strategy::store_all, kUnlimited).time_us;
+  } else {
+    LowerOptions lo = o.lower;
+    lo.tiled = nullptr;
+    r.peak_bytes = plan_transient_peak(lower_model(m, lo));
+    r.time_us = forward_time(m, layer_times(m, g, o.profile), nullptr);
+  }
+  return r;
+}
+
+TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
+                             std::optional<int64_t> budget,
+                             std::optional<std::pair<int64_t, int64_t>> tiles) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool train = o.lower.train;
+  std::optional<TiledSegment> found = find_tiled_segment(m, train);
+  if (!found)
+    throw Error(m.file, "--schedule tiled",
+                cat("\"", m.name, "\" starts with no layer that can run tile by tile (conv2d, relu, max or average pooling, add",
+                    train ? "" : ", batchnorm", ")"));
+  TiledSegment seg = std::move(*found);
+  const int64_t limit = budget ? *budget : kUnlimited;
+  auto finish = [&](Attempt a, int tried) {
+    a.result.budget_bytes = budget ? *budget : -1;
+    a.result.plans_tried = tried;
+    a.result.untiled_time_us = untiled_reference(m, g, o).time_us;
+    a.result.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::move(a.result);
+  };
+
+  if (tiles) {
+    tile_evenly(seg, tiles->first, tiles->second);
+    Attempt a = attempt(m, g, o, seg, limit);
+    if (!a.feasible || a.need_bytes > limit)
+      throw Error("", "--tiles",
+                  cat(grid(seg.tiling), " tiles need ", mib(a.need_bytes), " of live activations; the budget is ",
+                      mib(limit), " (give more tiles, a larger --budget, or leave --tiles out to choose)"));
+    return finish(std::move(a), 1);
+  }
+  if (!budget) throw Error("", "--budget", "the tiled strategy needs a --budget (or a forced --tiles RxC)");
+
+  // The planner counts the segment input as resident; in a plan the model input is a
+  // persistent buffer, not an activation.
+  const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
+  int64_t target = *budget + input_bytes;
+  int tried = 0;
+  auto fits = [&](const Attempt& a) { return a.feasible && a.need_bytes <= *budget; };
+  auto try_tiling = [&](const sched::Tiling& t) {
+    seg.tiling = t;
+    seg.tiles = sched::plan_tiles(seg.problem, seg.tiling);
+    ++tried;
+    return attempt(m, g, o, seg, *budget);
+  };
+  // Down: tighten the planner's target until the measured plan fits.
+  std::optional<Attempt> fit;
+  Attempt last;
+  while (tried < kMaxPlans) {
+    sched::Tiling t;
+    try {
+      t = sched::choose_tiling(seg.problem, target, train);
+    } catch (const sched::Infeasible&) {
+      break;
+    }
+    last = try_tiling(t);
+    if (fits(last)) {
+      fit = std::move(last);
+      break;
+    }
+    // Ask the planner for a tiling needing at least the overshoot less, and never this one again.
+    const int64_t over = last.need_bytes - *budget;
+    target = std::min(target - over, sched::tiled_peak(seg.problem, seg.tiling, train) - 1);
+  }
+  if (!fit) {
+    // The tiling with the planner's smallest peak is the last one to try.
+    sched::Tiling t;
+    try {
+      t = sched::choose_tiling(seg.problem, 0, train);
+    } catch (const sched::Infeasible& e) {
+      t = sched::choose_tiling(seg.problem, e.min_feasible_bytes, train);
+    }
+    last = try_tiling(t);
+    if (!fits(last))
+      throw Error("", "--budget",
+                  cat("no tiling fits ", mib(*budget), " of live activations; the smallest feasible budget is about ",
+                      mib(last.need_bytes), " (", grid(seg.tiling), " tiles)"));
+    return finish(std::move(last), tried);
+  }
+  // Up: the planner over-estimates what a plan keeps live (the executor frees values the
+  // planner holds to the tile's end, and the rest of the network may be far below the
+  // budget), so bisect its target toward fewer tiles, keeping only measured fits.
+  int64_t lo = target, hi = sched::untiled_peak(seg.problem, train);
+  while (tried < kMaxPlans && fit->result.segment.tiling.count() > 1 && hi - lo > *budget / 64) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const sched::Tiling t = sched::choose_tiling(seg.problem, mid, train);
+    if (t.count() >= fit->result.segment.tiling.count()) {
+      lo = mid;
+      continue;
+    }
+    Attempt up = try_tiling(t);
+    if (fits(up))
+      fit = std::move(up), lo = mid;
+    else
+      hi = mid;
+  }
+  return finish(std::move(*fit), tried);
+}
+
+} // namespace kiln
