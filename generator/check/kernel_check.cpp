@@ -185,6 +185,12 @@ std::vector<KernelCheck> check_kernels(const std::string& dir, const BackendFact
       k.args = ks[i]["args"].get<std::vector<std::string>>();
     }
     const std::string node = ks[i]["nodes"].size() ? ks[i]["nodes"][0].get<std::string>() : "";
+    // The step that launches it; an alternative, by its node (a tiled node has one step per
+    // tile, each with its own kernel, so the node alone would name the wrong tile's step).
+    for (const Phase& ph : plan.phases)
+      for (const Step& s : ph.steps)
+        if (!step && s.kind == StepKind::launch && s.kernel >= 0 && plan.kernels[size_t(s.kernel)].name == name)
+          step = &s;
     for (const Phase& ph : plan.phases)
       for (const Step& s : ph.steps)
         if (!step && s.kind != StepKind::free && (s.node + " (" + std::string(fn_name(s.fn)) + ")") == node)

@@ -71,6 +71,27 @@ def read_safetensors(path):
     return out
 
 
+def two_blocks(path, batch=2, image=96):
+    """Writes a small VGG-like model (two conv blocks, then a classifier) whose leading
+    segment tiles well: its receptive field is small against the image."""
+    layers = []
+    for block, width in ((0, 4), (1, 8)):
+        for k in range(2):
+            layers += [{"name": f"c{block}{k}", "op": "conv2d", "out_channels": width, "kernel": 3, "padding": 1},
+                       {"name": f"r{block}{k}", "op": "relu"}]
+        layers.append({"name": f"p{block}", "op": "maxpool2d", "kernel": 2})
+    layers += [{"name": "ap", "op": "adaptive_avgpool2d", "output_size": 2}, {"name": "flatten", "op": "flatten"},
+               {"name": "fc", "op": "linear", "out_features": 5}]
+    with open(path, "w") as f:
+        json.dump({"format": "kiln-model/1", "name": "two_blocks", "input": {"shape": [batch, 3, image, image]},
+                   "layers": layers}, f)
+    return path
+
+
+def rel(a, b):
+    return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), 1e-30))
+
+
 def tmpdir():
     d = tempfile.mkdtemp(prefix="kiln-test-")
     atexit.register(shutil.rmtree, d, True)
