@@ -5,6 +5,8 @@
 #include "runtime/plan.hpp"
 #include "runtime/tensor.hpp"
 
+#include <chrono>
+#include <functional>
 #include <string_view>
 
 namespace kiln {
@@ -27,6 +29,15 @@ public:
   virtual void begin_phase(const Phase&) {}
   virtual void end_phase(const Phase&) {}
   virtual void synchronize() {}
+  // Milliseconds `body` (some steps) takes on the device. By default the host's clock
+  // between synchronizations; the cuda backend records events on its stream.
+  virtual double time_ms(const std::function<void()>& body) {
+    synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
 };
 
 } // namespace kiln

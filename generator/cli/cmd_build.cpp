@@ -4,6 +4,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
+#include "generator/cli/plan_schedule_args.hpp"
 #include "generator/compile/compile_dir.hpp"
 #include "generator/compile/process.hpp"
 #include "generator/emit/generate.hpp"
@@ -25,7 +26,7 @@ struct BuildArgs {
   std::string gpu;
   std::string output;
   bool train = false;
-  std::string schedule, budget;
+  PlanScheduleArgs schedule;
 };
 
 // Where the runtime libraries are: the build tree (kiln in build/generator) or a bundle
@@ -74,12 +75,7 @@ void build(const BuildArgs& a) {
   const GpuDesc g = load_gpu(a.gpu);
   GenerateOptions go;
   go.train = a.train;
-  go.schedule = a.schedule;
-  go.budget = a.budget;
-  if (!a.train && (!a.schedule.empty() || !a.budget.empty())) {
-    // An inference plan's memory is already minimal: each activation is freed after its last use.
-    throw Error("", "--budget", "inference plans free every activation after its last use; budgets apply to --train");
-  }
+  a.schedule.apply(go);
   char tmpl[] = "/tmp/kiln-build-XXXXXX";
   if (!mkdtemp(tmpl)) throw Error("", "kiln build", "cannot create a temporary directory");
   const std::string work = tmpl;
@@ -133,9 +129,7 @@ void add_build(CLI::App& app) {
   cmd->add_option("--gpu", a->gpu, "GPU descriptor (a file or a shipped name; `kiln gpu detect -o` for this one)")->required();
   cmd->add_option("-o,--output", a->output, "the executable to write")->required();
   cmd->add_flag("--train", a->train, "a training step (with --target/--grads at run time)");
-  cmd->add_option("--schedule", a->schedule, "--train: recompute strategy (store-all, sqrt, rotor, dtr)")
-      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr"}));
-  cmd->add_option("--budget", a->budget, "--train: activation memory budget (bytes, 700MiB, 40%)");
+  a->schedule.add_to(cmd);
   cmd->callback([a] { build(*a); });
 }
 

@@ -2,6 +2,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
+#include "generator/cli/plan_schedule_args.hpp"
 #include "generator/emit/generate.hpp"
 #include "runtime/error.hpp"
 
@@ -20,8 +21,7 @@ struct GenerateArgs {
   std::string layout = "auto";
   bool train = false;
   double lr = 0.01;
-  std::string schedule, budget, tiles;
-  int slots = 500;
+  PlanScheduleArgs schedule;
 };
 
 void generate_cmd(const GenerateArgs& a) {
@@ -31,12 +31,7 @@ void generate_cmd(const GenerateArgs& a) {
   o.train = a.train;
   o.lr = a.lr;
   o.all_variants = a.variants == "all";
-  o.schedule = a.schedule;
-  o.budget = a.budget;
-  o.tiles = a.tiles;
-  o.slots = a.slots;
-  if (!a.train && a.schedule != "tiled" && (!a.schedule.empty() || !a.budget.empty()))
-    throw Error("", "--schedule", "recompute schedules apply to training steps (--train); only tiled also runs inference");
+  a.schedule.apply(o);
   if (a.layout != "auto") o.layout = a.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
   const Generated gen = generate(m, g, o);
   write_generated(gen, a.output);
@@ -72,14 +67,7 @@ void add_generate(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_flag("--train", a->train, "a training step (forward, loss, backward, SGD update)");
   cmd->add_option("--lr", a->lr, "learning rate of the update phase");
-  cmd->add_option("--schedule", a->schedule,
-                  "--train: recompute strategy (store-all, sqrt, rotor, dtr); tiled (segmented fused "
-                  "tiling: the leading conv/pool layers tile by tile) for training or inference")
-      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "tiled"}));
-  cmd->add_option("--budget", a->budget,
-                  "activation memory budget (bytes, 700MiB, 40% of the untiled store-all peak)");
-  cmd->add_option("--tiles", a->tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
-  cmd->add_option("--slots", a->slots, "rotor's memory discretisation");
+  a->schedule.add_to(cmd);
   cmd->callback([a] { generate_cmd(*a); });
 }
 

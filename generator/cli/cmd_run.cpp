@@ -16,6 +16,7 @@
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "generator/schedule/tiled_strategy.hpp"
+#include "runtime/step_timer.hpp"
 #include "generator/emit/plan_builder.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
@@ -46,6 +47,7 @@ struct RunArgs {
   std::string budget, tiles;
   std::string gpu = "h200";
   int slots = 500;
+  int bench = 0;
 };
 
 // Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
@@ -189,7 +191,20 @@ void run(const RunArgs& a) {
              a.train ? "training step" : "forward", a.device, shape_str(m.input_shape), secs,
              human_bytes(ex.peak_transient_bytes()));
   if (a.train) fmt::print(", loss {:.6g}", ex.read(plan.loss).get(0));
+  // On the device, what it holds: parameters, gradients, activations and workspaces.
+  if (const auto* cuda = dynamic_cast<const CudaBackend*>(backend.get()))
+    fmt::print(", device arena {}", human_bytes(cuda->arena_bytes()));
   fmt::print("{}\n", schedule_note);
+  if (a.bench > 0) {
+    // The step above warmed up (kernels loaded, graphs captured); the device warms up more.
+    const StepTimes t = time_steps(*backend, a.device == "gpu" ? 3 : 0, a.bench, [&] {
+      ex.run("forward");
+      if (a.train) ex.run("backward");
+    });
+    fmt::print("bench: median {:.3f} ms over {} runs (min {:.3f}, max {:.3f}), {:.1f} images/s{}\n", t.median(), a.bench,
+               t.min(), t.max(), double(input.shape()[0]) * 1000.0 / t.median(),
+               a.device == "gpu" ? " (CUDA events)" : " (host clock)");
+  }
 }
 
 } // namespace
@@ -223,6 +238,10 @@ void add_run(CLI::App& app) {
                   "memory budget for live activations: bytes, 700MiB, 2GiB or 40% (of the untiled store-all peak)");
   cmd->add_option("--tiles", a->tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
   cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
+  cmd->add_option("--bench", a->bench,
+                  "then time N more steps (forward, and backward with --train) and print their median, "
+                  "min and max: CUDA events on the gpu after 3 warm-up steps, the host clock elsewhere")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--gpu", a->gpu, "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
   cmd->callback([a] { run(*a); });
 }

@@ -170,4 +170,21 @@ void CudaBackend::synchronize() {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", "cuda backend");
 }
 
+double CudaBackend::time_ms(const std::function<void()>& body) {
+  const char* at = "cuda backend: timing";
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check(cudaEventCreate(&start), "cudaEventCreate", at);
+  check(cudaEventCreate(&stop), "cudaEventCreate", at);
+  const auto s = static_cast<cudaStream_t>(stream_);
+  float ms = 0;
+  check(cudaEventRecord(start, s), "cudaEventRecord", at);
+  body();
+  check(cudaEventRecord(stop, s), "cudaEventRecord", at);
+  check(cudaEventSynchronize(stop), "cudaEventSynchronize", at);
+  check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime", at);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
+}
+
 } // namespace kiln

@@ -50,6 +50,7 @@ public:
   void begin_phase(const Phase& phase) override;
   void end_phase(const Phase& phase) override;
   void synchronize() override;
+  double time_ms(const std::function<void()>& body) override; // CUDA events on the stream
 
   // Device bytes of the arena, for reports.
   int64_t arena_bytes() const { return arena_bytes_; }

@@ -8,6 +8,7 @@
 #include "runtime/embedded.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/step_timer.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
 #include "runtime/weights.hpp"
@@ -83,11 +84,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -126,27 +122,11 @@ int main(int argc, char** argv) {
       io::write_safetensors(a.grads, g);
     }
     if (a.bench > 0) {
-      // CUDA events around each replayed step, after warm-up runs.
-      cudaEvent_t start, stop;
-      cudaEventCreate(&start);
-      cudaEventCreate(&stop);
-      for (int i = 0; i < 3; ++i) step();
-      std::vector<double> ms;
-      for (int i = 0; i < a.bench; ++i) {
-        cudaEventRecord(start, static_cast<cudaStream_t>(backend.stream()));
-        step();
-        cudaEventRecord(stop, static_cast<cudaStream_t>(backend.stream()));
-        cudaEventSynchronize(stop);
-        float t = 0;
-        cudaEventElapsedTime(&t, start, stop);
-        ms.push_back(t);
-      }
-      const double med = median(ms);
+      const StepTimes t = time_steps(backend, 3, a.bench, step); // CUDA events, after warm-up
       const int64_t batch = plan.buffers[plan.inputs[0]].shape[0];
       std::printf("%s %s on %s: median %.3f ms over %d runs (min %.3f, max %.3f), %.1f images/s\n", plan.model.c_str(),
-                  plan.train ? "training step" : "inference", plan.arch.c_str(), med, a.bench,
-                  *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()),
-                  double(batch) * 1000.0 / med);
+                  plan.train ? "training step" : "inference", plan.arch.c_str(), t.median(), a.bench, t.min(), t.max(),
+                  double(batch) * 1000.0 / t.median());
     }
     return 0;
   } catch (const Error& e) {

@@ -67,7 +67,9 @@ out, _ = kt.kiln("run", model, "--input", path("x.npy"), "--output", path("yt.np
 peak, budget = peak_and_budget(out)
 kt.check(0 < peak <= budget, f"inference peak {peak} within {budget}")
 kt.check(kt.rel(np.load(path("yt.npy")), np.load(path("y.npy"))) < 1e-6, "tiled inference equals untiled")
-kt.kiln("run", model, "--input", path("x.npy"), "--output", path("y33.npy"), "--schedule", "tiled", "--tiles", "3x3")
+out, _ = kt.kiln("run", model, "--input", path("x.npy"), "--output", path("y33.npy"), "--schedule", "tiled", "--tiles",
+                 "3x3", "--bench", "3")
+kt.check(re.search(r"bench: median [\d.]+ ms over 3 runs", out) is not None, f"--bench: {out}")
 kt.check(kt.rel(np.load(path("y33.npy")), np.load(path("y.npy"))) < 1e-6, "forced 3x3 equals untiled")
 
 kt.kiln("run", model, "--input", path("x.npy"), "--train", "--target", path("t.npy"), "--grads", path("g.safetensors"))
@@ -83,4 +85,8 @@ kt.check(worst < 1e-5, f"tiled gradients differ: {worst}")
 kt.expect_error(["run", model, "--input", path("x.npy"), "--output", path("z.npy"), "--tiles", "2x2"],
                 "--tiles", "forces the tiling")
 kt.check(not os.path.exists(path("z.npy")), "no output after an error")
+kt.expect_error(["build", model, "--gpu", "h200", "--tiles", "2x2", "-o", path("b")], "--tiles")
+kt.expect_error(["build", model, "--gpu", "h200", "--budget", "50%", "-o", path("b")], "--budget", "--train")
+kt.kiln("build", model, "--gpu", "h200", "--schedule", "tiled", "--tiles", "2x2", "-o", path("tiled_bin"))
+kt.check(os.access(path("tiled_bin"), os.X_OK), "kiln build --schedule tiled writes a program")
 kt.finish()
