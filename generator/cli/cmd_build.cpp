@@ -4,7 +4,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
-#include "generator/cli/plan_schedule_args.hpp"
+#include "generator/cli/plan_args.hpp"
 #include "generator/compile/compile_dir.hpp"
 #include "generator/compile/process.hpp"
 #include "generator/emit/generate.hpp"
@@ -26,7 +26,7 @@ struct BuildArgs {
   std::string gpu;
   std::string output;
   bool train = false;
-  PlanScheduleArgs schedule;
+  PlanArgs schedule;
 };
 
 // Where the runtime libraries are: the build tree (kiln in build/generator) or a bundle

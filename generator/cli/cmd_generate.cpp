@@ -2,7 +2,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
-#include "generator/cli/plan_schedule_args.hpp"
+#include "generator/cli/plan_args.hpp"
 #include "generator/emit/generate.hpp"
 #include "runtime/error.hpp"
 
@@ -21,7 +21,7 @@ struct GenerateArgs {
   std::string layout = "auto";
   bool train = false;
   double lr = 0.01;
-  PlanScheduleArgs schedule;
+  PlanArgs schedule;
 };
 
 void generate_cmd(const GenerateArgs& a) {

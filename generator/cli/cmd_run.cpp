@@ -48,12 +48,13 @@ struct RunArgs {
   std::string gpu = "h200";
   int slots = 500;
   int bench = 0;
+  std::string kernels = "kiln";
 };
 
 // Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
 std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   const std::string key = cache_key({model_to_text(m), g.identity(), KILN_VERSION, templates_hash(),
-                                     o.train ? "train" : "infer", o.schedule, o.budget, o.tiles,
+                                     o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
                                      std::to_string(o.slots), fmt::format("{}", o.lr)});
   return KernelCache::default_dir() + "/runs/" + key;
 }
@@ -126,6 +127,7 @@ void run(const RunArgs& a) {
     go.train = a.train;
     go.lr = a.lr;
     if (scheduled) go.schedule = a.schedule, go.budget = a.budget, go.tiles = a.tiles, go.slots = a.slots;
+    go.cudnn_only = a.kernels == "cudnn";
     const std::string dir = run_directory(m, g, go);
     if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
     CompileOptions co;
@@ -242,6 +244,10 @@ void add_run(CLI::App& app) {
                   "then time N more steps (forward, and backward with --train) and print their median, "
                   "min and max: CUDA events on the gpu after 3 warm-up steps, the host clock elsewhere")
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--kernels", a->kernels,
+                  "emu/gpu: kiln (default) generated kernels, cuDNN only where no template serves; cudnn: every "
+                  "step cuDNN computes as a cuDNN call (the peer for benchmarks; the emu cannot run those)")
+      ->check(CLI::IsMember({"kiln", "cudnn"}));
   cmd->add_option("--gpu", a->gpu, "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
   cmd->callback([a] { run(*a); });
 }

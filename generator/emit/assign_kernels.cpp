@@ -1,6 +1,7 @@
 #include "generator/emit/assign_kernels.hpp"
 
 #include "generator/emit/layouts.hpp"
+#include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
 
 #include <map>
@@ -78,7 +79,7 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
 
 } // namespace
 
-Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives) {
+Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only) {
   // Layout requirements first (inserting conversions), so the final choice sees final layouts.
   for (size_t ph = 0; ph < p.phases.size(); ++ph)
     for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
@@ -93,6 +94,12 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives) {
   for (Phase& phase : p.phases)
     for (Step& s : phase.steps) {
       if (s.kind == StepKind::free) continue;
+      if (cudnn_only && cudnn_unsupported(s).empty()) {
+        s.kind = StepKind::library;
+        s.library = "cudnn";
+        out.library_steps.push_back({step_label(s), "cuDNN-only plan (--kernels cudnn)"});
+        continue;
+      }
       const Choice c = select_variant(StepInfo{p, s, g});
       if (!c.kernel) {
         s.kind = StepKind::library;

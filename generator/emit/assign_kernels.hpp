@@ -29,7 +29,9 @@ struct Assigned {
   std::vector<LibraryRecord> library_steps;
 };
 
-Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives);
+// With `cudnn_only`, every step cuDNN computes becomes a library call (the peer plan of
+// benchmarks); the rest keep generated kernels.
+Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only = false);
 
 std::string step_label(const Step& s);
 

@@ -78,7 +78,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   fuse_epilogues(p);
   gen.layout = o.layout ? *o.layout : choose_layout(p, g);
   apply_layout(p, gen.layout);
-  gen.assigned = assign_kernels(p, g, o.all_variants);
+  gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only);
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
 

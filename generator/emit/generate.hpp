@@ -25,6 +25,8 @@ struct GenerateOptions {
   // `tiles` ("4x4") forces its tiling.
   std::string schedule, budget, tiles;
   int slots = 500;
+  // Every step cuDNN computes as a cuDNN call: the peer plan benchmarks compare against.
+  bool cudnn_only = false;
 };
 
 struct Generated {

@@ -1,35 +1,12 @@
 #include "generator/select/select.hpp"
 
+#include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 
 namespace kiln {
-
-bool library_serves(Fn fn) {
-  switch (fn) {
-  case Fn::conv2d_forward:
-  case Fn::conv2d_backward_data:
-  case Fn::conv2d_backward_weight:
-  case Fn::bias_backward:
-  case Fn::batchnorm_forward:
-  case Fn::batchnorm_forward_train:
-  case Fn::batchnorm_backward:
-  case Fn::relu_forward:
-  case Fn::relu_backward:
-  case Fn::maxpool2d_forward:
-  case Fn::maxpool2d_backward:
-  case Fn::avgpool2d_forward:
-  case Fn::avgpool2d_backward:
-  case Fn::softmax_forward:
-  case Fn::softmax_backward:
-  case Fn::add_forward:
-  case Fn::copy:
-  case Fn::convert: return true;
-  default: return false;
-  }
-}
 
 std::string invalid_reason(const GpuDesc& g, const Variant& v) {
   if (v.threads() > g.max_threads_per_block)
@@ -93,11 +70,11 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts) {
                            best.cost.occ.limiter, best.cost.fill * 100);
     return c;
   }
-  if (!library_serves(s.step.fn))
+  if (const std::string no = cudnn_unsupported(s.step); !no.empty())
     throw Error("", cat("node \"", s.step.node, "\""),
                 cat("no kernel template serves ", fn_name(s.step.fn), " on ", s.gpu.arch,
                     rejected.empty() ? std::string() : " (rejected: " + rejected.front() + ")",
-                    ", and cuDNN does not compute it"));
+                    ", and cuDNN does not compute it (", no, ")"));
   c.reason = rejected.empty() ? cat("no template serves ", fn_name(s.step.fn), " here: cuDNN")
                               : cat("no template variant fits (", rejected.front(), "): cuDNN");
   return c;

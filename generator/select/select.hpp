@@ -32,7 +32,4 @@ std::string invalid_reason(const GpuDesc& g, const Variant& v);
 // as it is: switching an activation's layout costs a transpose each way.
 Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true);
 
-// Functions cuDNN computes (the library fallback).
-bool library_serves(Fn fn);
-
 } // namespace kiln

@@ -168,6 +168,14 @@ rows = open(path("sweep.csv")).read().splitlines()
 kt.check(rows[0].startswith("strategy,budget_fraction") and len(rows) > 50, f"sweep CSV: {rows[:2]}")
 kt.check(open(path("sweep.svg")).read().startswith("<svg"), "sweep plot")
 
+# --kernels cudnn: the benchmarks' peer plan, every step cuDNN computes a cuDNN call.
+kt.kiln("generate", "resnet50", "--gpu", "h200", "--kernels", "cudnn", "-o", path("r50c"))
+steps = [s for ph in json.load(open(path("r50c/plan.json")))["phases"].values() for s in ph]
+convs = [s for s in steps if s.get("fn") == "conv2d.forward"]
+kt.check(len(convs) == 53 and all(s["kind"] == "library" for s in convs), "cuDNN-only plan: convolutions through cuDNN")
+kt.check(len(json.load(open(path("r50c/manifest.json")))["library_steps"]) >= 53, "library steps listed")
+kt.expect_error(["generate", "resnet18", "--gpu", "h200", "--kernels", "tensorrt", "-o", path("x")], "--kernels")
+
 # kiln check on a device that is absent says so once.
 kt.kiln("generate", "noscope_coral", "--gpu", "h200", "-o", path("gen"))
 r = subprocess.run([kt.KILN, "check", path("gen"), "--device", "gpu"], capture_output=True, text=True)

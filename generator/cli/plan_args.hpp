@@ -1,5 +1,5 @@
-// The schedule options of the commands that generate a plan (generate, build): --schedule,
-// --budget, --tiles and --slots, checked the same way in both.
+// The plan options of the commands that generate one (generate, build): --schedule,
+// --budget, --tiles, --slots and --kernels, checked the same way in both.
 #pragma once
 
 #include "generator/emit/generate.hpp"
@@ -9,9 +9,10 @@
 
 namespace kiln::cli {
 
-struct PlanScheduleArgs {
+struct PlanArgs {
   std::string schedule, budget, tiles;
   int slots = 500;
+  std::string kernels = "kiln";
 
   void add_to(CLI::App* cmd);
   // Copies them into `o` (o.train set first); throws kiln::Error for combinations that mean
