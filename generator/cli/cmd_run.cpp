@@ -76,7 +76,7 @@ void run(const RunArgs& a) {
                                  shape_str(m.input_shape)));
   if (a.train && (a.target.empty() || a.grads.empty()))
     throw Error("", "--train", "needs --target T.npy and --grads G.safetensors");
-  if (!a.train && a.output.empty()) throw Error("", "--output", "is required for inference");
+  if (!a.train && a.output.empty() && a.bench == 0) throw Error("", "--output", "is required for inference (unless --bench)");
 
   LowerOptions lo;
   lo.train = a.train;
@@ -246,7 +246,7 @@ void add_run(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--kernels", a->kernels,
                   "emu/gpu: kiln (default) generated kernels, cuDNN only where no template serves; cudnn: every "
-                  "step cuDNN computes as a cuDNN call (the peer for benchmarks; the emu cannot run those)")
+                  "step cuDNN computes as a cuDNN call (the peer for benchmarks; the emu runs those steps as the reference)")
       ->check(CLI::IsMember({"kiln", "cudnn"}));
   cmd->add_option("--gpu", a->gpu, "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
   cmd->callback([a] { run(*a); });

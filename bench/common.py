@@ -1,0 +1,152 @@
+"""Shared by the GPU benchmarks: run kiln (`kiln run --device gpu --bench N`) and parse its
+report, time a PyTorch step with CUDA events, write the CSV (GPU and kiln version named in
+its first row) and a plot. DESIGN.md 9: warm-up, medians, the peer in the same run."""
+import csv
+import os
+import re
+import subprocess
+import tempfile
+
+import numpy as np
+
+UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def human(text):
+    """'12.5 MiB' -> bytes."""
+    n, unit = text.split()
+    return int(float(n) * UNITS[unit])
+
+
+def kiln_version(kiln):
+    return subprocess.run([kiln, "--version"], capture_output=True, text=True).stdout.split()[1]
+
+
+def gpu_name():
+    try:
+        import torch
+        return torch.cuda.get_device_name(0)
+    except Exception:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
+        return p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else "unknown GPU"
+
+
+class Inputs:
+    """Input and target .npy files per shape, in one temporary directory."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="kiln-bench-")
+        self.files = {}
+
+    def image(self, shape, dtype=np.float32):
+        key = ("x", tuple(shape), np.dtype(dtype).str)
+        if key not in self.files:
+            p = os.path.join(self.dir, "x_" + "x".join(map(str, shape)) + ".npy")
+            np.save(p, np.random.RandomState(0).standard_normal(shape).astype(dtype))
+            self.files[key] = p
+        return self.files[key]
+
+    def target(self, batch, classes):
+        key = ("t", batch, classes)
+        if key not in self.files:
+            p = os.path.join(self.dir, f"t_{batch}_{classes}.npy")
+            np.save(p, np.random.RandomState(1).randint(0, classes, batch).astype(np.int64))
+            self.files[key] = p
+        return self.files[key]
+
+    def scratch(self, name):
+        return os.path.join(self.dir, name)
+
+
+def kiln_run(kiln, model, args, runs, device="gpu", timeout=1800):
+    """`kiln run MODEL --device gpu ... --bench RUNS`: {'status', 'median_ms', 'min_ms', 'max_ms',
+    'arena_bytes', 'peak_bytes', 'error'}. Out of memory and refusals become a status. Another
+    device (cpu) smoke-tests a benchmark where there is no GPU."""
+    cmd = [kiln, "run", model, "--device", device, *map(str, args), "--bench", str(runs)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "error": f"over {timeout} s"}
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["?"])[-1]
+        oom = "out of memory" in err.lower() or "cudaErrorMemoryAllocation" in err
+        return {"status": "oom" if oom else "error", "error": err}
+    out = p.stdout
+    m = re.search(r"bench: median ([\d.]+) ms over \d+ runs \(min ([\d.]+), max ([\d.]+)\)", out)
+    arena = re.search(r"device arena ([\d.]+ \w+)", out)
+    peak = re.search(r"peak live activations ([\d.]+ \w+)", out)
+    if not m:
+        return {"status": "error", "error": "no bench line in: " + out[-300:]}
+    return {"status": "ok", "median_ms": float(m[1]), "min_ms": float(m[2]), "max_ms": float(m[3]),
+            "arena_bytes": human(arena[1]) if arena else "", "peak_bytes": human(peak[1]) if peak else "",
+            "error": ""}
+
+
+def torch_time(step, runs, warmup=3):
+    """Times step() with CUDA events after warm-up; also the peak of allocated memory."""
+    import torch
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        for _ in range(warmup):
+            step()
+        ms = []
+        for _ in range(runs):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            step()
+            b.record()
+            b.synchronize()
+            ms.append(a.elapsed_time(b))
+    except torch.OutOfMemoryError as e:
+        torch.cuda.empty_cache()
+        return {"status": "oom", "error": str(e).splitlines()[0]}
+    peak = torch.cuda.max_memory_allocated()
+    torch.cuda.empty_cache()
+    return {"status": "ok", "median_ms": float(np.median(ms)), "min_ms": min(ms), "max_ms": max(ms),
+            "arena_bytes": peak, "peak_bytes": "", "error": ""}
+
+
+def have_torch():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def write_csv(path, meta, columns, rows):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["#", *meta])
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([r.get(c, "") for c in columns])
+    print(f"wrote {path}")
+
+
+def plot(path, title, xlabel, ylabel, series, logy=True):
+    """series: {label: [(x, y), ...]}; skipped quietly without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, pts in series.items():
+        pts = [p for p in pts if p[1] not in ("", None)]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"wrote {path}")
