@@ -18,16 +18,19 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr std::pair<BufferRole, std::string_view> role_names[] = {
-    {BufferRole::input, "input"},           {BufferRole::target, "target"},
-    {BufferRole::param, "param"},           {BufferRole::state, "state"},
-    {BufferRole::param_grad, "param_grad"}, {BufferRole::output, "output"},
-    {BufferRole::loss, "loss"},             {BufferRole::activation, "activation"}};
+    {BufferRole::input, "input"},
+    {BufferRole::target, "target"},
+    {BufferRole::param, "param"},
+    {BufferRole::state, "state"},
+    {BufferRole::param_grad, "param_grad"},
+    {BufferRole::output, "output"},
+    {BufferRole::loss, "loss"},
+    {BufferRole::activation, "activation"}};
 
-constexpr std::pair<StepKind, std::string_view> kind_names[] = {
-    {StepKind::launch, "launch"},
-    {StepKind::library, "library"},
-    {StepKind::reference, "reference"},
-    {StepKind::free, "free"}};
+constexpr std::pair<StepKind, std::string_view> kind_names[] = {{StepKind::launch, "launch"},
+                                                                {StepKind::library, "library"},
+                                                                {StepKind::reference, "reference"},
+                                                                {StepKind::free, "free"}};
 
 template <class E, size_t N>
 E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string& s,
@@ -61,7 +64,8 @@ int Step::arg(std::string_view role) const {
 
 int Step::need(std::string_view role) const {
   const int b = arg(role);
-  if (b < 0) throw Error("", cat("step ", fn_name(fn), " of ", node), cat("no \"", role, "\" argument"));
+  if (b < 0)
+    throw Error("", cat("step ", fn_name(fn), " of ", node), cat("no \"", role, "\" argument"));
   return b;
 }
 
@@ -99,8 +103,12 @@ ojson plan_to_json(const Plan& p) {
   auto name = [&](int b) { return p.buffers[b].name; };
   ojson bufs = ojson::array();
   for (const Buffer& b : p.buffers) {
-    ojson o{{"name", b.name}, {"shape", b.shape}, {"dtype", dtype_name(b.dtype)},
-            {"role", role_name(b.role)}, {"offset", b.offset}, {"bytes", b.bytes()}};
+    ojson o{{"name", b.name},
+            {"shape", b.shape},
+            {"dtype", dtype_name(b.dtype)},
+            {"role", role_name(b.role)},
+            {"offset", b.offset},
+            {"bytes", b.bytes()}};
     if (b.view_of >= 0) o["view_of"] = name(b.view_of);
     if (b.layout != Layout::nchw) o["layout"] = layout_name(b.layout);
     bufs.push_back(o);
@@ -108,9 +116,13 @@ ojson plan_to_json(const Plan& p) {
   j["buffers"] = bufs;
   ojson kernels = ojson::array();
   for (const Kernel& k : p.kernels)
-    kernels.push_back(ojson{{"name", k.name}, {"entry", k.entry}, {"image", k.image},
-                            {"grid", k.grid}, {"block", k.block},
-                            {"dynamic_smem", k.dynamic_smem}, {"args", k.args}});
+    kernels.push_back(ojson{{"name", k.name},
+                            {"entry", k.entry},
+                            {"image", k.image},
+                            {"grid", k.grid},
+                            {"block", k.block},
+                            {"dynamic_smem", k.dynamic_smem},
+                            {"args", k.args}});
   j["kernels"] = kernels;
   ojson params = ojson::array();
   for (const ParamBinding& b : p.params) {
@@ -121,8 +133,10 @@ ojson plan_to_json(const Plan& p) {
   }
   j["params"] = params;
   ojson ins = ojson::array(), outs = ojson::array();
-  for (int b : p.inputs) ins.push_back(name(b));
-  for (int b : p.outputs) outs.push_back(name(b));
+  for (int b : p.inputs)
+    ins.push_back(name(b));
+  for (int b : p.outputs)
+    outs.push_back(name(b));
   j["inputs"] = ins;
   j["outputs"] = outs;
   if (p.target >= 0) j["target"] = name(p.target);
@@ -144,10 +158,12 @@ ojson plan_to_json(const Plan& p) {
       o["attrs"] = attrs_to_json(s.op, s.attrs, false);
       // Sorted by role: JSON objects are unordered, so this is the form that round-trips.
       std::vector<const Arg*> sorted;
-      for (const Arg& a : s.args) sorted.push_back(&a);
+      for (const Arg& a : s.args)
+        sorted.push_back(&a);
       std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->role < b->role; });
       ojson args = ojson::object();
-      for (const Arg* a : sorted) args[a->role] = name(a->buffer);
+      for (const Arg* a : sorted)
+        args[a->role] = name(a->buffer);
       o["args"] = args;
       if (s.accumulate) o["accumulate"] = true;
       if (s.relu) o["relu"] = true;
@@ -171,12 +187,14 @@ Plan parse_plan(std::string_view text, const std::string& file) {
   try {
     const json j = ju::parse(text, file);
     ju::expect_object(j, "");
-    ju::reject_unknown_keys(j, "", {"format", "kiln_version", "model", "gpu", "arch", "dtype", "train",
-                                    "arena_bytes", "buffers", "params", "inputs", "outputs",
-                                    "target", "loss", "phases", "kernels"});
+    ju::reject_unknown_keys(j, "",
+                            {"format", "kiln_version", "model", "gpu", "arch", "dtype", "train",
+                             "arena_bytes", "buffers", "params", "inputs", "outputs", "target",
+                             "loss", "phases", "kernels"});
     const std::string format = ju::get_string(ju::require(j, "format", ""), "/format");
     if (format != kPlanFormat)
-      throw Error("", "/format", cat("unsupported format \"", format, "\" (this kiln reads ", kPlanFormat, ")"));
+      throw Error("", "/format",
+                  cat("unsupported format \"", format, "\" (this kiln reads ", kPlanFormat, ")"));
     Plan p;
     p.kiln_version = ju::get_string(ju::require(j, "kiln_version", ""), "/kiln_version");
     p.model = ju::get_string(ju::require(j, "model", ""), "/model");
@@ -197,7 +215,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       const std::string ptr = ju::child("/buffers", i);
       const json& b = bufs[i];
       ju::expect_object(b, ptr);
-      ju::reject_unknown_keys(b, ptr, {"name", "shape", "dtype", "role", "offset", "bytes", "view_of", "layout"});
+      ju::reject_unknown_keys(
+          b, ptr, {"name", "shape", "dtype", "role", "offset", "bytes", "view_of", "layout"});
       Buffer buf;
       buf.name = ju::get_string(ju::require(b, "name", ptr), ptr + "/name");
       if (!index.emplace(buf.name, int(i)).second)
@@ -220,11 +239,13 @@ Plan parse_plan(std::string_view text, const std::string& file) {
                             ptr + "/role", "role");
       buf.offset = ju::get_int(ju::require(b, "offset", ptr), ptr + "/offset");
       if (ju::get_int(ju::require(b, "bytes", ptr), ptr + "/bytes") != buf.bytes())
-        throw Error("", ptr + "/bytes", cat("does not match the shape and dtype (", buf.bytes(), ")"));
+        throw Error("", ptr + "/bytes",
+                    cat("does not match the shape and dtype (", buf.bytes(), ")"));
       if (b.contains("view_of")) views[i] = ju::get_string(b["view_of"], ptr + "/view_of");
       if (b.contains("layout")) {
         const std::string l = ju::get_string(b["layout"], ptr + "/layout");
-        if (l != "nchw" && l != "nhwc") throw Error("", ptr + "/layout", cat("unknown layout \"", l, "\""));
+        if (l != "nchw" && l != "nhwc")
+          throw Error("", ptr + "/layout", cat("unknown layout \"", l, "\""));
         buf.layout = l == "nhwc" ? Layout::nhwc : Layout::nchw;
       }
       p.buffers.push_back(std::move(buf));
@@ -236,7 +257,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       return it->second;
     };
     for (size_t i = 0; i < views.size(); ++i)
-      if (!views[i].empty()) p.buffers[i].view_of = ref(bufs[i]["view_of"], ju::child("/buffers", i) + "/view_of");
+      if (!views[i].empty())
+        p.buffers[i].view_of = ref(bufs[i]["view_of"], ju::child("/buffers", i) + "/view_of");
 
     std::map<std::string, int> kernel_index;
     if (j.contains("kernels")) {
@@ -245,7 +267,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       for (size_t i = 0; i < ks.size(); ++i) {
         const std::string ptr = ju::child("/kernels", i);
         ju::expect_object(ks[i], ptr);
-        ju::reject_unknown_keys(ks[i], ptr, {"name", "entry", "image", "grid", "block", "dynamic_smem", "args"});
+        ju::reject_unknown_keys(
+            ks[i], ptr, {"name", "entry", "image", "grid", "block", "dynamic_smem", "args"});
         Kernel k;
         k.name = ju::get_string(ju::require(ks[i], "name", ptr), ptr + "/name");
         k.entry = ju::get_string(ju::require(ks[i], "entry", ptr), ptr + "/entry");
@@ -256,18 +279,22 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           if (!d.is_array() || d.size() != 3) throw Error("", dp, "expected [x, y, z]");
           for (size_t a = 0; a < 3; ++a) {
             const int64_t v = ju::get_int(d[a], ju::child(dp, a));
-            if (v < 1 || v > (int64_t(1) << 31) - 1) throw Error("", ju::child(dp, a), "out of range");
+            if (v < 1 || v > (int64_t(1) << 31) - 1)
+              throw Error("", ju::child(dp, a), "out of range");
             (key[0] == 'g' ? k.grid : k.block)[a] = v;
           }
         }
         if (k.block[0] * k.block[1] * k.block[2] > 1024)
           throw Error("", ptr + "/block", "more than 1024 threads per block");
-        k.dynamic_smem = ju::get_int(ju::require(ks[i], "dynamic_smem", ptr), ptr + "/dynamic_smem");
-        if (k.dynamic_smem < 0 || k.dynamic_smem > (1 << 20)) throw Error("", ptr + "/dynamic_smem", "out of range");
+        k.dynamic_smem =
+            ju::get_int(ju::require(ks[i], "dynamic_smem", ptr), ptr + "/dynamic_smem");
+        if (k.dynamic_smem < 0 || k.dynamic_smem > (1 << 20))
+          throw Error("", ptr + "/dynamic_smem", "out of range");
         const json& args = ju::require(ks[i], "args", ptr);
         ju::expect_array(args, ptr + "/args");
         if (args.size() > 16) throw Error("", ptr + "/args", "more than 16 arguments");
-        for (size_t a = 0; a < args.size(); ++a) k.args.push_back(ju::get_string(args[a], ju::child(ptr + "/args", a)));
+        for (size_t a = 0; a < args.size(); ++a)
+          k.args.push_back(ju::get_string(args[a], ju::child(ptr + "/args", a)));
         if (!kernel_index.emplace(k.name, int(i)).second)
           throw Error("", ptr + "/name", cat("duplicate kernel \"", k.name, "\""));
         p.kernels.push_back(std::move(k));
@@ -325,8 +352,9 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           ph.steps.push_back(st);
           continue;
         }
-        ju::reject_unknown_keys(s, ptr, {"kind", "fn", "node", "op", "attrs", "args", "accumulate",
-                                         "relu", "channel_offset", "lr", "eps", "kernel", "library", "region"});
+        ju::reject_unknown_keys(s, ptr,
+                                {"kind", "fn", "node", "op", "attrs", "args", "accumulate", "relu",
+                                 "channel_offset", "lr", "eps", "kernel", "library", "region"});
         const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
         auto f = parse_fn(fn);
         if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
@@ -343,7 +371,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         ju::expect_object(args, ptr + "/args");
         for (auto a = args.begin(); a != args.end(); ++a)
           st.args.push_back({a.key(), ref(a.value(), ju::child(ptr + "/args", a.key()))});
-        if (s.contains("accumulate")) st.accumulate = ju::get_bool(s["accumulate"], ptr + "/accumulate");
+        if (s.contains("accumulate"))
+          st.accumulate = ju::get_bool(s["accumulate"], ptr + "/accumulate");
         if (s.contains("channel_offset"))
           st.channel_offset = ju::get_int(s["channel_offset"], ptr + "/channel_offset");
         if (s.contains("lr")) st.lr = ju::get_number(s["lr"], ptr + "/lr");
@@ -354,7 +383,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           const std::string rp = ptr + "/region";
           ju::expect_object(r, rp);
           ju::reject_unknown_keys(r, rp, {"src", "dst", "size"});
-          for (auto [key, field] : {std::pair{"src", &st.src_origin}, {"dst", &st.dst_origin}, {"size", &st.extent}}) {
+          for (auto [key, field] :
+               {std::pair{"src", &st.src_origin}, {"dst", &st.dst_origin}, {"size", &st.extent}}) {
             const json& v = ju::require(r, key, rp);
             const std::string vp = rp + "/" + key;
             if (!v.is_array() || v.size() != 2) throw Error("", vp, "expected [h, w]");
@@ -365,7 +395,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         if (st.kind == StepKind::launch) {
           const std::string kn = ju::get_string(ju::require(s, "kernel", ptr), ptr + "/kernel");
           auto it = kernel_index.find(kn);
-          if (it == kernel_index.end()) throw Error("", ptr + "/kernel", cat("unknown kernel \"", kn, "\""));
+          if (it == kernel_index.end())
+            throw Error("", ptr + "/kernel", cat("unknown kernel \"", kn, "\""));
           st.kernel = it->second;
         }
         if (st.kind == StepKind::library)
@@ -375,7 +406,9 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       p.phases.push_back(std::move(ph));
     }
     // JSON objects are unordered; phases run in their canonical order.
-    auto rank = [](const Phase& ph) { return ph.name == "forward" ? 0 : ph.name == "backward" ? 1 : 2; };
+    auto rank = [](const Phase& ph) {
+      return ph.name == "forward" ? 0 : ph.name == "backward" ? 1 : 2;
+    };
     std::sort(p.phases.begin(), p.phases.end(),
               [&](const Phase& a, const Phase& b) { return rank(a) < rank(b); });
     validate_plan(p);
@@ -387,7 +420,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
 
 Plan load_plan(const std::string& path) {
   const auto bytes = io::read_file(path);
-  return parse_plan(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  return parse_plan(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                    path);
 }
 
 } // namespace kiln

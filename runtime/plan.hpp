@@ -81,19 +81,19 @@ struct Step {
   OpKind op = OpKind::relu;
   Attrs attrs;
   std::vector<Arg> args;
-  bool accumulate = false; // add into the outputs instead of overwriting them
-  bool relu = false;       // fused epilogue of conv2d / linear / batchnorm .forward
+  bool accumulate = false;    // add into the outputs instead of overwriting them
+  bool relu = false;          // fused epilogue of conv2d / linear / batchnorm .forward
   int64_t channel_offset = 0; // concat.backward
   double lr = 0;              // sgd.update
   double eps = 0;             // conv2d.fold_bn: the batchnorm's epsilon
   // region.copy: dst[n][c][dst_origin + i][..] (+)= src[n][c][src_origin + i][..] for i < extent.
   Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
-  int kernel = -1;            // launch: index into Plan::kernels
-  std::string library;        // library: "cudnn"
-  int buffer = -1;            // free: the buffer freed
+  int kernel = -1;     // launch: index into Plan::kernels
+  std::string library; // library: "cudnn"
+  int buffer = -1;     // free: the buffer freed
 
-  int arg(std::string_view role) const;      // buffer index, or -1
-  int need(std::string_view role) const;     // buffer index; throws if absent
+  int arg(std::string_view role) const;         // buffer index, or -1
+  int need(std::string_view role) const;        // buffer index; throws if absent
   std::vector<int> variadic(char prefix) const; // x0, x1, ... in order
 };
 
@@ -127,7 +127,9 @@ struct Plan {
 
   int find_buffer(std::string_view name) const; // -1 if absent
   const Phase* phase(std::string_view name) const;
-  int base(int buffer) const { return buffers[buffer].view_of >= 0 ? buffers[buffer].view_of : buffer; }
+  int base(int buffer) const {
+    return buffers[buffer].view_of >= 0 ? buffers[buffer].view_of : buffer;
+  }
 };
 
 // Loads and validates a plan: every reference in range, every step's arguments present

@@ -22,7 +22,8 @@ struct Ctx {
   }
   void expect(std::string_view role, const Shape& want) const {
     if (shape(role) != want)
-      fail(cat("\"", role, "\" has shape ", shape_str(shape(role)), ", expected ", shape_str(want)));
+      fail(
+          cat("\"", role, "\" has shape ", shape_str(shape(role)), ", expected ", shape_str(want)));
   }
   Shape forward(const Shape& x) const {
     try {
@@ -56,7 +57,8 @@ void check_shapes(const Ctx& c) {
   case Fn::conv2d_fold_bn: {
     const Shape& w = c.shape("w");
     c.same("w", "w_out");
-    for (auto r : {"weight", "bias", "running_mean", "running_var", "b_out"}) c.expect(r, {w[0]});
+    for (auto r : {"weight", "bias", "running_mean", "running_var", "b_out"})
+      c.expect(r, {w[0]});
     if (s.arg("b") >= 0) c.expect("b", {w[0]});
     if (!(s.eps > 0 && s.eps <= 1)) c.fail(cat("eps must be in (0, 1], got ", s.eps));
     break;
@@ -74,7 +76,8 @@ void check_shapes(const Ctx& c) {
   case Fn::bias_backward: c.expect("db", c.channels("dy")); break;
   case Fn::batchnorm_forward:
     c.expect("y", c.forward(c.shape("x")));
-    for (auto r : {"weight", "bias", "running_mean", "running_var"}) c.expect(r, c.channels("x"));
+    for (auto r : {"weight", "bias", "running_mean", "running_var"})
+      c.expect(r, c.channels("x"));
     break;
   case Fn::batchnorm_forward_train:
     c.expect("y", c.forward(c.shape("x")));
@@ -86,7 +89,8 @@ void check_shapes(const Ctx& c) {
     c.same("x", "dx");
     for (auto r : {"weight", "mean", "invstd", "dweight", "dbias"})
       if (s.arg(r) >= 0) c.expect(r, c.channels("x"));
-    if ((s.arg("mean") >= 0) != (s.arg("invstd") >= 0)) c.fail("mean and invstd come together or not at all");
+    if ((s.arg("mean") >= 0) != (s.arg("invstd") >= 0))
+      c.fail("mean and invstd come together or not at all");
     break;
   case Fn::relu_forward:
   case Fn::softmax_forward: c.expect("y", c.forward(c.shape("x"))); break;
@@ -108,7 +112,8 @@ void check_shapes(const Ctx& c) {
   case Fn::upsample2d_backward: c.expect("dy", c.forward(c.shape("dx"))); break;
   case Fn::add_forward: {
     std::vector<Shape> xs;
-    for (int b : s.variadic('x')) xs.push_back(c.p.buffers[b].shape);
+    for (int b : s.variadic('x'))
+      xs.push_back(c.p.buffers[b].shape);
     if (xs.size() < 2) c.fail("needs at least two inputs x0, x1");
     try {
       c.expect("y", infer_shape(s.op, s.attrs, xs));
@@ -121,7 +126,8 @@ void check_shapes(const Ctx& c) {
     // The inputs fill y's channels [channel_offset, channel_offset + sum) (a wide concat
     // is split into several steps, each writing its slice).
     std::vector<Shape> xs;
-    for (int b : s.variadic('x')) xs.push_back(c.p.buffers[b].shape);
+    for (int b : s.variadic('x'))
+      xs.push_back(c.p.buffers[b].shape);
     if (xs.empty()) c.fail("needs at least one input x0");
     Shape part;
     try {
@@ -130,9 +136,13 @@ void check_shapes(const Ctx& c) {
       c.fail(e.message());
     }
     const Shape& y = c.shape("y");
-    bool ok = y.size() == part.size() && s.channel_offset >= 0 && s.channel_offset + part[1] <= y[1];
-    for (size_t d = 0; ok && d < y.size(); ++d) ok = d == 1 || y[d] == part[d];
-    if (!ok) c.fail(cat("inputs ", shape_str(part), " at channel offset ", s.channel_offset, " do not fit y ", shape_str(y)));
+    bool ok =
+        y.size() == part.size() && s.channel_offset >= 0 && s.channel_offset + part[1] <= y[1];
+    for (size_t d = 0; ok && d < y.size(); ++d)
+      ok = d == 1 || y[d] == part[d];
+    if (!ok)
+      c.fail(cat("inputs ", shape_str(part), " at channel offset ", s.channel_offset,
+                 " do not fit y ", shape_str(y)));
     break;
   }
   case Fn::concat_backward: {
@@ -140,7 +150,8 @@ void check_shapes(const Ctx& c) {
     const Shape& dx = c.shape("dx");
     bool ok = dy.size() == dx.size() && dy.size() >= 2 && s.channel_offset >= 0 &&
               s.channel_offset + dx[1] <= dy[1] && dy[0] == dx[0];
-    for (size_t d = 2; ok && d < dy.size(); ++d) ok = dy[d] == dx[d];
+    for (size_t d = 2; ok && d < dy.size(); ++d)
+      ok = dy[d] == dx[d];
     if (!ok)
       c.fail(cat("dx ", shape_str(dx), " at channel offset ", s.channel_offset,
                  " is not a slice of dy ", shape_str(dy)));
@@ -167,14 +178,15 @@ void check_shapes(const Ctx& c) {
     const Shape& a = c.shape("src");
     const Shape& b = c.shape("dst");
     if (a.size() != 4 || b.size() != 4 || a[0] != b[0] || a[1] != b[1])
-      c.fail(cat("region copies move windows between 4-D tensors of one batch and channel count: ", shape_str(a),
-                 " -> ", shape_str(b)));
+      c.fail(cat("region copies move windows between 4-D tensors of one batch and channel count: ",
+                 shape_str(a), " -> ", shape_str(b)));
     for (int i = 0; i < 2; ++i) {
       const int64_t e = s.extent[i];
       if (e <= 0 || s.src_origin[i] < 0 || s.dst_origin[i] < 0 || s.src_origin[i] + e > a[2 + i] ||
           s.dst_origin[i] + e > b[2 + i])
-        c.fail(cat("region [", s.src_origin[0], ", ", s.src_origin[1], "] + [", s.extent[0], ", ", s.extent[1],
-                   "] -> [", s.dst_origin[0], ", ", s.dst_origin[1], "] does not fit ", shape_str(a), " -> ", shape_str(b)));
+        c.fail(cat("region [", s.src_origin[0], ", ", s.src_origin[1], "] + [", s.extent[0], ", ",
+                   s.extent[1], "] -> [", s.dst_origin[0], ", ", s.dst_origin[1], "] does not fit ",
+                   shape_str(a), " -> ", shape_str(b)));
     }
     break;
   }
@@ -194,8 +206,9 @@ void validate_plan(const Plan& p) {
   const int nb = int(p.buffers.size());
   for (const Kernel& k : p.kernels)
     if (k.image.empty() || k.image[0] == '/' || k.image.find("..") != std::string::npos)
-      throw Error("", cat("kernel \"", k.name, "\""),
-                  cat("image path \"", k.image, "\" must be relative, inside the plan's directory"));
+      throw Error(
+          "", cat("kernel \"", k.name, "\""),
+          cat("image path \"", k.image, "\" must be relative, inside the plan's directory"));
   if (p.arena_bytes < 0) throw Error("", "/arena_bytes", "must not be negative");
   for (int i = 0; i < nb; ++i) {
     const Buffer& b = p.buffers[i];
@@ -204,7 +217,8 @@ void validate_plan(const Plan& p) {
       const Buffer& base = p.buffers[b.view_of];
       if (base.view_of >= 0) throw Error("", where, "is a view of a view");
       if (base.bytes() != b.bytes() || base.dtype != b.dtype || base.offset != b.offset)
-        throw Error("", where, cat("is not a view of \"", base.name, "\" (bytes, dtype or offset differ)"));
+        throw Error("", where,
+                    cat("is not a view of \"", base.name, "\" (bytes, dtype or offset differ)"));
     }
     if (b.layout == Layout::nhwc && b.shape.size() != 4)
       throw Error("", where, "only 4-D buffers have the nhwc layout");
@@ -217,20 +231,24 @@ void validate_plan(const Plan& p) {
         throw Error("", where, "reshapes an nhwc buffer");
     }
     if (b.offset < 0 || b.offset > p.arena_bytes - b.bytes())
-      throw Error("", where, cat("[", b.offset, ", ", b.offset + b.bytes(), ") lies outside the arena of ",
-                                 p.arena_bytes, " bytes"));
+      throw Error("", where,
+                  cat("[", b.offset, ", ", b.offset + b.bytes(), ") lies outside the arena of ",
+                      p.arena_bytes, " bytes"));
     const bool integer = b.role == BufferRole::target;
     if (integer ? b.dtype != DType::i64 : !is_float(b.dtype))
-      throw Error("", where, cat("has dtype ", dtype_name(b.dtype), ", expected ",
-                                 integer ? "i64" : "a float type"));
+      throw Error(
+          "", where,
+          cat("has dtype ", dtype_name(b.dtype), ", expected ", integer ? "i64" : "a float type"));
   }
   auto expect_role = [&](int b, BufferRole r, std::string_view what) {
     if (p.buffers[b].role != r)
       throw Error("", cat(what, " \"", p.buffers[b].name, "\""),
                   cat("has role ", role_name(p.buffers[b].role), ", expected ", role_name(r)));
   };
-  for (int b : p.inputs) expect_role(b, BufferRole::input, "input");
-  for (int b : p.outputs) expect_role(b, BufferRole::output, "output");
+  for (int b : p.inputs)
+    expect_role(b, BufferRole::input, "input");
+  for (int b : p.outputs)
+    expect_role(b, BufferRole::output, "output");
   if (p.target >= 0) expect_role(p.target, BufferRole::target, "target");
   if (p.loss >= 0) {
     expect_role(p.loss, BufferRole::loss, "loss");
@@ -243,7 +261,8 @@ void validate_plan(const Plan& p) {
     if (pb.grad >= 0) {
       expect_role(pb.grad, BufferRole::param_grad, "gradient");
       if (p.buffers[pb.grad].shape != b.shape)
-        throw Error("", cat("param \"", pb.name, "\""), "gradient shape differs from the parameter");
+        throw Error("", cat("param \"", pb.name, "\""),
+                    "gradient shape differs from the parameter");
     }
   }
   for (const Phase& ph : p.phases)
@@ -254,15 +273,18 @@ void validate_plan(const Plan& p) {
         if (s.buffer < 0 || s.buffer >= nb) throw Error("", where, "frees no buffer");
         const Buffer& b = p.buffers[s.buffer];
         if (b.role != BufferRole::activation || b.view_of >= 0)
-          throw Error("", where, cat("frees \"", b.name, "\", which is not a transient base buffer"));
+          throw Error("", where,
+                      cat("frees \"", b.name, "\", which is not a transient base buffer"));
         continue;
       }
       if (s.kind == StepKind::launch) {
-        if (s.kernel < 0 || s.kernel >= int(p.kernels.size())) throw Error("", where, "launches no kernel");
+        if (s.kernel < 0 || s.kernel >= int(p.kernels.size()))
+          throw Error("", where, "launches no kernel");
         for (const std::string& r : p.kernels[s.kernel].args)
           if (s.arg(r) < 0)
-            throw Error("", where, cat("kernel \"", p.kernels[s.kernel].name, "\" takes argument \"", r,
-                                       "\", which the step does not bind"));
+            throw Error("", where,
+                        cat("kernel \"", p.kernels[s.kernel].name, "\" takes argument \"", r,
+                            "\", which the step does not bind"));
       }
       if (s.kind == StepKind::library && s.library != "cudnn")
         throw Error("", where, cat("unknown library \"", s.library, "\""));
@@ -286,12 +308,14 @@ void validate_plan(const Plan& p) {
             throw Error("", where, cat(fn_name(s.fn), " needs argument \"", r, "\""));
       for (const Arg& a : s.args) {
         const Buffer& b = p.buffers[a.buffer];
-        const bool writes = listed(sig.writes, a.role) || (s.fn == Fn::sgd_update && a.role == "param");
+        const bool writes =
+            listed(sig.writes, a.role) || (s.fn == Fn::sgd_update && a.role == "param");
         if (writes && (b.role == BufferRole::input || b.role == BufferRole::target ||
                        b.role == BufferRole::state ||
                        (b.role == BufferRole::param && s.fn != Fn::sgd_update)))
-          throw Error("", where, cat(fn_name(s.fn), " would overwrite the ", role_name(b.role), " \"",
-                                     b.name, "\""));
+          throw Error(
+              "", where,
+              cat(fn_name(s.fn), " would overwrite the ", role_name(b.role), " \"", b.name, "\""));
         if ((a.role == "target") != (b.dtype == DType::i64))
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
       }

@@ -24,28 +24,28 @@ enum class Fn {
   // are recomputed from x exactly as the forward computes them (kiln's plans do this: it
   // keeps nothing but x alive for the backward).
   batchnorm_backward,
-  relu_forward,            // x -> y
-  relu_backward,           // y, dy -> dx
-  maxpool2d_forward,       // x -> y
-  maxpool2d_backward,      // x, dy -> dx
-  avgpool2d_forward,       // x -> y
-  avgpool2d_backward,      // dy -> dx
+  relu_forward,                // x -> y
+  relu_backward,               // y, dy -> dx
+  maxpool2d_forward,           // x -> y
+  maxpool2d_backward,          // x, dy -> dx
+  avgpool2d_forward,           // x -> y
+  avgpool2d_backward,          // dy -> dx
   adaptive_avgpool2d_forward,  // x -> y (also global_avgpool)
   adaptive_avgpool2d_backward, // dy -> dx
-  add_forward,             // x0, x1, ... -> y
-  concat_forward,          // x0, x1, ... -> y
-  concat_backward,         // dy -> dx (the channel slice at `offset`)
-  upsample2d_forward,      // x -> y
-  upsample2d_backward,     // dy -> dx
-  softmax_forward,         // x -> y
-  softmax_backward,        // y, dy -> dx
-  softmax_xent_forward,    // logits, target -> probs, loss
-  softmax_xent_backward,   // probs, target -> dlogits
-  copy,                    // src -> dst (add's backward, a view's gradient)
-  convert,                 // src -> dst: same logical shape, another layout or dtype
-  region_copy,             // src -> dst: a spatial window of a 4-D tensor (tiles of a tiled segment)
-  fill_zero,               // -> dst: zeros (gradients accumulated from overlapping tiles)
-  sgd_update,              // param, grad (lr)
+  add_forward,                 // x0, x1, ... -> y
+  concat_forward,              // x0, x1, ... -> y
+  concat_backward,             // dy -> dx (the channel slice at `offset`)
+  upsample2d_forward,          // x -> y
+  upsample2d_backward,         // dy -> dx
+  softmax_forward,             // x -> y
+  softmax_backward,            // y, dy -> dx
+  softmax_xent_forward,        // logits, target -> probs, loss
+  softmax_xent_backward,       // probs, target -> dlogits
+  copy,                        // src -> dst (add's backward, a view's gradient)
+  convert,                     // src -> dst: same logical shape, another layout or dtype
+  region_copy, // src -> dst: a spatial window of a 4-D tensor (tiles of a tiled segment)
+  fill_zero,   // -> dst: zeros (gradients accumulated from overlapping tiles)
+  sgd_update,  // param, grad (lr)
 };
 
 std::string_view fn_name(Fn f);

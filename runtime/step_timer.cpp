@@ -15,10 +15,12 @@ double StepTimes::min() const { return ms.empty() ? 0 : *std::min_element(ms.beg
 double StepTimes::max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
 
 StepTimes time_steps(Backend& backend, int warmup, int runs, const std::function<void()>& step) {
-  for (int i = 0; i < warmup; ++i) step();
+  for (int i = 0; i < warmup; ++i)
+    step();
   backend.synchronize();
   StepTimes t;
-  for (int i = 0; i < runs; ++i) t.ms.push_back(backend.time_ms(step));
+  for (int i = 0; i < runs; ++i)
+    t.ms.push_back(backend.time_ms(step));
   return t;
 }
 

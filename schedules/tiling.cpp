@@ -207,7 +207,8 @@ int64_t tile_train_bytes(const Segment& s, const Values& vals) {
   for (int i = 0; i < n; ++i)
     if (computes(i)) {
       fwd[size_t(i)] = steps++;
-      for (int v : s.ops[size_t(i)].inputs) ++readers[size_t(v) + 1], sole[size_t(v) + 1] = i;
+      for (int v : s.ops[size_t(i)].inputs)
+        ++readers[size_t(v) + 1], sole[size_t(v) + 1] = i;
     }
   std::vector<char> has_grad(size_t(n), 0);
   has_grad[size_t(s.output)] = 1;
@@ -224,10 +225,13 @@ int64_t tile_train_bytes(const Segment& s, const Values& vals) {
       for (int v : s.ops[size_t(c)].inputs)
         if (v >= 0) {
           last_read[size_t(v)] = std::max(last_read[size_t(v)], fwd[size_t(c)]);
-          if (bwd[size_t(c)] >= 0) first_grad[size_t(v)] = std::min(first_grad[size_t(v)], bwd[size_t(c)]);
+          if (bwd[size_t(c)] >= 0)
+            first_grad[size_t(v)] = std::min(first_grad[size_t(v)], bwd[size_t(c)]);
         }
   std::vector<int64_t> diff(size_t(steps) + 1, 0);
-  auto live = [&](int from, int to, int64_t b) { diff[size_t(from)] += b, diff[size_t(to) + 1] -= b; };
+  auto live = [&](int from, int to, int64_t b) {
+    diff[size_t(from)] += b, diff[size_t(to) + 1] -= b;
+  };
   auto copied = [&](int v) { return v < 0 || readers[size_t(v) + 1] > 1; };
   for (int i = 0; i < n; ++i) {
     if (!computes(i)) continue;
@@ -251,7 +255,8 @@ int64_t tile_train_bytes(const Segment& s, const Values& vals) {
     live(b, b, temp);
   }
   int64_t cur = 0, peak = 0;
-  for (int k = 0; k < steps; ++k) peak = std::max(peak, cur += diff[size_t(k)]);
+  for (int k = 0; k < steps; ++k)
+    peak = std::max(peak, cur += diff[size_t(k)]);
   return peak;
 }
 

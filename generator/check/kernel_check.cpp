@@ -24,14 +24,16 @@ bool writes(const Step& s, const std::string& role) {
 }
 
 // Values a role may hold: variances and inverse deviations positive, targets valid classes.
-Tensor random_for(const Plan& p, const Step& s, const std::string& role, const Buffer& b, uint64_t seed) {
+Tensor random_for(const Plan& p, const Step& s, const std::string& role, const Buffer& b,
+                  uint64_t seed) {
   Tensor t(b.dtype, b.shape);
   uint64_t st = seed ^ fnv1a(role) ^ fnv1a(b.name);
   const int64_t n = t.numel();
   if (b.dtype == DType::i64) {
     const int bl = s.arg("logits") >= 0 ? s.arg("logits") : s.arg("probs");
     const int64_t classes = bl >= 0 ? p.buffers[bl].shape[1] : 2;
-    for (int64_t i = 0; i < n; ++i) t.set(i, double(splitmix64(st) % uint64_t(classes)));
+    for (int64_t i = 0; i < n; ++i)
+      t.set(i, double(splitmix64(st) % uint64_t(classes)));
     return t;
   }
   const bool positive = role == "running_var" || role == "invstd";
@@ -44,7 +46,8 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
 
 Tensor poisoned(const Buffer& b) {
   Tensor t(b.dtype, b.shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::numeric_limits<double>::quiet_NaN());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.set(i, std::numeric_limits<double>::quiet_NaN());
   return t;
 }
 
@@ -52,7 +55,8 @@ Tensor poisoned(const Buffer& b) {
 
 double tolerance_for(const Plan& p, const Step& s, const std::string& math) {
   bool half = math == "fp16" || math == "bf16";
-  for (const Arg& a : s.args) half |= p.buffers[a.buffer].dtype == DType::f16 || p.buffers[a.buffer].dtype == DType::bf16;
+  for (const Arg& a : s.args)
+    half |= p.buffers[a.buffer].dtype == DType::f16 || p.buffers[a.buffer].dtype == DType::bf16;
   if (half) return 1e-2;
   if (math == "tf32") return 5e-4;
   return 1e-5;
@@ -110,51 +114,54 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
   row.kernel = k.name;
   row.node = step.node;
   row.tolerance = tolerance_for(plan, step, math);
-    try {
-      const Plan dev_plan = single_step_plan(plan, step, &k, false);
-      const Plan ref_plan = single_step_plan(plan, step, nullptr, true);
-      std::unique_ptr<Backend> dev_backend = device();
-      cpu::CpuBackend ref_backend;
-      Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
-      const Step& ds = dev_plan.phases[0].steps[0];
-      for (const Arg& a : ds.args) {
-        const Buffer& b = dev_plan.buffers[a.buffer];
-        const bool out = b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
-        // A slice of a wide concat leaves the rest of y as it was: give it data too.
-        const bool needs_data = !out || ds.accumulate || ds.fn == Fn::sgd_update || ds.fn == Fn::concat_forward ||
-                                ds.fn == Fn::region_copy;
-        const Tensor t = needs_data ? random_for(dev_plan, ds, a.role, b, seed) : poisoned(b);
-        dev.write(a.buffer, to_memory_order(t, b.layout));
-        ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
-      }
-      dev.run("forward");
-      ref.run("forward");
-      double num = 0, den = 0;
-      bool nan = false;
-      for (const Arg& a : ds.args) {
-        const Buffer& b = dev_plan.buffers[a.buffer];
-        if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update)) continue;
-        const Tensor d = to_logical_order(dev.read(a.buffer), b.layout), r = ref.read(a.buffer);
-        for (int64_t e = 0; e < d.numel(); ++e) {
-          const double x = d.get(e), y = r.get(e);
-          if (std::isnan(x) || std::isnan(y)) nan = true;
-          row.max_abs = std::max(row.max_abs, std::abs(x - y));
-          num += (x - y) * (x - y);
-          den += y * y;
-        }
-      }
-      row.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-      if (nan) row.error = "NaN in the output (an element not written, or a NaN computed)";
-      row.pass = !nan && row.rel <= row.tolerance;
-    } catch (const Error& e) {
-      row.error = e.what();
+  try {
+    const Plan dev_plan = single_step_plan(plan, step, &k, false);
+    const Plan ref_plan = single_step_plan(plan, step, nullptr, true);
+    std::unique_ptr<Backend> dev_backend = device();
+    cpu::CpuBackend ref_backend;
+    Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
+    const Step& ds = dev_plan.phases[0].steps[0];
+    for (const Arg& a : ds.args) {
+      const Buffer& b = dev_plan.buffers[a.buffer];
+      const bool out =
+          b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
+      // A slice of a wide concat leaves the rest of y as it was: give it data too.
+      const bool needs_data = !out || ds.accumulate || ds.fn == Fn::sgd_update ||
+                              ds.fn == Fn::concat_forward || ds.fn == Fn::region_copy;
+      const Tensor t = needs_data ? random_for(dev_plan, ds, a.role, b, seed) : poisoned(b);
+      dev.write(a.buffer, to_memory_order(t, b.layout));
+      ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
     }
+    dev.run("forward");
+    ref.run("forward");
+    double num = 0, den = 0;
+    bool nan = false;
+    for (const Arg& a : ds.args) {
+      const Buffer& b = dev_plan.buffers[a.buffer];
+      if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update))
+        continue;
+      const Tensor d = to_logical_order(dev.read(a.buffer), b.layout), r = ref.read(a.buffer);
+      for (int64_t e = 0; e < d.numel(); ++e) {
+        const double x = d.get(e), y = r.get(e);
+        if (std::isnan(x) || std::isnan(y)) nan = true;
+        row.max_abs = std::max(row.max_abs, std::abs(x - y));
+        num += (x - y) * (x - y);
+        den += y * y;
+      }
+    }
+    row.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    if (nan) row.error = "NaN in the output (an element not written, or a NaN computed)";
+    row.pass = !nan && row.rel <= row.tolerance;
+  } catch (const Error& e) {
+    row.error = e.what();
+  }
   return row;
 }
 
-std::vector<KernelCheck> check_kernels(const std::string& dir, const BackendFactory& device, uint64_t seed,
-                                       bool alternatives,
-                                       const std::function<void(size_t, size_t, const std::string&)>& progress) {
+std::vector<KernelCheck>
+check_kernels(const std::string& dir, const BackendFactory& device, uint64_t seed,
+              bool alternatives,
+              const std::function<void(size_t, size_t, const std::string&)>& progress) {
   const Plan plan = load_plan(dir + "/plan.json");
   const auto bytes = io::read_file(dir + "/manifest.json");
   const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -189,11 +196,13 @@ std::vector<KernelCheck> check_kernels(const std::string& dir, const BackendFact
     // tile, each with its own kernel, so the node alone would name the wrong tile's step).
     for (const Phase& ph : plan.phases)
       for (const Step& s : ph.steps)
-        if (!step && s.kind == StepKind::launch && s.kernel >= 0 && plan.kernels[size_t(s.kernel)].name == name)
+        if (!step && s.kind == StepKind::launch && s.kernel >= 0 &&
+            plan.kernels[size_t(s.kernel)].name == name)
           step = &s;
     for (const Phase& ph : plan.phases)
       for (const Step& s : ph.steps)
-        if (!step && s.kind != StepKind::free && (s.node + " (" + std::string(fn_name(s.fn)) + ")") == node)
+        if (!step && s.kind != StepKind::free &&
+            (s.node + " (" + std::string(fn_name(s.fn)) + ")") == node)
           step = &s;
     if (progress) progress(i, ks.size(), name);
     if (!step) {

@@ -40,13 +40,15 @@ void generate_cmd(const GenerateArgs& a) {
   for (const KernelRecord& r : gen.assigned.kernels)
     if (r.chosen) ++families[r.variant.family], ++chosen;
   std::string fam;
-  for (const auto& [f, n] : families) fam += fmt::format("{}{} {}", fam.empty() ? "" : ", ", n, f);
-  fmt::print("generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}\n"
-             "wrote {}/kernels/*.cu, manifest.json, plan.json\n",
-             m.name, g.name, g.arch, chosen, fam,
-             o.all_variants ? fmt::format(" + {} alternatives", gen.assigned.kernels.size() - chosen) : "",
-             gen.assigned.library_steps.size(), layout_name(gen.layout),
-             human_bytes(gen.plan.arena_bytes), a.output);
+  for (const auto& [f, n] : families)
+    fam += fmt::format("{}{} {}", fam.empty() ? "" : ", ", n, f);
+  fmt::print(
+      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}\n"
+      "wrote {}/kernels/*.cu, manifest.json, plan.json\n",
+      m.name, g.name, g.arch, chosen, fam,
+      o.all_variants ? fmt::format(" + {} alternatives", gen.assigned.kernels.size() - chosen) : "",
+      gen.assigned.library_steps.size(), layout_name(gen.layout), human_bytes(gen.plan.arena_bytes),
+      a.output);
 }
 
 } // namespace
@@ -57,13 +59,16 @@ void add_generate(CLI::App& app) {
       "generate", "emit kernels specialized to each layer of MODEL and to the GPU: "
                   "DIR/kernels/*.cu, DIR/manifest.json, DIR/plan.json");
   a->model.add_to(cmd);
-  cmd->add_option("--gpu", a->gpu, "GPU descriptor: a kiln-gpu/1 file or a shipped name (h200, a100, ...)")
+  cmd->add_option("--gpu", a->gpu,
+                  "GPU descriptor: a kiln-gpu/1 file or a shipped name (h200, a100, ...)")
       ->required();
-  cmd->add_option("-o,--output", a->output, "output directory (replaced when complete)")->required();
+  cmd->add_option("-o,--output", a->output, "output directory (replaced when complete)")
+      ->required();
   cmd->add_option("--variants", a->variants,
                   "default: one kernel per step; all: also every other valid variant, for sweeps")
       ->check(CLI::IsMember({"default", "all"}));
-  cmd->add_option("--layout", a->layout, "activation layout: auto (by the kernels available), nchw, nhwc")
+  cmd->add_option("--layout", a->layout,
+                  "activation layout: auto (by the kernels available), nchw, nhwc")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_flag("--train", a->train, "a training step (forward, loss, backward, SGD update)");
   cmd->add_option("--lr", a->lr, "learning rate of the update phase");

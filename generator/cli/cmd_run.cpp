@@ -8,21 +8,21 @@
 #include "generator/compile/templates.hpp"
 #include "generator/emit/generate.hpp"
 #include "generator/emit/lower.hpp"
-#include "generator/model/model_json.hpp"
-#include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/cudnn_runner.hpp"
-#include "runtime/emu/backend.hpp"
+#include "generator/emit/plan_builder.hpp"
 #include "generator/gpu/gpu_desc.hpp"
+#include "generator/model/model_json.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "generator/schedule/tiled_strategy.hpp"
-#include "runtime/step_timer.hpp"
-#include "generator/emit/plan_builder.hpp"
 #include "runtime/cpu/backend.hpp"
+#include "runtime/cuda/backend.hpp"
+#include "runtime/cuda/cudnn_runner.hpp"
+#include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
+#include "runtime/step_timer.hpp"
 #include "runtime/weights.hpp"
 
 #include <chrono>
@@ -54,8 +54,9 @@ struct RunArgs {
 // Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
 std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   const std::string key = cache_key({model_to_text(m), g.identity(), KILN_VERSION, templates_hash(),
-                                     o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
-                                     std::to_string(o.slots), fmt::format("{}", o.lr)});
+                                     o.train ? "train" : "infer", o.schedule, o.budget, o.tiles,
+                                     o.cudnn_only ? "cudnn" : "kiln", std::to_string(o.slots),
+                                     fmt::format("{}", o.lr)});
   return KernelCache::default_dir() + "/runs/" + key;
 }
 
@@ -72,19 +73,24 @@ void run(const RunArgs& a) {
   }
   apply_overrides(m, ov);
   if (input.shape() != m.input_shape)
-    throw Error(a.input, "", cat("has shape ", shape_str(input.shape()), ", the model takes ",
-                                 shape_str(m.input_shape)));
+    throw Error(a.input, "",
+                cat("has shape ", shape_str(input.shape()), ", the model takes ",
+                    shape_str(m.input_shape)));
   if (a.train && (a.target.empty() || a.grads.empty()))
     throw Error("", "--train", "needs --target T.npy and --grads G.safetensors");
-  if (!a.train && a.output.empty() && a.bench == 0) throw Error("", "--output", "is required for inference (unless --bench)");
+  if (!a.train && a.output.empty() && a.bench == 0)
+    throw Error("", "--output", "is required for inference (unless --bench)");
 
   LowerOptions lo;
   lo.train = a.train;
   lo.lr = a.lr;
   const bool tiled = a.schedule == "tiled";
-  if (!a.tiles.empty() && !tiled) throw Error("", "--tiles", "forces the tiling of --schedule tiled");
+  if (!a.tiles.empty() && !tiled)
+    throw Error("", "--tiles", "forces the tiling of --schedule tiled");
   if (!a.train && !tiled && (a.schedule != "store-all" || !a.budget.empty()))
-    throw Error("", "--schedule", "recompute schedules apply to training steps (--train); only tiled also runs inference");
+    throw Error(
+        "", "--schedule",
+        "recompute schedules apply to training steps (--train); only tiled also runs inference");
   Plan plan;
   std::string schedule_note;
   std::unique_ptr<Backend> backend;
@@ -96,25 +102,29 @@ void run(const RunArgs& a) {
       so.lower = lo;
       const GpuDesc g = load_gpu(a.gpu);
       std::optional<int64_t> budget;
-      if (!a.budget.empty()) budget = parse_budget(a.budget, untiled_reference(m, g, so).peak_bytes);
+      if (!a.budget.empty())
+        budget = parse_budget(a.budget, untiled_reference(m, g, so).peak_bytes);
       std::optional<std::pair<int64_t, int64_t>> tiles;
       if (!a.tiles.empty()) tiles = parse_tiles(a.tiles);
       TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
-      schedule_note = fmt::format(", schedule tiled: {} tiles{}{} (plan peak {}, predicted time x{:.2f} of untiled)",
-                                  t.tiles(), budget ? " within " + human_bytes(*budget) : "",
-                                  a.train ? ", rest " + t.rest : "", human_bytes(t.peak_bytes),
-                                  t.time_us / t.untiled_time_us);
+      schedule_note = fmt::format(
+          ", schedule tiled: {} tiles{}{} (plan peak {}, predicted time x{:.2f} of untiled)",
+          t.tiles(), budget ? " within " + human_bytes(*budget) : "",
+          a.train ? ", rest " + t.rest : "", human_bytes(t.peak_bytes),
+          t.time_us / t.untiled_time_us);
       plan = finish_plan(std::move(t.steps));
     } else if (scheduled) {
       ScheduleOptions so;
       so.slots = a.slots;
       so.lower = lo;
       const TrainingScheduler sched(m, load_gpu(a.gpu), so);
-      const int64_t budget = a.budget.empty() ? sched.store_all_peak() : parse_budget(a.budget, sched.store_all_peak());
+      const int64_t budget = a.budget.empty() ? sched.store_all_peak()
+                                              : parse_budget(a.budget, sched.store_all_peak());
       const TrainingSchedule ts = sched.solve(*parse_strategy(a.schedule), budget);
       plan = sched.plan(ts);
-      schedule_note = fmt::format(", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", a.schedule,
-                                  human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
+      schedule_note = fmt::format(
+          ", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", a.schedule,
+          human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
     } else {
       plan = lower_model(m, lo);
     }
@@ -126,7 +136,8 @@ void run(const RunArgs& a) {
     GenerateOptions go;
     go.train = a.train;
     go.lr = a.lr;
-    if (scheduled) go.schedule = a.schedule, go.budget = a.budget, go.tiles = a.tiles, go.slots = a.slots;
+    if (scheduled)
+      go.schedule = a.schedule, go.budget = a.budget, go.tiles = a.tiles, go.slots = a.slots;
     go.cudnn_only = a.kernels == "cudnn";
     const std::string dir = run_directory(m, g, go);
     if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
@@ -145,7 +156,8 @@ void run(const RunArgs& a) {
     }
     plan = load_plan(dir + "/plan.json");
     if (scheduled)
-      schedule_note = fmt::format(", schedule {}{}{}", a.schedule, a.tiles.empty() ? "" : " " + a.tiles + " tiles",
+      schedule_note = fmt::format(", schedule {}{}{}", a.schedule,
+                                  a.tiles.empty() ? "" : " " + a.tiles + " tiles",
                                   a.budget.empty() ? "" : " within " + a.budget);
   }
   Progress progress(plan);
@@ -162,11 +174,13 @@ void run(const RunArgs& a) {
   if (a.train) {
     Tensor target = io::read_npy(a.target);
     if (target.dtype() != DType::i64 && target.dtype() != DType::i32)
-      throw Error(a.target, "", cat("targets must be integer class indices (int64), not ",
-                                    dtype_name(target.dtype())));
+      throw Error(
+          a.target, "",
+          cat("targets must be integer class indices (int64), not ", dtype_name(target.dtype())));
     if (target.shape() != plan.buffers[plan.target].shape)
-      throw Error(a.target, "", cat("has shape ", shape_str(target.shape()), ", expected ",
-                                    shape_str(plan.buffers[plan.target].shape)));
+      throw Error(a.target, "",
+                  cat("has shape ", shape_str(target.shape()), ", expected ",
+                      shape_str(plan.buffers[plan.target].shape)));
     ex.write(plan.target, target.to(DType::i64));
   }
 
@@ -203,8 +217,9 @@ void run(const RunArgs& a) {
       ex.run("forward");
       if (a.train) ex.run("backward");
     });
-    fmt::print("bench: median {:.3f} ms over {} runs (min {:.3f}, max {:.3f}), {:.1f} images/s{}\n", t.median(), a.bench,
-               t.min(), t.max(), double(input.shape()[0]) * 1000.0 / t.median(),
+    fmt::print("bench: median {:.3f} ms over {} runs (min {:.3f}, max {:.3f}), {:.1f} images/s{}\n",
+               t.median(), a.bench, t.min(), t.max(),
+               double(input.shape()[0]) * 1000.0 / t.median(),
                a.device == "gpu" ? " (CUDA events)" : " (host clock)");
   }
 }
@@ -217,12 +232,14 @@ void add_run(CLI::App& app) {
       "run", "one inference or training step: reads X.npy (its shape sets the batch and image "
              "size), writes the first output as Y.npy; with --train also the gradients");
   a->model.add_to(cmd);
-  cmd->add_option("--device", a->device,
-                  "backend: cpu (the reference), emu (the generated kernels on the CPU emulator), gpu")
+  cmd->add_option(
+         "--device", a->device,
+         "backend: cpu (the reference), emu (the generated kernels on the CPU emulator), gpu")
       ->check(CLI::IsMember({"cpu", "emu", "gpu"}));
   cmd->add_option("--weights", a->weights,
                   "parameters by name (.safetensors, PyTorch state_dict names); default: seeded");
-  cmd->add_option("--seed", a->seed, "seed for the weights when no --weights are given (default 0)");
+  cmd->add_option("--seed", a->seed,
+                  "seed for the weights when no --weights are given (default 0)");
   cmd->add_option("--input", a->input, "input batch, .npy [N, C, H, W]")->required();
   cmd->add_option("--output", a->output, "where to write the first output (.npy)");
   cmd->add_flag("--train", a->train,
@@ -231,24 +248,32 @@ void add_run(CLI::App& app) {
   cmd->add_option("--grads", a->grads, "where to write every parameter's gradient (.safetensors)");
   cmd->add_option("--lr", a->lr, "learning rate of the SGD update (with --update)");
   cmd->add_flag("--update", a->update, "also apply the SGD update (the gradients are unaffected)");
-  cmd->add_option("--schedule", a->schedule,
-                  "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients are "
-                  "bit-identical whatever the strategy. tiled (training or inference): the leading "
-                  "conv/pool layers run tile by tile (segmented fused tiling), the fewest tiles that fit --budget")
+  cmd->add_option(
+         "--schedule", a->schedule,
+         "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients are "
+         "bit-identical whatever the strategy. tiled (training or inference): the leading "
+         "conv/pool layers run tile by tile (segmented fused tiling), the fewest tiles that fit "
+         "--budget")
       ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "tiled"}));
   cmd->add_option("--budget", a->budget,
-                  "memory budget for live activations: bytes, 700MiB, 2GiB or 40% (of the untiled store-all peak)");
+                  "memory budget for live activations: bytes, 700MiB, 2GiB or 40% (of the untiled "
+                  "store-all peak)");
   cmd->add_option("--tiles", a->tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
   cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
-  cmd->add_option("--bench", a->bench,
-                  "then time N more steps (forward, and backward with --train) and print their median, "
-                  "min and max: CUDA events on the gpu after 3 warm-up steps, the host clock elsewhere")
+  cmd->add_option(
+         "--bench", a->bench,
+         "then time N more steps (forward, and backward with --train) and print their median, "
+         "min and max: CUDA events on the gpu after 3 warm-up steps, the host clock elsewhere")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--kernels", a->kernels,
-                  "emu/gpu: kiln (default) generated kernels, cuDNN only where no template serves; cudnn: every "
-                  "step cuDNN computes as a cuDNN call (the peer for benchmarks; the emu runs those steps as the reference)")
+                  "emu/gpu: kiln (default) generated kernels, cuDNN only where no template serves; "
+                  "cudnn: every "
+                  "step cuDNN computes as a cuDNN call (the peer for benchmarks; the emu runs "
+                  "those steps as the reference)")
       ->check(CLI::IsMember({"kiln", "cudnn"}));
-  cmd->add_option("--gpu", a->gpu, "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
+  cmd->add_option(
+      "--gpu", a->gpu,
+      "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
   cmd->callback([a] { run(*a); });
 }
 

@@ -22,9 +22,12 @@ void uses_of(const Plan& p, int b, std::vector<std::pair<size_t, size_t>>& write
       for (const Arg& a : s.args)
         if (a.buffer == b) {
           bool w = false;
-          for (std::string_view r : fn_signature(s.fn).writes) w |= r == a.role;
-          if (w) writers.push_back({ph, i});
-          else ++readers;
+          for (std::string_view r : fn_signature(s.fn).writes)
+            w |= r == a.role;
+          if (w)
+            writers.push_back({ph, i});
+          else
+            ++readers;
         }
     }
 }
@@ -39,25 +42,31 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
     std::vector<std::pair<size_t, size_t>> writers;
     int readers = 0;
     uses_of(p, b, writers, readers);
-    const bool free_layout = p.buffers[b].role == BufferRole::activation && p.buffers[b].view_of < 0 &&
-                             writers.size() == 1 && readers == 1 &&
-                             (p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_fold_bn ||
-                              p.phases[writers[0].first].steps[writers[0].second].fn == Fn::convert);
+    const bool free_layout =
+        p.buffers[b].role == BufferRole::activation && p.buffers[b].view_of < 0 &&
+        writers.size() == 1 && readers == 1 &&
+        (p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_fold_bn ||
+         p.phases[writers[0].first].steps[writers[0].second].fn == Fn::convert);
     bool written = false;
-    for (std::string_view w : fn_signature(s.fn).writes) written |= w == role;
+    for (std::string_view w : fn_signature(s.fn).writes)
+      written |= w == role;
     if (free_layout && !written) {
       p.buffers[b].layout = want;
     } else if (!written) {
-      const int copy = insert_convert(p, ph, i, b, want, p.buffers[b].name + "." + std::string(layout_name(want)));
+      const int copy = insert_convert(p, ph, i, b, want,
+                                      p.buffers[b].name + "." + std::string(layout_name(want)));
       ++i; // the step moved one down
       for (Arg& a : p.phases[ph].steps[i].args)
         if (a.role == role) a.buffer = copy;
     } else {
       // An output: the step writes a copy in the layout it needs, converted back after it.
-      if (s.accumulate) throw Error("", cat("node \"", s.node, "\""), "cannot accumulate into an output of another layout");
+      if (s.accumulate)
+        throw Error("", cat("node \"", s.node, "\""),
+                    "cannot accumulate into an output of another layout");
       Buffer t = p.buffers[b];
       t.name += "." + std::string(layout_name(want));
-      for (int k = 2; p.find_buffer(t.name) >= 0; ++k) t.name = p.buffers[b].name + "." + std::string(layout_name(want)) + "#" + std::to_string(k);
+      for (int k = 2; p.find_buffer(t.name) >= 0; ++k)
+        t.name = p.buffers[b].name + "." + std::string(layout_name(want)) + "#" + std::to_string(k);
       t.role = BufferRole::activation;
       t.view_of = -1;
       t.layout = want;
@@ -130,7 +139,8 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool 
           const Variant& alt = c.valid[k].variant;
           if (index.count(alt.name) || seen_alternative[alt.name]) continue;
           seen_alternative[alt.name] = true;
-          alternatives.push_back({alt, c.valid[k].cost, {step_label(s)}, "alternative for sweeps", false});
+          alternatives.push_back(
+              {alt, c.valid[k].cost, {step_label(s)}, "alternative for sweeps", false});
         }
     }
   for (KernelRecord& r : alternatives)

@@ -26,10 +26,14 @@ namespace {
 ojson cfg_json(const Variant& v) {
   ojson j = ojson::object();
   for (const auto& [k, val] : v.cfg) {
-    if (val.rfind("type:", 0) == 0) j[k] = val.substr(5);
-    else if (val.rfind("float:", 0) == 0) j[k] = std::stod(val.substr(6));
-    else if (val == "true" || val == "false") j[k] = val == "true";
-    else j[k] = std::stoll(val);
+    if (val.rfind("type:", 0) == 0)
+      j[k] = val.substr(5);
+    else if (val.rfind("float:", 0) == 0)
+      j[k] = std::stod(val.substr(6));
+    else if (val == "true" || val == "false")
+      j[k] = val == "true";
+    else
+      j[k] = std::stoll(val);
   }
   return j;
 }
@@ -55,7 +59,9 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     std::optional<std::pair<int64_t, int64_t>> tiles;
     if (!o.tiles.empty()) tiles = parse_tiles(o.tiles);
     TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
-    schedule = {{"strategy", "tiled"}, {"tiles", t.tiles()}, {"peak_bytes", t.peak_bytes},
+    schedule = {{"strategy", "tiled"},
+                {"tiles", t.tiles()},
+                {"peak_bytes", t.peak_bytes},
                 {"recompute_factor", t.recompute_factor}};
     if (budget) schedule["budget_bytes"] = *budget;
     if (o.train) schedule["rest"] = t.rest;
@@ -69,7 +75,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     so.slots = o.slots;
     so.lower = lo;
     const TrainingScheduler ts(m, g, so);
-    const int64_t budget = o.budget.empty() ? ts.store_all_peak() : parse_budget(o.budget, ts.store_all_peak());
+    const int64_t budget =
+        o.budget.empty() ? ts.store_all_peak() : parse_budget(o.budget, ts.store_all_peak());
     p = ts.graph().lower(ts.solve(*strategy, budget).order);
     schedule = {{"strategy", strategy_name(*strategy)}, {"budget_bytes", budget}};
   } else {

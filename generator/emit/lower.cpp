@@ -6,8 +6,8 @@
 #include "generator/schedule/tiled_segment.hpp"
 #include "generator/schedule/training_graph.hpp"
 
-#include <map>
 #include "runtime/error.hpp"
+#include <map>
 
 namespace kiln {
 
@@ -78,7 +78,8 @@ private:
     const Node& n = m_.nodes[i];
     for (const ParamSpec& ps : m_.params(i)) {
       const std::string pname = n.name + "." + ps.suffix;
-      const int buf = b_.buffer(param_buffer_name(pname), ps.shape, ps.trainable ? BufferRole::param : BufferRole::state);
+      const int buf = b_.buffer(param_buffer_name(pname), ps.shape,
+                                ps.trainable ? BufferRole::param : BufferRole::state);
       ParamBinding pb{pname, buf, -1, 0, 0};
       std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, i, ps);
       b_.plan().params.push_back(pb);
@@ -90,7 +91,8 @@ private:
     input_ = b_.buffer(input_buffer_name(m_), m_.input_shape, BufferRole::input);
     b_.plan().inputs.push_back(input_);
     std::vector<char> is_output(m_.nodes.size(), 0);
-    for (int o : m_.outputs) is_output[o] = 1;
+    for (int o : m_.outputs)
+      is_output[o] = 1;
     val_.assign(m_.nodes.size(), -1);
     for (size_t i = 0; i < m_.nodes.size(); ++i) {
       const Node& n = m_.nodes[i];
@@ -112,8 +114,11 @@ private:
       val_[i] = b_.buffer(act_name(n.name), n.shape, role);
       if (in_segment) { // the segment's output, computed tile by tile
         add_params(int(i));
-        TileEmitter(m_, *o_.tiled, b_, {[&](int node, const char* suffix) { return params_.at(m_.nodes[node].name + "." + suffix); },
-                                        [](int, const char*) { return -1; }})
+        TileEmitter(m_, *o_.tiled, b_,
+                    {[&](int node, const char* suffix) {
+                       return params_.at(m_.nodes[node].name + "." + suffix);
+                     },
+                     [](int, const char*) { return -1; }})
             .forward(input_, val_[i], false);
         continue;
       }
@@ -134,13 +139,16 @@ private:
       const Step s = step(forward_fn(n.op), int(i), std::move(args));
       if (n.op == OpKind::concat) {
         std::vector<int64_t> channels;
-        for (int r : n.inputs) channels.push_back(m_.shape_of(r)[1]);
-        for (const Step& part : concat_chunks(s, channels)) b_.step(part);
+        for (int r : n.inputs)
+          channels.push_back(m_.shape_of(r)[1]);
+        for (const Step& part : concat_chunks(s, channels))
+          b_.step(part);
       } else {
         b_.step(s);
       }
     }
-    for (int o : m_.outputs) b_.plan().outputs.push_back(val_[o]);
+    for (int o : m_.outputs)
+      b_.plan().outputs.push_back(val_[o]);
   }
 
   const Model& m_;
@@ -153,7 +161,9 @@ private:
 
 } // namespace
 
-Plan lower_model(const Model& m, const LowerOptions& o) { return finish_plan(lower_model_steps(m, o)); }
+Plan lower_model(const Model& m, const LowerOptions& o) {
+  return finish_plan(lower_model_steps(m, o));
+}
 
 Plan lower_model_steps(const Model& m, const LowerOptions& o) {
   if (!o.train) return Lowering(m, o).build();

@@ -37,9 +37,12 @@ Profile load_profile(const std::string& path) {
       ju::expect_object(it.value(), ptr);
       ju::reject_unknown_keys(it.value(), ptr, {"forward_ms", "backward_ms"});
       LayerTimes t;
-      t.forward_us = 1000 * ju::get_number(ju::require(it.value(), "forward_ms", ptr), ptr + "/forward_ms");
-      t.backward_us = 1000 * ju::get_number(ju::require(it.value(), "backward_ms", ptr), ptr + "/backward_ms");
-      if (!(t.forward_us >= 0) || !(t.backward_us >= 0)) throw Error("", ptr, "times must be non-negative");
+      t.forward_us =
+          1000 * ju::get_number(ju::require(it.value(), "forward_ms", ptr), ptr + "/forward_ms");
+      t.backward_us =
+          1000 * ju::get_number(ju::require(it.value(), "backward_ms", ptr), ptr + "/backward_ms");
+      if (!(t.forward_us >= 0) || !(t.backward_us >= 0))
+        throw Error("", ptr, "times must be non-negative");
       p.layers[it.key()] = t;
     }
     return p;
@@ -52,13 +55,15 @@ std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Prof
   std::vector<LayerTimes> t(m.nodes.size());
   const double esize = double(dtype_size(m.dtype));
   const double peak = peak_tflops(g, math_of(m.dtype)) * 1e6; // flops per microsecond
-  const double bw = g.memory_bandwidth_gbps * 1e3;             // bytes per microsecond
+  const double bw = g.memory_bandwidth_gbps * 1e3;            // bytes per microsecond
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const Node& n = m.nodes[i];
     if (op_is_view(n.op)) continue;
     double bytes = double(numel(n.shape));
-    for (const Shape& s : m.input_shapes(int(i))) bytes += double(numel(s));
-    for (const ParamSpec& p : m.params(int(i))) bytes += double(numel(p.shape));
+    for (const Shape& s : m.input_shapes(int(i)))
+      bytes += double(numel(s));
+    for (const ParamSpec& p : m.params(int(i)))
+      bytes += double(numel(p.shape));
     bytes *= esize;
     const double flops = 2.0 * double(m.macs(int(i)));
     const double fwd = std::max(flops / peak, bytes / bw) + kLaunchUs;
@@ -105,7 +110,8 @@ std::vector<double> op_times(const TrainingGraph& g, const std::vector<LayerTime
         for (int r : m.nodes[c].inputs)
           if (r == op.node) {
             const OpKind k = m.nodes[c].op;
-            times[j] += k == OpKind::conv2d || k == OpKind::linear ? layers[c].backward_us / 2 : layers[c].backward_us;
+            times[j] += k == OpKind::conv2d || k == OpKind::linear ? layers[c].backward_us / 2
+                                                                   : layers[c].backward_us;
           }
       break;
     case TrainOp::tiled_forward: times[j] = seg.forward_us; break;

@@ -25,7 +25,8 @@ struct Profile {
 };
 Profile load_profile(const std::string& path);
 
-std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Profile* profile = nullptr);
+std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g,
+                                    const Profile* profile = nullptr);
 
 // A tiled segment's forward (every tile once) and backward (every tile recomputed, then
 // backpropagated), from the planner's per-layer recompute factors.

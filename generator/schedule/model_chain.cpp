@@ -16,7 +16,8 @@ std::vector<int> cuts(const Model& m) {
   std::vector<int> last_use(n, -1);
   int input_last = -1;
   for (int i = 0; i < n; ++i)
-    for (int r : m.nodes[i].inputs) (r == kModelInput ? input_last : last_use[r]) = i;
+    for (int r : m.nodes[i].inputs)
+      (r == kModelInput ? input_last : last_use[r]) = i;
   std::vector<int> r;
   // live(k) = values v <= k used after k; counted incrementally.
   std::vector<int> ends(n + 1, 0); // how many values stop being live after position k
@@ -31,15 +32,18 @@ std::vector<int> cuts(const Model& m) {
 
 // Op-level simulation: the peak of live bytes while running `seq`, starting with `start`
 // resident; a bundle dies right after its last use in `seq` unless it is in `keep`.
-int64_t simulate_peak(const TrainingGraph& g, const std::vector<int>& seq, const std::set<int>& start,
-                      const std::set<int>& keep, std::set<int>* end_resident = nullptr) {
+int64_t simulate_peak(const TrainingGraph& g, const std::vector<int>& seq,
+                      const std::set<int>& start, const std::set<int>& keep,
+                      std::set<int>* end_resident = nullptr) {
   const auto& ops = g.ops();
   std::map<int, size_t> last; // bundle -> last step reading it
   for (size_t s = 0; s < seq.size(); ++s)
-    for (int i : ops[seq[s]].inputs) last[i] = s;
+    for (int i : ops[seq[s]].inputs)
+      last[i] = s;
   std::set<int> res = start;
   int64_t live = 0;
-  for (int j : res) live += ops[j].output_bytes;
+  for (int j : res)
+    live += ops[j].output_bytes;
   int64_t peak = live;
   for (size_t s = 0; s < seq.size(); ++s) {
     const TrainOp& op = ops[seq[s]];
@@ -72,19 +76,23 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
     std::vector<char> read_by_backward(g.ops().size(), 0);
     for (const TrainOp& op : g.ops())
       if (op.kind == TrainOp::gradient || op.kind == TrainOp::param_grad)
-        for (int i : op.inputs) read_by_backward[size_t(i)] = 1;
+        for (int i : op.inputs)
+          read_by_backward[size_t(i)] = 1;
     std::vector<int> kept;
     for (int k : c) {
       int s = k;
-      while (s != kModelInput && op_is_view(m.nodes[s].op)) s = m.nodes[s].inputs[0];
-      if (s != kModelInput && g.forward_op(s) >= 0 && read_by_backward[size_t(g.forward_op(s))]) kept.push_back(k);
+      while (s != kModelInput && op_is_view(m.nodes[s].op))
+        s = m.nodes[s].inputs[0];
+      if (s != kModelInput && g.forward_op(s) >= 0 && read_by_backward[size_t(g.forward_op(s))])
+        kept.push_back(k);
     }
     c = kept;
   }
   // Stage ranges from the cuts, merged to at most max_stages with balanced forward time.
   std::vector<std::pair<int, int>> ranges;
   int first = 0;
-  for (int k : c) ranges.push_back({first, k}), first = k + 1;
+  for (int k : c)
+    ranges.push_back({first, k}), first = k + 1;
   ranges.push_back({first, n - 1});
   auto stage_time = [&](std::pair<int, int> r) {
     double t = 0;
@@ -94,7 +102,8 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
   };
   if (int(ranges.size()) > max_stages) {
     double total = 0;
-    for (auto r : ranges) total += stage_time(r);
+    for (auto r : ranges)
+      total += stage_time(r);
     const double target = total / max_stages;
     std::vector<std::pair<int, int>> merged;
     double acc = 0;
@@ -110,7 +119,8 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
     while (int(merged.size()) > max_stages) { // coarsen further: pairwise
       std::vector<std::pair<int, int>> half;
       for (size_t i = 0; i < merged.size(); i += 2)
-        half.push_back(i + 1 < merged.size() ? std::pair{merged[i].first, merged[i + 1].second} : merged[i]);
+        half.push_back(i + 1 < merged.size() ? std::pair{merged[i].first, merged[i + 1].second}
+                                             : merged[i]);
       merged = half;
     }
     ranges = merged;
@@ -121,7 +131,8 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
   const int L = int(ranges.size());
   // The op holding a stage output's forward value (its storage's F op), -1 for the input.
   auto value_op = [&](int node) {
-    while (node != kModelInput && op_is_view(m.nodes[node].op)) node = m.nodes[node].inputs[0];
+    while (node != kModelInput && op_is_view(m.nodes[node].op))
+      node = m.nodes[node].inputs[0];
     return node == kModelInput ? -1 : g.forward_op(node);
   };
   for (int s = 0; s < L; ++s) {
@@ -134,7 +145,8 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
       if (g.gradient_op(i) >= 0 && (i != hi || s == L - 1)) b.push_back(g.gradient_op(i));
       if (g.param_grad_op(i) >= 0) b.push_back(g.param_grad_op(i));
     }
-    if (s > 0 && g.gradient_op(ranges[s - 1].second) >= 0) b.push_back(g.gradient_op(ranges[s - 1].second));
+    if (s > 0 && g.gradient_op(ranges[s - 1].second) >= 0)
+      b.push_back(g.gradient_op(ranges[s - 1].second));
     mc.forward_ops.push_back(f);
     mc.backward_ops.push_back(b);
   }
@@ -165,12 +177,14 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
         if (ops[i].kind == TrainOp::forward || ops[i].kind == TrainOp::loss) needed.insert(i);
     std::set<int> keep_all = keep_out;
     for (int i : needed)
-      if (std::find(mc.forward_ops[s].begin(), mc.forward_ops[s].end(), i) != mc.forward_ops[s].end())
+      if (std::find(mc.forward_ops[s].begin(), mc.forward_ops[s].end(), i) !=
+          mc.forward_ops[s].end())
         keep_all.insert(i);
     const int64_t in_bytes = bytes_of(in), out_bytes = bytes_of(out);
     const int64_t peak_none = simulate_peak(g, mc.forward_ops[s], start, keep_out) - in_bytes;
     std::set<int> saved_set;
-    const int64_t peak_all = simulate_peak(g, mc.forward_ops[s], start, keep_all, &saved_set) - in_bytes;
+    const int64_t peak_all =
+        simulate_peak(g, mc.forward_ops[s], start, keep_all, &saved_set) - in_bytes;
     int64_t saved = 0;
     for (int i : saved_set)
       if (i != in) saved += ops[i].output_bytes;
@@ -183,16 +197,22 @@ ModelChain model_chain(const TrainingGraph& g, const std::vector<double>& times,
     const int64_t d_out_bytes = bytes_of(d_out);
     const int64_t peak_b = simulate_peak(g, mc.backward_ops[s], bstart, bkeep);
     sched::Stage st;
-    st.name = m.nodes[ranges[s].first].name + (ranges[s].first == ranges[s].second ? "" : ".." + m.nodes[ranges[s].second].name);
+    st.name = m.nodes[ranges[s].first].name +
+              (ranges[s].first == ranges[s].second ? "" : ".." + m.nodes[ranges[s].second].name);
     st.forward_time = 0;
-    for (int j : mc.forward_ops[s]) st.forward_time += times[j];
+    for (int j : mc.forward_ops[s])
+      st.forward_time += times[j];
     st.backward_time = 0;
-    for (int j : mc.backward_ops[s]) st.backward_time += times[j];
-    st.output_bytes = std::max(out_bytes, s + 1 < L ? d_out_bytes : int64_t(0)); // d_i is sized like a_i
+    for (int j : mc.backward_ops[s])
+      st.backward_time += times[j];
+    st.output_bytes =
+        std::max(out_bytes, s + 1 < L ? d_out_bytes : int64_t(0)); // d_i is sized like a_i
     st.saved_bytes = std::max(saved, st.output_bytes);
-    st.forward_temp_bytes = std::max<int64_t>({0, peak_none - st.output_bytes, peak_all - st.saved_bytes});
+    st.forward_temp_bytes =
+        std::max<int64_t>({0, peak_none - st.output_bytes, peak_all - st.saved_bytes});
     st.backward_temp_bytes =
-        std::max<int64_t>(0, peak_b - (st.saved_bytes + in_bytes + d_out_bytes) - (s > 0 ? mc.chain.stages.back().output_bytes : 0));
+        std::max<int64_t>(0, peak_b - (st.saved_bytes + in_bytes + d_out_bytes) -
+                                 (s > 0 ? mc.chain.stages.back().output_bytes : 0));
     mc.chain.stages.push_back(st);
   }
   mc.chain.validate();
@@ -203,7 +223,8 @@ std::vector<int> chain_ops_order(const ModelChain& c, const std::vector<sched::C
   std::vector<int> order;
   for (const sched::ChainOp& op : ops) {
     if (op.kind == sched::ChainOp::free) continue;
-    const auto& list = op.kind == sched::ChainOp::backward ? c.backward_ops[op.stage - 1] : c.forward_ops[op.stage - 1];
+    const auto& list = op.kind == sched::ChainOp::backward ? c.backward_ops[op.stage - 1]
+                                                           : c.forward_ops[op.stage - 1];
     order.insert(order.end(), list.begin(), list.end());
   }
   return order;

@@ -41,7 +41,8 @@ sched::Dag training_dag(const TrainingGraph& g, const std::vector<double>& times
     o.temp_bytes = op.temp_bytes;
     o.evictable = op.kind == TrainOp::forward || op.kind == TrainOp::loss;
     d.ops.push_back(o);
-    if (op.kind == TrainOp::param_grad || op.kind == TrainOp::tiled_backward) d.outputs.push_back(int(j));
+    if (op.kind == TrainOp::param_grad || op.kind == TrainOp::tiled_backward)
+      d.outputs.push_back(int(j));
   }
   d.validate();
   return d;

@@ -19,13 +19,14 @@ namespace kiln {
 enum class Strategy { store_all, sqrt, rotor, dtr };
 std::optional<Strategy> parse_strategy(std::string_view name);
 std::string_view strategy_name(Strategy s);
-inline constexpr Strategy all_strategies[] = {Strategy::store_all, Strategy::sqrt, Strategy::rotor, Strategy::dtr};
+inline constexpr Strategy all_strategies[] = {Strategy::store_all, Strategy::sqrt, Strategy::rotor,
+                                              Strategy::dtr};
 
 struct ScheduleOptions {
-  int slots = 500;       // rotor's memory discretisation
-  int max_stages = 256;  // chains longer than this merge neighbouring stages
+  int slots = 500;      // rotor's memory discretisation
+  int max_stages = 256; // chains longer than this merge neighbouring stages
   const Profile* profile = nullptr;
-  LowerOptions lower;    // learning rate, descriptor identity
+  LowerOptions lower; // learning rate, descriptor identity
 };
 
 struct TrainingSchedule {

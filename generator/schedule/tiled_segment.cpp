@@ -26,14 +26,18 @@ bool tileable(const Model& m, int i, bool train) {
 }
 
 sched::Window window(const Attrs& a, int axis, OpKind op) {
-  if (op == OpKind::conv2d) return {a.kernel[axis], a.stride[axis], a.padding[axis], a.dilation[axis]};
-  if (op == OpKind::maxpool2d || op == OpKind::avgpool2d) return {a.kernel[axis], a.stride[axis], a.padding[axis], 1};
+  if (op == OpKind::conv2d)
+    return {a.kernel[axis], a.stride[axis], a.padding[axis], a.dilation[axis]};
+  if (op == OpKind::maxpool2d || op == OpKind::avgpool2d)
+    return {a.kernel[axis], a.stride[axis], a.padding[axis], 1};
   return {};
 }
 
 } // namespace
 
-bool TiledSegment::contains(int node) const { return std::find(nodes.begin(), nodes.end(), node) != nodes.end(); }
+bool TiledSegment::contains(int node) const {
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
 
 std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
   const int n = int(m.nodes.size());
@@ -41,11 +45,13 @@ std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
   std::vector<int> last_use(n, -1);
   int input_last = -1;
   for (int i = 0; i < n; ++i)
-    for (int r : m.nodes[i].inputs) (r == kModelInput ? input_last : last_use[r]) = i;
+    for (int r : m.nodes[i].inputs)
+      (r == kModelInput ? input_last : last_use[r]) = i;
   int best = -1;
   for (int k = 0; k < n && tileable(m, k, train); ++k) {
     bool ok = input_last <= k;
-    for (int v = 0; ok && v < k; ++v) ok = last_use[v] <= k; // only node k's value leaves
+    for (int v = 0; ok && v < k; ++v)
+      ok = last_use[v] <= k; // only node k's value leaves
     if (ok) best = k;
   }
   if (best < 0) return std::nullopt;
@@ -58,12 +64,14 @@ std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
     sched::SegOp op;
     op.name = nd.name;
     op.window = {window(nd.attrs, 0, nd.op), window(nd.attrs, 1, nd.op)};
-    for (int r : nd.inputs) op.inputs.push_back(r == kModelInput ? -1 : r);
+    for (int r : nd.inputs)
+      op.inputs.push_back(r == kModelInput ? -1 : r);
     op.channels = nd.shape[1], op.element_bytes = p.element_bytes;
     op.out_h = nd.shape[2], op.out_w = nd.shape[3];
     op.pool_max_like = nd.op == OpKind::maxpool2d;
     // What each tiled backward step reads decides how long forward values stay live.
-    op.backward_reads_input = nd.op == OpKind::conv2d || nd.op == OpKind::maxpool2d || nd.op == OpKind::batchnorm;
+    op.backward_reads_input =
+        nd.op == OpKind::conv2d || nd.op == OpKind::maxpool2d || nd.op == OpKind::batchnorm;
     op.backward_reads_output = nd.op == OpKind::relu || nd.op == OpKind::batchnorm;
     p.ops.push_back(op);
     s.nodes.push_back(i);
@@ -76,7 +84,9 @@ std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
 void tile_evenly(TiledSegment& s, int64_t rows, int64_t cols) {
   const sched::SegOp& out = s.problem.ops[size_t(s.problem.output)];
   if (rows < 1 || cols < 1 || rows > out.out_h || cols > out.out_w)
-    throw Error("", "--tiles", cat(rows, "x", cols, " tiles do not fit the segment's ", out.out_h, "x", out.out_w, " output"));
+    throw Error("", "--tiles",
+                cat(rows, "x", cols, " tiles do not fit the segment's ", out.out_h, "x", out.out_w,
+                    " output"));
   s.tiling = sched::even_tiling(out.out_h, out.out_w, rows, cols);
   s.tiles = sched::plan_tiles(s.problem, s.tiling);
 }
@@ -85,8 +95,9 @@ void tile_within(TiledSegment& s, int64_t budget, bool train) {
   try {
     s.tiling = sched::choose_tiling(s.problem, budget, train);
   } catch (const sched::Infeasible& e) {
-    throw Error("", "--budget", cat("no tiling of the segment fits in ", budget, " bytes; the smallest feasible budget is ",
-                                    e.min_feasible_bytes, " bytes"));
+    throw Error("", "--budget",
+                cat("no tiling of the segment fits in ", budget,
+                    " bytes; the smallest feasible budget is ", e.min_feasible_bytes, " bytes"));
   }
   s.tiles = sched::plan_tiles(s.problem, s.tiling);
 }
@@ -109,18 +120,24 @@ TileEmitter::TileEmitter(const Model& m, const TiledSegment& s, PlanBuilder& b, 
 
 int TileEmitter::fresh(const std::string& name, const Shape& shape) {
   std::string n = "tile:" + name; // a recomputed tile's buffers get "#2", "#3", ...
-  for (int k = 2; b_.find(n) >= 0; ++k) n = cat("tile:", name, "#", k);
+  for (int k = 2; b_.find(n) >= 0; ++k)
+    n = cat("tile:", name, "#", k);
   return b_.buffer(n, shape, BufferRole::activation);
 }
 
-int64_t TileEmitter::value_h(int ref) const { return ref < 0 ? s_.problem.in_h : s_.problem.ops[size_t(ref)].out_h; }
-int64_t TileEmitter::value_w(int ref) const { return ref < 0 ? s_.problem.in_w : s_.problem.ops[size_t(ref)].out_w; }
+int64_t TileEmitter::value_h(int ref) const {
+  return ref < 0 ? s_.problem.in_h : s_.problem.ops[size_t(ref)].out_h;
+}
+int64_t TileEmitter::value_w(int ref) const {
+  return ref < 0 ? s_.problem.in_w : s_.problem.ops[size_t(ref)].out_w;
+}
 
 sched::Region TileEmitter::value_region(const sched::TilePlan& tp, int ref) const {
   return ref < 0 ? tp.input : tp.op_out[size_t(ref)];
 }
 
-int TileEmitter::window(int have, const sched::Region& region, const sched::Region& need, const std::string& name) {
+int TileEmitter::window(int have, const sched::Region& region, const sched::Region& need,
+                        const std::string& name) {
   if (region == need) return have;
   const Shape& full = b_.plan().buffers[have].shape;
   const int out = fresh(name, {full[0], full[1], need.h.size(), need.w.size()});
@@ -146,7 +163,8 @@ Attrs TileEmitter::tile_attrs(int op, const sched::Region& out, const sched::Reg
   for (int d = 0; d < 2; ++d) {
     const sched::Window& w = so.window[size_t(d)];
     const int64_t start = axis_out[d].lo * w.stride - w.padding;
-    const int64_t end = (axis_out[d].hi - 1) * w.stride - w.padding + (w.kernel - 1) * w.dilation + 1;
+    const int64_t end =
+        (axis_out[d].hi - 1) * w.stride - w.padding + (w.kernel - 1) * w.dilation + 1;
     a.padding[d] = axis_in[d].lo - start;
     a.padding_end[d] = end - axis_in[d].hi;
   }
@@ -172,7 +190,8 @@ TileEmitter::TileValues TileEmitter::forward_tile(int t, int input, bool train) 
       const sched::Region need = sched::needed_input(so, int(k), r, value_h(ref), value_w(ref));
       if (k == 0) first_need = need;
       const int have = ref < 0 ? input : v.buffer[size_t(ref)];
-      const int x = window(have, ref < 0 ? whole : value_region(tp, ref), need, cat(nd.name, ".in", k, "@", t));
+      const int x = window(have, ref < 0 ? whole : value_region(tp, ref), need,
+                           cat(nd.name, ".in", k, "@", t));
       v.inputs[j].push_back(x);
       args.push_back({nd.op == OpKind::add ? "x" + std::to_string(k) : std::string("x"), x});
     }
@@ -253,7 +272,8 @@ void TileEmitter::backward(int input, int dy) {
       const Node& nd = m_.nodes[node];
       const sched::SegOp& so = s_.problem.ops[size_t(j)];
       const sched::Region& r = tp.op_out[size_t(j)];
-      const Attrs attrs = tile_attrs(j, r, sched::needed_input(so, 0, r, value_h(so.inputs[0]), value_w(so.inputs[0])));
+      const Attrs attrs = tile_attrs(
+          j, r, sched::needed_input(so, 0, r, value_h(so.inputs[0]), value_w(so.inputs[0])));
       for (size_t k = 0; k < so.inputs.size(); ++k) {
         const int ref = so.inputs[k];
         if (ref < 0) continue; // the segment input needs no gradient (the model input)
@@ -265,19 +285,25 @@ void TileEmitter::backward(int input, int dy) {
         }
         const sched::Region need = sched::needed_input(so, int(k), r, value_h(ref), value_w(ref));
         const bool direct = need == have;
-        const int dx = direct ? grad[size_t(ref)] : fresh(cat("d", nd.name, ".in", k, "@", t),
-                                                          b_.plan().buffers[v.inputs[size_t(j)][k]].shape);
+        const int dx = direct ? grad[size_t(ref)]
+                              : fresh(cat("d", nd.name, ".in", k, "@", t),
+                                      b_.plan().buffers[v.inputs[size_t(j)][k]].shape);
         switch (nd.op) {
         case OpKind::conv2d:
-          step(Fn::conv2d_backward_data, node, {{"dy", dy_j}, {"w", hooks_.param(node, "weight")}, {"dx", dx}}, attrs, direct);
+          step(Fn::conv2d_backward_data, node,
+               {{"dy", dy_j}, {"w", hooks_.param(node, "weight")}, {"dx", dx}}, attrs, direct);
           break;
         case OpKind::relu:
-          step(Fn::relu_backward, node, {{"y", v.buffer[size_t(j)]}, {"dy", dy_j}, {"dx", dx}}, attrs, direct);
+          step(Fn::relu_backward, node, {{"y", v.buffer[size_t(j)]}, {"dy", dy_j}, {"dx", dx}},
+               attrs, direct);
           break;
         case OpKind::maxpool2d:
-          step(Fn::maxpool2d_backward, node, {{"x", v.inputs[size_t(j)][k]}, {"dy", dy_j}, {"dx", dx}}, attrs, direct);
+          step(Fn::maxpool2d_backward, node,
+               {{"x", v.inputs[size_t(j)][k]}, {"dy", dy_j}, {"dx", dx}}, attrs, direct);
           break;
-        case OpKind::avgpool2d: step(Fn::avgpool2d_backward, node, {{"dy", dy_j}, {"dx", dx}}, attrs, direct); break;
+        case OpKind::avgpool2d:
+          step(Fn::avgpool2d_backward, node, {{"dy", dy_j}, {"dx", dx}}, attrs, direct);
+          break;
         case OpKind::add: step(Fn::copy, node, {{"src", dy_j}, {"dst", dx}}, attrs, direct); break;
         default: throw Error("", nd.name, "has no tiled backward");
         }
@@ -296,8 +322,13 @@ void TileEmitter::backward(int input, int dy) {
       if (nd.op == OpKind::conv2d) { // weight gradients, summed over the tiles in tile order
         const bool acc = written_[size_t(node)];
         step(Fn::conv2d_backward_weight, node,
-             {{"x", v.inputs[size_t(j)][0]}, {"dy", dy_j}, {"dw", hooks_.param_grad(node, "weight")}}, attrs, acc);
-        if (nd.attrs.bias) step(Fn::bias_backward, node, {{"dy", dy_j}, {"db", hooks_.param_grad(node, "bias")}}, attrs, acc);
+             {{"x", v.inputs[size_t(j)][0]},
+              {"dy", dy_j},
+              {"dw", hooks_.param_grad(node, "weight")}},
+             attrs, acc);
+        if (nd.attrs.bias)
+          step(Fn::bias_backward, node, {{"dy", dy_j}, {"db", hooks_.param_grad(node, "bias")}},
+               attrs, acc);
         written_[size_t(node)] = 1;
       }
     }

@@ -19,8 +19,8 @@
 namespace kiln {
 
 struct TiledSegment {
-  std::vector<int> nodes;  // the segment's layers (model node indices, topological)
-  sched::Segment problem;  // op i is nodes[i]
+  std::vector<int> nodes; // the segment's layers (model node indices, topological)
+  sched::Segment problem; // op i is nodes[i]
   sched::Tiling tiling;
   std::vector<sched::TilePlan> tiles;
   int output_node() const { return nodes[size_t(problem.output)]; }
@@ -54,12 +54,13 @@ public:
 
 private:
   struct TileValues {
-    std::vector<int> buffer;              // per op: its region's buffer, -1 when it computes nothing
+    std::vector<int> buffer; // per op: its region's buffer, -1 when it computes nothing
     std::vector<std::vector<int>> inputs; // per op: the buffers it read (its windows of its inputs)
   };
   TileValues forward_tile(int t, int input, bool train);
   // A buffer holding exactly `need` of a value whose buffer `have` covers `region`.
-  int window(int have, const sched::Region& region, const sched::Region& need, const std::string& name);
+  int window(int have, const sched::Region& region, const sched::Region& need,
+             const std::string& name);
   int fresh(const std::string& name, const Shape& shape);
   Attrs tile_attrs(int op, const sched::Region& out, const sched::Region& in) const;
   sched::Region value_region(const sched::TilePlan& tp, int ref) const; // ref -1: segment input

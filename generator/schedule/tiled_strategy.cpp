@@ -16,7 +16,9 @@ namespace {
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 constexpr int kMaxPlans = 64; // whole-model plans tried before giving up
 
-std::string mib(int64_t b) { return fmt::format("{} bytes ({:.1f} MiB)", b, double(b) / 1048576.0); }
+std::string mib(int64_t b) {
+  return fmt::format("{} bytes ({:.1f} MiB)", b, double(b) / 1048576.0);
+}
 
 double forward_time(const Model& m, const std::vector<LayerTimes>& t, const TiledSegment* seg) {
   double us = 0;
@@ -105,7 +107,9 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
   std::optional<TiledSegment> found = find_tiled_segment(m, train);
   if (!found)
     throw Error(m.file, "--schedule tiled",
-                cat("\"", m.name, "\" starts with no layer that can run tile by tile (conv2d, relu, max or average pooling, add",
+                cat("\"", m.name,
+                    "\" starts with no layer that can run tile by tile (conv2d, relu, max or "
+                    "average pooling, add",
                     train ? "" : ", batchnorm", ")"));
   TiledSegment seg = std::move(*found);
   const int64_t limit = budget ? *budget : kUnlimited;
@@ -113,7 +117,8 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
     a.result.budget_bytes = budget ? *budget : -1;
     a.result.plans_tried = tried;
     a.result.untiled_time_us = untiled_reference(m, g, o).time_us;
-    a.result.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    a.result.solve_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(a.result);
   };
 
@@ -122,11 +127,13 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
     Attempt a = attempt(m, g, o, seg, limit);
     if (!a.feasible || a.need_bytes > limit)
       throw Error("", "--tiles",
-                  cat(grid(seg.tiling), " tiles need ", mib(a.need_bytes), " of live activations; the budget is ",
-                      mib(limit), " (give more tiles, a larger --budget, or leave --tiles out to choose)"));
+                  cat(grid(seg.tiling), " tiles need ", mib(a.need_bytes),
+                      " of live activations; the budget is ", mib(limit),
+                      " (give more tiles, a larger --budget, or leave --tiles out to choose)"));
     return finish(std::move(a), 1);
   }
-  if (!budget) throw Error("", "--budget", "the tiled strategy needs a --budget (or a forced --tiles RxC)");
+  if (!budget)
+    throw Error("", "--budget", "the tiled strategy needs a --budget (or a forced --tiles RxC)");
 
   // The planner counts the segment input as resident; in a plan the model input is a
   // persistent buffer, not an activation.
@@ -170,7 +177,8 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
     last = try_tiling(t);
     if (!fits(last))
       throw Error("", "--budget",
-                  cat("no tiling fits ", mib(*budget), " of live activations; the smallest feasible budget is about ",
+                  cat("no tiling fits ", mib(*budget),
+                      " of live activations; the smallest feasible budget is about ",
                       mib(last.need_bytes), " (", grid(seg.tiling), " tiles)"));
     return finish(std::move(last), tried);
   }

@@ -18,14 +18,14 @@
 namespace kiln {
 
 struct TiledSchedule {
-  TiledSegment segment;       // with its tiling
-  Plan steps;                 // before finish_plan (generate's passes rewrite it)
+  TiledSegment segment; // with its tiling
+  Plan steps;           // before finish_plan (generate's passes rewrite it)
   bool train = false;
-  int64_t budget_bytes = -1;  // -1: none given (forced tiles)
-  int64_t peak_bytes = 0;     // the finished plan's live activation peak
+  int64_t budget_bytes = -1;        // -1: none given (forced tiles)
+  int64_t peak_bytes = 0;           // the finished plan's live activation peak
   int64_t predicted_peak_bytes = 0; // training: the rest's chain schedule's prediction
-  double time_us = 0;         // predicted
-  double untiled_time_us = 0; // predicted for the untiled store-all step (or forward)
+  double time_us = 0;               // predicted
+  double untiled_time_us = 0;       // predicted for the untiled store-all step (or forward)
   double recompute_factor = 1;
   std::string rest;           // training: the rest's strategy (store-all or rotor)
   nlohmann::ordered_json ops; // training: the rest's schedule

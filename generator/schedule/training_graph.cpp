@@ -2,8 +2,8 @@
 
 #include "generator/emit/concat_chunks.hpp"
 #include "generator/emit/plan_builder.hpp"
-#include "generator/schedule/tiled_segment.hpp"
 #include "generator/model/param_ranges.hpp"
+#include "generator/schedule/tiled_segment.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -19,7 +19,8 @@ int64_t value_bytes(const Model& m, int node) {
 
 // A view's storage: the nearest non-view producer (or the model input).
 int storage_of(const Model& m, int ref) {
-  while (ref != kModelInput && op_is_view(m.nodes[ref].op)) ref = m.nodes[ref].inputs[0];
+  while (ref != kModelInput && op_is_view(m.nodes[ref].op))
+    ref = m.nodes[ref].inputs[0];
   return ref;
 }
 
@@ -62,7 +63,7 @@ std::vector<TrainingGraph::Contribution> TrainingGraph::contributions(int v) con
   const auto& cs = consumers_[v];
   for (auto it = cs.rbegin(); it != cs.rend(); ++it) {
     const int c = *it;
-    if (g_op_[c] < 0) continue; // c does not reach the loss
+    if (g_op_[c] < 0) continue;                        // c does not reach the loss
     if (it != cs.rbegin() && *(it - 1) == c) continue; // listed once per input position below
     const auto& ins = m_.nodes[c].inputs;
     for (size_t k = 0; k < ins.size(); ++k)
@@ -77,14 +78,17 @@ void TrainingGraph::build() {
   consumers_ = m.consumers();
   logits_ = m.outputs.at(0);
   if (m.nodes[logits_].op == OpKind::softmax) logits_ = m.nodes[logits_].inputs[0];
-  if (logits_ == kModelInput) throw Error(m.file, "outputs", "the loss needs logits computed by a layer");
+  if (logits_ == kModelInput)
+    throw Error(m.file, "outputs", "the loss needs logits computed by a layer");
   if (m.nodes[logits_].shape.size() < 2)
     throw Error(m.file, cat("layer \"", m.nodes[logits_].name, "\""), "logits need a class axis");
   // Gradients are needed for values that depend on trained parameters and reach the loss.
   needs_grad_.assign(n, 0);
   for (int i = 0; i < n; ++i) {
-    for (const ParamSpec& p : m.params(i)) needs_grad_[i] |= p.trainable;
-    for (int r : m.nodes[i].inputs) needs_grad_[i] |= r != kModelInput && needs_grad_[r];
+    for (const ParamSpec& p : m.params(i))
+      needs_grad_[i] |= p.trainable;
+    for (int r : m.nodes[i].inputs)
+      needs_grad_[i] |= r != kModelInput && needs_grad_[r];
   }
   std::vector<char> reach(n, 0);
   reach[logits_] = 1;
@@ -93,14 +97,16 @@ void TrainingGraph::build() {
       for (int r : m.nodes[i].inputs)
         if (r != kModelInput) reach[r] = 1;
   std::vector<char> is_output(n, 0);
-  for (int out : m.outputs) is_output[out] = 1;
+  for (int out : m.outputs)
+    is_output[out] = 1;
 
   f_op_.assign(n, -1), g_op_.assign(n, -1), w_op_.assign(n, -1);
   const TiledSegment* seg = o_.tiled;
   trained_.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     bool has = false;
-    for (const ParamSpec& p : m.params(i)) has |= p.trainable;
+    for (const ParamSpec& p : m.params(i))
+      has |= p.trainable;
     trained_[i] = has && needs_grad_[i] && reach[i];
   }
   for (int i = 0; i < n; ++i) {
@@ -110,8 +116,12 @@ void TrainingGraph::build() {
       if (i != seg->output_node()) continue;
       // The whole segment, tile by tile; only its (full) output stays.
       // Its temporary bytes: one tile's working set (the planner's bound).
-      TrainOp op{TrainOp::tiled_forward, i, {}, is_output[i] ? 0 : value_bytes(m, i),
-                 sched::tile_cost(seg->problem, seg->tiling).peak_bytes, "TF " + nd.name};
+      TrainOp op{TrainOp::tiled_forward,
+                 i,
+                 {},
+                 is_output[i] ? 0 : value_bytes(m, i),
+                 sched::tile_cost(seg->problem, seg->tiling).peak_bytes,
+                 "TF " + nd.name};
       f_op_[i] = int(ops_.size());
       ops_.push_back(op);
       continue;
@@ -125,10 +135,12 @@ void TrainingGraph::build() {
     f_op_[i] = int(ops_.size());
     ops_.push_back(op);
   }
-  TrainOp loss{TrainOp::loss, logits_, {f_op_[storage_of(m, logits_)]}, value_bytes(m, logits_), 0, "L"};
+  TrainOp loss{TrainOp::loss,           logits_, {f_op_[storage_of(m, logits_)]},
+               value_bytes(m, logits_), 0,       "L"};
   loss_op_ = int(ops_.size());
   ops_.push_back(loss);
-  for (int i = 0; i < n; ++i) g_op_[i] = needs_grad_[i] && reach[i] ? 0 : -1; // marks; ops below
+  for (int i = 0; i < n; ++i)
+    g_op_[i] = needs_grad_[i] && reach[i] ? 0 : -1; // marks; ops below
   // The op whose buffer holds v's gradient (through view aliases).
   std::vector<int> grad_buffer_op(n, -1);
   for (int v = n - 1; v >= 0; --v) {
@@ -153,7 +165,8 @@ void TrainingGraph::build() {
             if (k == OpKind::relu || k == OpKind::softmax) add_input(op.inputs, f_op_[c.consumer]);
             if (k == OpKind::maxpool2d || k == OpKind::batchnorm)
               add_input(op.inputs, f_op_[storage_of(m, v)]);
-            if (k == OpKind::batchnorm && !first) op.temp_bytes = std::max(op.temp_bytes, value_bytes(m, v));
+            if (k == OpKind::batchnorm && !first)
+              op.temp_bytes = std::max(op.temp_bytes, value_bytes(m, v));
           }
           first = false;
         }
@@ -177,7 +190,11 @@ void TrainingGraph::build() {
   }
   if (seg && g_op_[seg->output_node()] >= 0) {
     const int out = seg->output_node();
-    TrainOp op{TrainOp::tiled_backward, out, {grad_buffer_op[out]}, 0, sched::tile_train_peak(seg->problem, seg->tiling),
+    TrainOp op{TrainOp::tiled_backward,
+               out,
+               {grad_buffer_op[out]},
+               0,
+               sched::tile_train_peak(seg->problem, seg->tiling),
                "TB " + m.nodes[out].name};
     ops_.push_back(op);
   }
@@ -188,7 +205,8 @@ void TrainingGraph::build() {
 
 std::vector<int> TrainingGraph::store_all_order() const {
   std::vector<int> order(ops_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = int(i);
   return order;
 }
 
@@ -203,14 +221,16 @@ public:
     bool backward = false;
     for (int op : order) {
       const TrainOp& t = g_.ops_.at(size_t(op));
-      if (!backward && (t.kind == TrainOp::gradient || t.kind == TrainOp::param_grad || t.kind == TrainOp::tiled_backward)) {
+      if (!backward && (t.kind == TrainOp::gradient || t.kind == TrainOp::param_grad ||
+                        t.kind == TrainOp::tiled_backward)) {
         b_.phase("backward");
         backward = true;
       }
       switch (t.kind) {
       case TrainOp::tiled_forward:
-        act_[t.node] = output_buffer_[t.node] >= 0 ? output_buffer_[t.node]
-                                                   : fresh(act_name(m_.nodes[t.node].name), m_.nodes[t.node].shape);
+        act_[t.node] = output_buffer_[t.node] >= 0
+                           ? output_buffer_[t.node]
+                           : fresh(act_name(m_.nodes[t.node].name), m_.nodes[t.node].shape);
         tiles().forward(input_, act_[t.node], true);
         break;
       case TrainOp::tiled_backward: tiles().backward(input_, grad_[t.node]); break;
@@ -268,7 +288,8 @@ private:
     for (size_t i = 0; i < m_.nodes.size(); ++i)
       for (const ParamSpec& ps : m_.params(int(i))) {
         const std::string pname = m_.nodes[i].name + "." + ps.suffix;
-        const int buf = b_.buffer(param_buffer_name(pname), ps.shape, ps.trainable ? BufferRole::param : BufferRole::state);
+        const int buf = b_.buffer(param_buffer_name(pname), ps.shape,
+                                  ps.trainable ? BufferRole::param : BufferRole::state);
         ParamBinding pb{pname, buf, -1, 0, 0};
         std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, int(i), ps);
         if (ps.trainable && g_.trained_[i])
@@ -286,21 +307,27 @@ private:
     output_buffer_.assign(m_.nodes.size(), -1);
     for (int o : m_.outputs) {
       const int s = storage_of(m_, o);
-      if (s == kModelInput) throw Error(m_.file, "outputs", "an output must be computed by a layer");
+      if (s == kModelInput)
+        throw Error(m_.file, "outputs", "an output must be computed by a layer");
       if (output_buffer_[s] < 0)
-        output_buffer_[s] = b_.buffer(act_name(m_.nodes[s].name), m_.nodes[s].shape, BufferRole::output);
-      b_.plan().outputs.push_back(o == s ? output_buffer_[s]
-                                         : b_.view(act_name(m_.nodes[o].name), m_.nodes[o].shape, output_buffer_[s]));
+        output_buffer_[s] =
+            b_.buffer(act_name(m_.nodes[s].name), m_.nodes[s].shape, BufferRole::output);
+      b_.plan().outputs.push_back(
+          o == s ? output_buffer_[s]
+                 : b_.view(act_name(m_.nodes[o].name), m_.nodes[o].shape, output_buffer_[s]));
     }
   }
 
   TileEmitter tiles() {
-    return TileEmitter(m_, *g_.o_.tiled, b_,
-                       {[this](int node, const char* suffix) { return param(node, suffix); },
-                        [this](int node, const char* suffix) { return param_grad_buf(node, suffix); }});
+    return TileEmitter(
+        m_, *g_.o_.tiled, b_,
+        {[this](int node, const char* suffix) { return param(node, suffix); },
+         [this](int node, const char* suffix) { return param_grad_buf(node, suffix); }});
   }
 
-  int param(int node, const char* suffix) { return b_.plan().params[params_.at(m_.nodes[node].name + "." + suffix)].buffer; }
+  int param(int node, const char* suffix) {
+    return b_.plan().params[params_.at(m_.nodes[node].name + "." + suffix)].buffer;
+  }
   int param_grad_buf(int node, const char* suffix) {
     return b_.plan().params[params_.at(m_.nodes[node].name + "." + suffix)].grad;
   }
@@ -309,14 +336,16 @@ private:
   int value(int ref) {
     if (ref == kModelInput) return input_;
     if (!op_is_view(m_.nodes[ref].op)) {
-      if (act_[ref] < 0) throw Error("", m_.nodes[ref].name, "read before it is computed (schedule bug)");
+      if (act_[ref] < 0)
+        throw Error("", m_.nodes[ref].name, "read before it is computed (schedule bug)");
       return act_[ref];
     }
     const int base = value(m_.nodes[ref].inputs[0]);
     auto key = std::pair{ref, base};
     auto it = views_.find(key);
     if (it != views_.end()) return it->second;
-    const int v = b_.view(b_.plan().buffers[b_.plan().base(base)].name + ">" + m_.nodes[ref].name, m_.nodes[ref].shape, base);
+    const int v = b_.view(b_.plan().buffers[b_.plan().base(base)].name + ">" + m_.nodes[ref].name,
+                          m_.nodes[ref].shape, base);
     views_[key] = v;
     return v;
   }
@@ -325,22 +354,26 @@ private:
     const Node& nd = m_.nodes[n];
     std::vector<Arg> args;
     if (nd.op == OpKind::add || nd.op == OpKind::concat) {
-      for (size_t k = 0; k < nd.inputs.size(); ++k) args.push_back({"x" + std::to_string(k), value(nd.inputs[k])});
+      for (size_t k = 0; k < nd.inputs.size(); ++k)
+        args.push_back({"x" + std::to_string(k), value(nd.inputs[k])});
     } else {
       args.push_back({"x", value(nd.inputs[0])});
     }
     for (const ParamSpec& ps : m_.params(n)) {
       if (!ps.trainable) continue; // running statistics are unused in training
       const int buf = param(n, ps.suffix.c_str());
-      args.push_back({nd.op == OpKind::batchnorm ? ps.suffix : (ps.suffix == "weight" ? "w" : "b"), buf});
+      args.push_back(
+          {nd.op == OpKind::batchnorm ? ps.suffix : (ps.suffix == "weight" ? "w" : "b"), buf});
     }
     act_[n] = output_buffer_[n] >= 0 ? output_buffer_[n] : fresh(act_name(nd.name), nd.shape);
     args.push_back({"y", act_[n]}); // batchnorm keeps no statistics: its backward recomputes them
     const Step s = step(train_forward_fn(nd.op), n, std::move(args));
     if (nd.op == OpKind::concat) {
       std::vector<int64_t> channels;
-      for (int r : nd.inputs) channels.push_back(m_.shape_of(r)[1]);
-      for (const Step& part : concat_chunks(s, channels)) b_.step(part);
+      for (int r : nd.inputs)
+        channels.push_back(m_.shape_of(r)[1]);
+      for (const Step& part : concat_chunks(s, channels))
+        b_.step(part);
     } else {
       b_.step(s);
     }
@@ -348,8 +381,9 @@ private:
 
   void loss() {
     probs_ = fresh("loss.probs", m_.nodes[g_.logits_].shape);
-    Step s = step(Fn::softmax_xent_forward, -1,
-                  {{"logits", value(g_.logits_)}, {"target", target_}, {"probs", probs_}, {"loss", loss_}});
+    Step s = step(
+        Fn::softmax_xent_forward, -1,
+        {{"logits", value(g_.logits_)}, {"target", target_}, {"probs", probs_}, {"loss", loss_}});
     s.node = "loss";
     s.op = OpKind::softmax;
     b_.step(std::move(s));
@@ -359,7 +393,8 @@ private:
     const Node& nd = m_.nodes[v];
     const int alias = g_.alias_source(v);
     if (alias >= 0) {
-      grad_[v] = b_.view(b_.plan().buffers[b_.plan().base(grad_[alias])].name + ">" + nd.name, nd.shape, grad_[alias]);
+      grad_[v] = b_.view(b_.plan().buffers[b_.plan().base(grad_[alias])].name + ">" + nd.name,
+                         nd.shape, grad_[alias]);
       return;
     }
     const int dst = fresh(dact_name(nd.name), nd.shape);
@@ -384,8 +419,8 @@ private:
       switch (cn.op) {
       case OpKind::conv2d:
       case OpKind::linear:
-        emit(step(cn.op == OpKind::conv2d ? Fn::conv2d_backward_data : Fn::linear_backward_data, c_node,
-                  {{"dy", dy}, {"w", param(c_node, "weight")}}),
+        emit(step(cn.op == OpKind::conv2d ? Fn::conv2d_backward_data : Fn::linear_backward_data,
+                  c_node, {{"dy", dy}, {"w", param(c_node, "weight")}}),
              "dx");
         break;
       case OpKind::batchnorm: {
@@ -404,20 +439,31 @@ private:
         }
         break;
       }
-      case OpKind::relu: emit(step(Fn::relu_backward, c_node, {{"y", value(c_node)}, {"dy", dy}}), "dx"); break;
-      case OpKind::softmax: emit(step(Fn::softmax_backward, c_node, {{"y", value(c_node)}, {"dy", dy}}), "dx"); break;
-      case OpKind::maxpool2d: emit(step(Fn::maxpool2d_backward, c_node, {{"x", value(v)}, {"dy", dy}}), "dx"); break;
+      case OpKind::relu:
+        emit(step(Fn::relu_backward, c_node, {{"y", value(c_node)}, {"dy", dy}}), "dx");
+        break;
+      case OpKind::softmax:
+        emit(step(Fn::softmax_backward, c_node, {{"y", value(c_node)}, {"dy", dy}}), "dx");
+        break;
+      case OpKind::maxpool2d:
+        emit(step(Fn::maxpool2d_backward, c_node, {{"x", value(v)}, {"dy", dy}}), "dx");
+        break;
       case OpKind::avgpool2d: emit(step(Fn::avgpool2d_backward, c_node, {{"dy", dy}}), "dx"); break;
       case OpKind::adaptive_avgpool2d:
-      case OpKind::global_avgpool: emit(step(Fn::adaptive_avgpool2d_backward, c_node, {{"dy", dy}}), "dx"); break;
-      case OpKind::upsample2d: emit(step(Fn::upsample2d_backward, c_node, {{"dy", dy}}), "dx"); break;
+      case OpKind::global_avgpool:
+        emit(step(Fn::adaptive_avgpool2d_backward, c_node, {{"dy", dy}}), "dx");
+        break;
+      case OpKind::upsample2d:
+        emit(step(Fn::upsample2d_backward, c_node, {{"dy", dy}}), "dx");
+        break;
       case OpKind::add:
       case OpKind::flatten:
       case OpKind::fold:
       case OpKind::unfold: emit(step(Fn::copy, c_node, {{"src", dy}}), "dst"); break;
       case OpKind::concat: {
         Step s = step(Fn::concat_backward, c_node, {{"dy", dy}});
-        for (int k = 0; k < c.position; ++k) s.channel_offset += m_.shape_of(cn.inputs[size_t(k)])[1];
+        for (int k = 0; k < c.position; ++k)
+          s.channel_offset += m_.shape_of(cn.inputs[size_t(k)])[1];
         emit(std::move(s), "dx");
         break;
       }
@@ -433,14 +479,19 @@ private:
       const bool conv = nd.op == OpKind::conv2d;
       b_.step(step(conv ? Fn::conv2d_backward_weight : Fn::linear_backward_weight, n,
                    {{"x", value(x)}, {"dy", grad_[n]}, {"dw", param_grad_buf(n, "weight")}}));
-      if (nd.attrs.bias) b_.step(step(Fn::bias_backward, n, {{"dy", grad_[n]}, {"db", param_grad_buf(n, "bias")}}));
+      if (nd.attrs.bias)
+        b_.step(step(Fn::bias_backward, n, {{"dy", grad_[n]}, {"db", param_grad_buf(n, "bias")}}));
       return;
     }
     if (nd.op == OpKind::batchnorm && (x == kModelInput || g_.g_op_[x] < 0)) {
       const int scratch = fresh("dtmp:" + nd.name, nd.shape);
       b_.step(step(Fn::batchnorm_backward, n,
-                   {{"x", value(x)}, {"dy", grad_[n]}, {"weight", param(n, "weight")}, {"dx", scratch},
-                    {"dweight", param_grad_buf(n, "weight")}, {"dbias", param_grad_buf(n, "bias")}}));
+                   {{"x", value(x)},
+                    {"dy", grad_[n]},
+                    {"weight", param(n, "weight")},
+                    {"dx", scratch},
+                    {"dweight", param_grad_buf(n, "weight")},
+                    {"dbias", param_grad_buf(n, "bias")}}));
     }
   }
 
@@ -453,6 +504,8 @@ private:
   std::map<std::pair<int, int>, int> views_;
 };
 
-Plan TrainingGraph::lower(const std::vector<int>& order) const { return TrainingLowering(*this).lower(order); }
+Plan TrainingGraph::lower(const std::vector<int>& order) const {
+  return TrainingLowering(*this).lower(order);
+}
 
 } // namespace kiln

@@ -25,8 +25,8 @@ struct TrainOp {
   // tiled_forward / tiled_backward: a tiled segment (LowerOptions::tiled), all its layers'
   // forwards, or its backward with every tile recomputed (their `node` is the segment's output).
   enum Kind { forward, loss, gradient, param_grad, tiled_forward, tiled_backward } kind = forward;
-  int node = -1;           // F, G (the value's node), W
-  std::vector<int> inputs; // ops whose transient outputs this op reads
+  int node = -1;            // F, G (the value's node), W
+  std::vector<int> inputs;  // ops whose transient outputs this op reads
   int64_t output_bytes = 0; // transient bytes it creates
   int64_t temp_bytes = 0;   // transient bytes only while it runs
   std::string name;         // "F conv1", "G layer1.0.add", "W fc", "L"
@@ -39,8 +39,8 @@ public:
   const Model& model() const { return m_; }
   const TiledSegment* tiled() const { return o_.tiled; }
   const std::vector<TrainOp>& ops() const { return ops_; }
-  int forward_op(int node) const { return f_op_[node]; }   // -1 for views
-  int gradient_op(int node) const { return g_op_[node]; }  // -1 when not needed
+  int forward_op(int node) const { return f_op_[node]; }    // -1 for views
+  int gradient_op(int node) const { return g_op_[node]; }   // -1 when not needed
   int param_grad_op(int node) const { return w_op_[node]; } // -1 without trained parameters
   int loss_op() const { return loss_op_; }
   int logits() const { return logits_; }
@@ -56,8 +56,8 @@ private:
   void build();
   // A consumer's contribution to the gradient of one of its inputs.
   struct Contribution {
-    int consumer;  // node, or -1 for the loss
-    int position;  // which input of the consumer
+    int consumer; // node, or -1 for the loss
+    int position; // which input of the consumer
   };
   std::vector<Contribution> contributions(int v) const;
   int alias_source(int v) const; // node whose gradient buffer v's gradient aliases, or -1

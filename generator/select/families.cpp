@@ -13,7 +13,8 @@ const std::vector<const Family*>& all_families() {
     static const RegionCopyFamily region_copy;
     std::vector<const Family*> r;
     for (auto group : {implicit_gemm_families, conv_families, spatial_families, dense_families})
-      for (const Family* f : group()) r.push_back(f);
+      for (const Family* f : group())
+        r.push_back(f);
     r.push_back(&elementwise);
     r.push_back(&convert);
     r.push_back(&region_copy);

@@ -13,11 +13,14 @@ std::string invalid_reason(const GpuDesc& g, const Variant& v) {
     return fmt::format("{} threads per block > {}", v.threads(), g.max_threads_per_block);
   const int64_t smem = v.static_smem + v.dynamic_smem;
   if (smem > g.shared_memory_per_block_optin)
-    return fmt::format("{} bytes of shared memory > {} (opt-in)", smem, g.shared_memory_per_block_optin);
+    return fmt::format("{} bytes of shared memory > {} (opt-in)", smem,
+                       g.shared_memory_per_block_optin);
   if (v.static_smem > g.shared_memory_per_block)
-    return fmt::format("{} bytes of static shared memory > {}", v.static_smem, g.shared_memory_per_block);
+    return fmt::format("{} bytes of static shared memory > {}", v.static_smem,
+                       g.shared_memory_per_block);
   if (int64_t(v.registers_per_thread) * v.threads() > g.registers_per_block)
-    return fmt::format("{} registers x {} threads > {}", v.registers_per_thread, v.threads(), g.registers_per_block);
+    return fmt::format("{} registers x {} threads > {}", v.registers_per_thread, v.threads(),
+                       g.registers_per_block);
   if (v.grid[1] > 65535 || v.grid[2] > 65535 || v.grid[0] > 2147483647) return "grid too large";
   return "";
 }

@@ -20,8 +20,8 @@ struct Candidate {
 
 struct Choice {
   std::optional<Candidate> kernel; // empty: a library step
-  std::vector<Candidate> valid;     // every valid candidate, cheapest first
-  std::string reason;               // why this choice (goes into the banner and manifest)
+  std::vector<Candidate> valid;    // every valid candidate, cheapest first
+  std::string reason;              // why this choice (goes into the banner and manifest)
 };
 
 // Why a variant cannot run on the GPU, or "" when it can.

@@ -38,7 +38,8 @@ template <class T> struct Bound {
   }
   std::vector<CView<T>> inputs() const {
     std::vector<CView<T>> xs;
-    for (int b : s.variadic('x')) xs.push_back({ptr(b), p.buffers[b].shape});
+    for (int b : s.variadic('x'))
+      xs.push_back({ptr(b), p.buffers[b].shape});
     return xs;
   }
   std::span<const int64_t> targets() const {
@@ -62,8 +63,16 @@ double load(const Buffer& b, const std::byte* arena, int64_t i) {
   switch (b.dtype) {
   case DType::f16: std::memcpy(&h, p, 2); return half_bits_to_float(h);
   case DType::bf16: std::memcpy(&h, p, 2); return bf16_bits_to_float(h);
-  case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
-  case DType::f64: { double d; std::memcpy(&d, p, 8); return d; }
+  case DType::f32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case DType::f64: {
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
   default: throw Error("", b.name, "the reference reads float buffers only");
   }
 }
@@ -72,9 +81,19 @@ void store(const Buffer& b, std::byte* arena, int64_t i, double v) {
   std::byte* p = arena + b.offset + memory_index(b, i) * int64_t(dtype_size(b.dtype));
   uint16_t h;
   switch (b.dtype) {
-  case DType::f16: h = float_to_half_bits(float(v)); std::memcpy(p, &h, 2); break;
-  case DType::bf16: h = float_to_bf16_bits(float(v)); std::memcpy(p, &h, 2); break;
-  case DType::f32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+  case DType::f16:
+    h = float_to_half_bits(float(v));
+    std::memcpy(p, &h, 2);
+    break;
+  case DType::bf16:
+    h = float_to_bf16_bits(float(v));
+    std::memcpy(p, &h, 2);
+    break;
+  case DType::f32: {
+    float f = float(v);
+    std::memcpy(p, &f, 4);
+    break;
+  }
   case DType::f64: std::memcpy(p, &v, 8); break;
   default: throw Error("", b.name, "the reference writes float buffers only");
   }
@@ -85,7 +104,8 @@ bool writes_part(const Plan& p, const Step& s) {
   if (s.fn == Fn::region_copy) return true;
   if (s.fn != Fn::concat_forward) return false;
   int64_t channels = 0;
-  for (int b : s.variadic('x')) channels += p.buffers[b].shape[1];
+  for (int b : s.variadic('x'))
+    channels += p.buffers[b].shape[1];
   return s.channel_offset != 0 || channels != p.buffers[s.need("y")].shape[1];
 }
 
@@ -119,7 +139,8 @@ template <class T> void fold_bn(const Bound<T>& c) {
   const int64_t o = w.shape[0], per = numel(w.shape) / o;
   for (int64_t k = 0; k < o; ++k) {
     const double s = double(gamma[k]) / std::sqrt(double(var[k]) + c.s.eps);
-    for (int64_t i = 0; i < per; ++i) wo.data[k * per + i] = T(double(w.data[k * per + i]) * s);
+    for (int64_t i = 0; i < per; ++i)
+      wo.data[k * per + i] = T(double(w.data[k * per + i]) * s);
     bo[k] = T(((b ? double(b[k]) : 0.0) - double(mean[k])) * s + double(beta[k]));
   }
 }
@@ -134,7 +155,9 @@ template <class T> void run(const Bound<T>& c) {
     epilogue(c);
     break;
   case Fn::conv2d_fold_bn: fold_bn(c); break;
-  case Fn::conv2d_backward_data: conv2d_backward_data<T>(a, c.in("dy"), c.in("w"), c.out("dx"), acc); break;
+  case Fn::conv2d_backward_data:
+    conv2d_backward_data<T>(a, c.in("dy"), c.in("w"), c.out("dx"), acc);
+    break;
   case Fn::conv2d_backward_weight:
     conv2d_backward_weight<T>(a, c.in("x"), c.in("dy"), c.out("dw"), acc);
     break;
@@ -142,7 +165,9 @@ template <class T> void run(const Bound<T>& c) {
     linear<T>(c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
     epilogue(c);
     break;
-  case Fn::linear_backward_data: linear_backward_data<T>(c.in("dy"), c.in("w"), c.out("dx"), acc); break;
+  case Fn::linear_backward_data:
+    linear_backward_data<T>(c.in("dy"), c.in("w"), c.out("dx"), acc);
+    break;
   case Fn::linear_backward_weight:
     linear_backward_weight<T>(c.in("x"), c.in("dy"), c.out("dw"), acc);
     break;
@@ -164,21 +189,26 @@ template <class T> void run(const Bound<T>& c) {
                             c.out("dbias").data, acc);
     } else { // recompute the statistics exactly as batchnorm.forward_train does
       CView<T> x = c.in("x");
-      std::vector<T> y(size_t(numel(x.shape))), mean(size_t(x.shape[1])), invstd(size_t(x.shape[1]));
-      batchnorm_train<T>(a, x, c.in("weight").data, nullptr, View<T>{y.data(), x.shape}, mean.data(),
-                         invstd.data());
-      batchnorm_backward<T>(x, c.in("dy"), c.in("weight").data, mean.data(), invstd.data(), c.out("dx"),
-                            c.out("dweight").data, c.out("dbias").data, acc);
+      std::vector<T> y(size_t(numel(x.shape))), mean(size_t(x.shape[1])),
+          invstd(size_t(x.shape[1]));
+      batchnorm_train<T>(a, x, c.in("weight").data, nullptr, View<T>{y.data(), x.shape},
+                         mean.data(), invstd.data());
+      batchnorm_backward<T>(x, c.in("dy"), c.in("weight").data, mean.data(), invstd.data(),
+                            c.out("dx"), c.out("dweight").data, c.out("dbias").data, acc);
     }
     break;
   case Fn::relu_forward: relu<T>(c.in("x"), c.out("y")); break;
   case Fn::relu_backward: relu_backward<T>(c.in("y"), c.in("dy"), c.out("dx"), acc); break;
   case Fn::maxpool2d_forward: maxpool2d<T>(a, c.in("x"), c.out("y")); break;
-  case Fn::maxpool2d_backward: maxpool2d_backward<T>(a, c.in("x"), c.in("dy"), c.out("dx"), acc); break;
+  case Fn::maxpool2d_backward:
+    maxpool2d_backward<T>(a, c.in("x"), c.in("dy"), c.out("dx"), acc);
+    break;
   case Fn::avgpool2d_forward: avgpool2d<T>(a, c.in("x"), c.out("y")); break;
   case Fn::avgpool2d_backward: avgpool2d_backward<T>(a, c.in("dy"), c.out("dx"), acc); break;
   case Fn::adaptive_avgpool2d_forward: adaptive_avgpool2d<T>(c.in("x"), c.out("y")); break;
-  case Fn::adaptive_avgpool2d_backward: adaptive_avgpool2d_backward<T>(c.in("dy"), c.out("dx"), acc); break;
+  case Fn::adaptive_avgpool2d_backward:
+    adaptive_avgpool2d_backward<T>(c.in("dy"), c.out("dx"), acc);
+    break;
   case Fn::add_forward: {
     auto xs = c.inputs();
     add<T>(xs, c.out("y"));
@@ -188,7 +218,8 @@ template <class T> void run(const Bound<T>& c) {
     auto xs = c.inputs();
     View<T> y = c.out("y");
     int64_t channels = 0;
-    for (const CView<T>& x : xs) channels += x.shape[1];
+    for (const CView<T>& x : xs)
+      channels += x.shape[1];
     if (s.channel_offset == 0 && channels == y.shape[1]) {
       concat<T>(xs, y);
       break;
@@ -204,7 +235,9 @@ template <class T> void run(const Bound<T>& c) {
     }
     break;
   }
-  case Fn::concat_backward: concat_backward<T>(c.in("dy"), s.channel_offset, c.out("dx"), acc); break;
+  case Fn::concat_backward:
+    concat_backward<T>(c.in("dy"), s.channel_offset, c.out("dx"), acc);
+    break;
   case Fn::upsample2d_forward: upsample2d<T>(a, c.in("x"), c.out("y")); break;
   case Fn::upsample2d_backward: upsample2d_backward<T>(a, c.in("dy"), c.out("dx"), acc); break;
   case Fn::softmax_forward: softmax<T>(c.in("x"), c.out("y")); break;
@@ -228,7 +261,8 @@ template <class T> void run(const Bound<T>& c) {
       for (int64_t i = 0; i < s.extent[0]; ++i) {
         const T* from = src.data + (p * sh + s.src_origin[0] + i) * sw + s.src_origin[1];
         T* to = dst.data + (p * dh + s.dst_origin[0] + i) * dw + s.dst_origin[1];
-        for (int64_t j = 0; j < s.extent[1]; ++j) to[j] = acc ? T(double(to[j]) + double(from[j])) : from[j];
+        for (int64_t j = 0; j < s.extent[1]; ++j)
+          to[j] = acc ? T(double(to[j]) + double(from[j])) : from[j];
       }
     break;
   }
@@ -247,7 +281,8 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
   // Compute in double when any float argument is f64, else in float; stage what is not
   // already T in NCHW order.
   bool any_f64 = false;
-  for (const Arg& a : step.args) any_f64 |= plan.buffers[a.buffer].dtype == DType::f64;
+  for (const Arg& a : step.args)
+    any_f64 |= plan.buffers[a.buffer].dtype == DType::f64;
   auto go = [&](auto tag) {
     using T = decltype(tag);
     Bound<T> c{plan, step, arena, {}};
@@ -264,18 +299,22 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
       std::vector<T>& v = staged.emplace_back(size_t(n));
       const bool out = writes(step, a.role);
       if (!out || step.accumulate || writes_part(plan, step))
-        for (int64_t i = 0; i < n; ++i) v[size_t(i)] = T(load(b, arena, i));
+        for (int64_t i = 0; i < n; ++i)
+          v[size_t(i)] = T(load(b, arena, i));
       c.where[a.buffer] = v.data();
       if (out) write_back.push_back({a.buffer, v.data()});
     }
     run(c);
     for (auto [buf, data] : write_back) {
       const Buffer& b = plan.buffers[buf];
-      for (int64_t i = 0, n = numel(b.shape); i < n; ++i) store(b, arena, i, double(data[i]));
+      for (int64_t i = 0, n = numel(b.shape); i < n; ++i)
+        store(b, arena, i, double(data[i]));
     }
   };
-  if (any_f64) go(double{});
-  else go(float{});
+  if (any_f64)
+    go(double{});
+  else
+    go(float{});
 }
 
 } // namespace kiln::cpu

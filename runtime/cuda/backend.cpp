@@ -19,7 +19,9 @@ namespace {
 
 std::string read_image(const std::string& root, const std::string& rel) {
   std::ifstream f(root + "/" + rel, std::ios::binary);
-  if (!f) throw Error(root + "/" + rel, "", "cannot read the kernel image (run kiln compile on the directory)");
+  if (!f)
+    throw Error(root + "/" + rel, "",
+                "cannot read the kernel image (run kiln compile on the directory)");
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
@@ -32,9 +34,11 @@ std::string where(const Step& s) {
 } // namespace
 
 CudaBackend::CudaBackend(const std::string& root, CudaOptions options)
-    : images_([root](const std::string& rel) { return read_image(root, rel); }), options_(options) {}
+    : images_([root](const std::string& rel) { return read_image(root, rel); }), options_(options) {
+}
 
-CudaBackend::CudaBackend(ImageSource images, CudaOptions options) : images_(std::move(images)), options_(options) {}
+CudaBackend::CudaBackend(ImageSource images, CudaOptions options)
+    : images_(std::move(images)), options_(options) {}
 
 CudaBackend::~CudaBackend() {
   if (capturing_) { // a step failed mid-capture: leave the stream usable
@@ -42,7 +46,8 @@ CudaBackend::~CudaBackend() {
     cudaStreamEndCapture(static_cast<cudaStream_t>(stream_), &g);
     if (g) cudaGraphDestroy(g);
   }
-  for (auto& [name, g] : graphs_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
+  for (auto& [name, g] : graphs_)
+    cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
   for (auto& k : kernels_)
     if (k->library) cudaLibraryUnload(k->library);
   if (arena_) cudaFree(arena_);
@@ -64,40 +69,47 @@ void CudaBackend::prepare(const Plan& plan) {
   stream_ = s;
   arena_bytes_ = std::max<int64_t>(plan.arena_bytes, 256);
   void* a = nullptr;
-  check(cudaMalloc(&a, size_t(arena_bytes_)), "cudaMalloc of the arena", cat("arena of ", arena_bytes_, " bytes"));
+  check(cudaMalloc(&a, size_t(arena_bytes_)), "cudaMalloc of the arena",
+        cat("arena of ", arena_bytes_, " bytes"));
   arena_ = static_cast<std::byte*>(a);
   for (const Kernel& k : plan.kernels) {
     auto l = std::make_unique<Loaded>();
     const std::string image = images_(k.image);
     const std::string at = cat("kernel \"", k.name, "\"");
-    check(cudaLibraryLoadData(&l->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData", at);
-    check(cudaLibraryGetKernel(&l->kernel, l->library, k.entry.c_str()), "cudaLibraryGetKernel", at);
+    check(cudaLibraryLoadData(&l->library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+          "cudaLibraryLoadData", at);
+    check(cudaLibraryGetKernel(&l->kernel, l->library, k.entry.c_str()), "cudaLibraryGetKernel",
+          at);
     if (k.dynamic_smem > 48 * 1024) // beyond the default, shared memory is opted into per kernel
-      check(cudaFuncSetAttribute(reinterpret_cast<const void*>(l->kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 int(k.dynamic_smem)),
+      check(cudaFuncSetAttribute(reinterpret_cast<const void*>(l->kernel),
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(k.dynamic_smem)),
             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", at);
     kernels_.push_back(std::move(l));
   }
   bool has_library = false;
   for (const Phase& ph : plan.phases)
-    for (const Step& st : ph.steps) has_library |= st.kind == StepKind::library;
+    for (const Step& st : ph.steps)
+      has_library |= st.kind == StepKind::library;
   if (has_library) {
     if (!library_)
-      throw Error("", "cuda backend", "the plan has cuDNN library steps but this program was built without cuDNN");
+      throw Error("", "cuda backend",
+                  "the plan has cuDNN library steps but this program was built without cuDNN");
     library_->prepare(plan, stream_, arena_);
   }
 }
 
 void CudaBackend::upload(int buffer, const Tensor& t) {
   const Buffer& b = plan_->buffers[buffer];
-  check(cudaMemcpy(arena_ + b.offset, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy", b.name);
+  check(cudaMemcpy(arena_ + b.offset, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy",
+        b.name);
 }
 
 Tensor CudaBackend::download(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
   Tensor t(b.dtype, b.shape);
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", b.name);
-  check(cudaMemcpy(t.bytes(), arena_ + b.offset, t.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy", b.name);
+  check(cudaMemcpy(t.bytes(), arena_ + b.offset, t.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy",
+        b.name);
   return t;
 }
 
@@ -105,7 +117,8 @@ void CudaBackend::poison(int buffer) {
   if (replaying_) return; // the graph holds the memset
   const Buffer& b = plan_->buffers[buffer];
   // All-ones bytes are NaN in f32, f16 and bf16.
-  check(cudaMemsetAsync(arena_ + b.offset, 0xff, size_t(b.bytes()), static_cast<cudaStream_t>(stream_)),
+  check(cudaMemsetAsync(arena_ + b.offset, 0xff, size_t(b.bytes()),
+                        static_cast<cudaStream_t>(stream_)),
         "cudaMemsetAsync", b.name);
 }
 
@@ -118,12 +131,13 @@ void CudaBackend::run(const Step& step) {
     struct {
       void* p[16];
     } args{};
-    for (size_t i = 0; i < k.args.size(); ++i) args.p[i] = arena_ + plan_->buffers[step.need(k.args[i])].offset;
+    for (size_t i = 0; i < k.args.size(); ++i)
+      args.p[i] = arena_ + plan_->buffers[step.need(k.args[i])].offset;
     void* params[] = {&args};
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]->kernel),
                            dim3(unsigned(k.grid[0]), unsigned(k.grid[1]), unsigned(k.grid[2])),
-                           dim3(unsigned(k.block[0]), unsigned(k.block[1]), unsigned(k.block[2])), params,
-                           size_t(k.dynamic_smem), static_cast<cudaStream_t>(stream_)),
+                           dim3(unsigned(k.block[0]), unsigned(k.block[1]), unsigned(k.block[2])),
+                           params, size_t(k.dynamic_smem), static_cast<cudaStream_t>(stream_)),
           "cudaLaunchKernel", at);
   } else if (step.kind == StepKind::library) {
     try {
@@ -132,7 +146,8 @@ void CudaBackend::run(const Step& step) {
       throw Error("", at, e.message());
     }
   } else {
-    throw Error("", at, "a reference step cannot run on the GPU (the plan was made for the cpu backend)");
+    throw Error("", at,
+                "a reference step cannot run on the GPU (the plan was made for the cpu backend)");
   }
   if (!options_.graphs) nvtxRangePop();
 }
@@ -143,8 +158,9 @@ void CudaBackend::begin_phase(const Phase& phase) {
     replaying_ = true;
     return;
   }
-  check(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream_), cudaStreamCaptureModeThreadLocal),
-        "cudaStreamBeginCapture", phase.name + " phase");
+  check(
+      cudaStreamBeginCapture(static_cast<cudaStream_t>(stream_), cudaStreamCaptureModeThreadLocal),
+      "cudaStreamBeginCapture", phase.name + " phase");
   capturing_ = true;
 }
 
@@ -163,11 +179,13 @@ void CudaBackend::end_phase(const Phase& phase) {
     capturing_ = false;
   }
   replaying_ = false;
-  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graphs_.at(phase.name)), s), "cudaGraphLaunch", at);
+  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graphs_.at(phase.name)), s), "cudaGraphLaunch",
+        at);
 }
 
 void CudaBackend::synchronize() {
-  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", "cuda backend");
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize",
+        "cuda backend");
 }
 
 double CudaBackend::time_ms(const std::function<void()>& body) {

@@ -17,7 +17,8 @@ namespace kiln {
 
 struct CudaOptions {
   int device = 0;
-  bool graphs = true; // capture each phase once and replay it; off: launch step by step (NVTX per layer)
+  bool graphs =
+      true; // capture each phase once and replay it; off: launch step by step (NVTX per layer)
 };
 
 // Library steps (cuDNN). Separate, so a per-model binary links cuDNN only when its plan

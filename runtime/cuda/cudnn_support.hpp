@@ -15,8 +15,7 @@ inline std::string cudnn_unsupported(const Step& s) {
   switch (s.fn) {
   case Fn::conv2d_forward:
   case Fn::conv2d_backward_data:
-  case Fn::conv2d_backward_weight:
-    return symmetric ? "" : "asymmetric padding (a tile's border)";
+  case Fn::conv2d_backward_weight: return symmetric ? "" : "asymmetric padding (a tile's border)";
   case Fn::maxpool2d_forward:
   case Fn::avgpool2d_forward:
     if (a.ceil_mode) return "ceil_mode pooling";

@@ -8,9 +8,9 @@
 #include "runtime/embedded.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
-#include "runtime/step_timer.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
+#include "runtime/step_timer.hpp"
 #include "runtime/weights.hpp"
 
 #include <algorithm>
@@ -47,17 +47,21 @@ struct Args {
 
 void usage(FILE* f, const char* argv0) {
   const Plan p = parse_plan(embedded("plan.json"), "plan.json");
-  std::fprintf(f,
-               "%s: model %s for %s (%s), built by kiln %s\n"
-               "usage: %s --input X.npy --output Y.npy [--weights W.safetensors | --seed S] [--bench N] [--device D]\n"
-               "%s"
-               "  --input    input batch, .npy %s\n"
-               "  --output   the model's first output, .npy\n"
-               "  --weights  parameters by name (PyTorch state_dict names); default: seeded\n"
-               "  --bench N  run N times more after a warm-up and print latency and throughput medians\n",
-               argv0, p.model.c_str(), p.gpu.c_str(), p.arch.c_str(), p.kiln_version.c_str(), argv0,
-               p.train ? "  --target T.npy --grads G.safetensors   (a training build: the step's gradients)\n" : "",
-               shape_str(p.buffers[p.inputs[0]].shape).c_str());
+  std::fprintf(
+      f,
+      "%s: model %s for %s (%s), built by kiln %s\n"
+      "usage: %s --input X.npy --output Y.npy [--weights W.safetensors | --seed S] [--bench N] "
+      "[--device D]\n"
+      "%s"
+      "  --input    input batch, .npy %s\n"
+      "  --output   the model's first output, .npy\n"
+      "  --weights  parameters by name (PyTorch state_dict names); default: seeded\n"
+      "  --bench N  run N times more after a warm-up and print latency and throughput medians\n",
+      argv0, p.model.c_str(), p.gpu.c_str(), p.arch.c_str(), p.kiln_version.c_str(), argv0,
+      p.train
+          ? "  --target T.npy --grads G.safetensors   (a training build: the step's gradients)\n"
+          : "",
+      shape_str(p.buffers[p.inputs[0]].shape).c_str());
 }
 
 Args parse(int argc, char** argv) {
@@ -70,15 +74,24 @@ Args parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw Error("", k, "needs a value (see --help)");
     const std::string v = argv[++i];
-    if (k == "--input") a.input = v;
-    else if (k == "--output") a.output = v;
-    else if (k == "--weights") a.weights = v;
-    else if (k == "--target") a.target = v;
-    else if (k == "--grads") a.grads = v;
-    else if (k == "--seed") a.seed = std::stoull(v);
-    else if (k == "--bench") a.bench = std::stoi(v);
-    else if (k == "--device") a.device = std::stoi(v);
-    else throw Error("", k, "unknown option (see --help)");
+    if (k == "--input")
+      a.input = v;
+    else if (k == "--output")
+      a.output = v;
+    else if (k == "--weights")
+      a.weights = v;
+    else if (k == "--target")
+      a.target = v;
+    else if (k == "--grads")
+      a.grads = v;
+    else if (k == "--seed")
+      a.seed = std::stoull(v);
+    else if (k == "--bench")
+      a.bench = std::stoi(v);
+    else if (k == "--device")
+      a.device = std::stoi(v);
+    else
+      throw Error("", k, "unknown option (see --help)");
   }
   if (a.input.empty()) throw Error("", "--input", "is required (see --help)");
   return a;
@@ -91,19 +104,24 @@ int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
     const Plan plan = parse_plan(embedded("plan.json"), "plan.json");
     if (plan.train && (a.target.empty() || a.grads.empty()))
-      throw Error("", "--target", "a training build needs --target T.npy and --grads G.safetensors");
+      throw Error("", "--target",
+                  "a training build needs --target T.npy and --grads G.safetensors");
     if (!plan.train && a.output.empty() && a.bench == 0) throw Error("", "--output", "is required");
     CudaOptions co;
     co.device = a.device;
     CudaBackend backend([](const std::string& image) { return std::string(embedded(image)); }, co);
     if (make_cudnn_runner) backend.set_library(make_cudnn_runner());
     Executor ex(plan, backend, ExecutorOptions{false, {}});
-    if (!a.weights.empty()) bind_weights(ex, plan, io::read_safetensors(a.weights).tensors, a.weights);
-    else bind_seeded_weights(ex, plan, a.seed);
+    if (!a.weights.empty())
+      bind_weights(ex, plan, io::read_safetensors(a.weights).tensors, a.weights);
+    else
+      bind_seeded_weights(ex, plan, a.seed);
     const Tensor x = io::read_npy(a.input);
     if (x.shape() != plan.buffers[plan.inputs[0]].shape)
-      throw Error(a.input, "", cat("has shape ", shape_str(x.shape()), ", the model takes ",
-                                   shape_str(plan.buffers[plan.inputs[0]].shape), " (kiln build --batch/--image fix it)"));
+      throw Error(a.input, "",
+                  cat("has shape ", shape_str(x.shape()), ", the model takes ",
+                      shape_str(plan.buffers[plan.inputs[0]].shape),
+                      " (kiln build --batch/--image fix it)"));
     ex.write(plan.inputs[0], x);
     if (plan.train) ex.write(plan.target, io::read_npy(a.target).to(DType::i64));
     auto step = [&] {
@@ -124,9 +142,9 @@ int main(int argc, char** argv) {
     if (a.bench > 0) {
       const StepTimes t = time_steps(backend, 3, a.bench, step); // CUDA events, after warm-up
       const int64_t batch = plan.buffers[plan.inputs[0]].shape[0];
-      std::printf("%s %s on %s: median %.3f ms over %d runs (min %.3f, max %.3f), %.1f images/s\n", plan.model.c_str(),
-                  plan.train ? "training step" : "inference", plan.arch.c_str(), t.median(), a.bench, t.min(), t.max(),
-                  double(batch) * 1000.0 / t.median());
+      std::printf("%s %s on %s: median %.3f ms over %d runs (min %.3f, max %.3f), %.1f images/s\n",
+                  plan.model.c_str(), plan.train ? "training step" : "inference", plan.arch.c_str(),
+                  t.median(), a.bench, t.min(), t.max(), double(batch) * 1000.0 / t.median());
     }
     return 0;
   } catch (const Error& e) {

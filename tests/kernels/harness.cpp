@@ -49,7 +49,8 @@ std::string temp_dir(const std::string& prefix) {
   static std::mutex m;
   static std::vector<std::string> dirs;
   std::lock_guard<std::mutex> lock(m);
-  if (dirs.empty()) std::atexit([] {
+  if (dirs.empty())
+    std::atexit([] {
       for (const std::string& d : dirs) {
         std::error_code ec;
         fs::remove_all(d, ec);
@@ -85,8 +86,9 @@ Plan spec_plan(const StepSpec& s) {
     b.layout = a.layout;
     b.offset = offset;
     b.role = a.dtype == DType::i64 ? BufferRole::target
-             : writes(s.fn, a.role) ? (s.fn == Fn::sgd_update ? BufferRole::param : BufferRole::output)
-                                    : BufferRole::input;
+             : writes(s.fn, a.role)
+                 ? (s.fn == Fn::sgd_update ? BufferRole::param : BufferRole::output)
+                 : BufferRole::input;
     offset += (b.bytes() + 255) / 256 * 256;
     p.buffers.push_back(b);
     const int idx = int(p.buffers.size()) - 1;
@@ -101,7 +103,8 @@ Plan spec_plan(const StepSpec& s) {
   return p;
 }
 
-std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::vector<std::string>& gpus,
+std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
+                                const std::vector<std::string>& gpus,
                                 std::vector<std::string>* unserved) {
   std::vector<Built> out;
   for (const std::string& gname : gpus) {
@@ -115,7 +118,8 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::v
           bool layouts_match = true; // the test feeds the spec's buffers as they are
           for (const auto& [role, layout] : v.layouts)
             if (info.has(role) && info.layout(role) != layout) layouts_match = false;
-          if (invalid_reason(g, v).empty() && layouts_match) out.push_back({s, gname, std::move(v)});
+          if (invalid_reason(g, v).empty() && layouts_match)
+            out.push_back({s, gname, std::move(v)});
         }
       if (out.size() == before && unserved) unserved->push_back(s.label + " on " + gname);
     }
@@ -125,9 +129,11 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::v
 
 std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs) {
   std::map<std::string, const Built*> distinct; // variant name + arch -> first use
-  for (const Built& b : built) distinct.emplace(b.variant.name + "@" + arch_of(b.gpu), &b);
+  for (const Built& b : built)
+    distinct.emplace(b.variant.name + "@" + arch_of(b.gpu), &b);
   std::vector<const Built*> todo;
-  for (auto& [k, b] : distinct) todo.push_back(b);
+  for (auto& [k, b] : distinct)
+    todo.push_back(b);
   std::vector<std::string> failures;
   std::mutex m;
   std::atomic<size_t> next{0};
@@ -142,18 +148,21 @@ std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int job
         std::lock_guard<std::mutex> lock(m);
         if (!out.ok)
           failures.push_back(b.variant.name + " for " + arch + ":\n" + out.log);
-        else if (b.variant.promises_no_spills && (out.resources.spill_stores || out.resources.spill_loads))
+        else if (b.variant.promises_no_spills &&
+                 (out.resources.spill_stores || out.resources.spill_loads))
           failures.push_back(b.variant.name + " for " + arch + " spills " +
                              std::to_string(out.resources.spill_stores) + " bytes");
         else if (!out.resources.found)
           failures.push_back(b.variant.name + " for " + arch + ": no ptxas report for its entry");
       }
     });
-  for (std::thread& t : pool) t.join();
+  for (std::thread& t : pool)
+    t.join();
   return failures;
 }
 
-std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir, uint64_t seed) {
+std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir,
+                                    uint64_t seed) {
   fs::create_directories(dir + "/kernels");
   nlohmann::ordered_json man;
   man["gpu"] = {{"arch", "sm_90"}, {"identity", "test"}};
@@ -165,7 +174,9 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
     const std::string src = instance_source(b.variant, origin_for(b));
     const std::string rel = "kernels/" + b.variant.name + ".cu";
     io::write_file_atomic(dir + "/" + rel, src);
-    man["kernels"].push_back({{"name", b.variant.name}, {"entry", b.variant.name}, {"source", rel},
+    man["kernels"].push_back({{"name", b.variant.name},
+                              {"entry", b.variant.name},
+                              {"source", rel},
                               {"source_hash", content_hash(src)}});
   }
   io::write_file_atomic(dir + "/manifest.json", man.dump(1));
@@ -173,7 +184,9 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
   co.compiler = "host";
   compile_dir(dir, co);
   const std::string lib = emu_library_path(dir);
-  const BackendFactory factory = [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0}); };
+  const BackendFactory factory = [lib] {
+    return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0});
+  };
   std::vector<KernelCheck> rows;
   for (const Built& b : built) {
     const Plan p = spec_plan(b.spec);

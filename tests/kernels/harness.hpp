@@ -42,7 +42,8 @@ struct Built {
 
 // Every valid variant of every family for each spec on each shipped GPU; specs no family
 // serves on some GPU are listed in `unserved` ("label on gpu").
-std::vector<Built> all_variants(const std::vector<StepSpec>& specs, const std::vector<std::string>& gpus,
+std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
+                                const std::vector<std::string>& gpus,
                                 std::vector<std::string>* unserved = nullptr);
 
 // Compiles every distinct variant with NVRTC for its GPU's architecture; one message per

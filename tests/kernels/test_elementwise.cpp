@@ -15,27 +15,47 @@ std::vector<StepSpec> specs() {
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     const std::string d(dtype_name(t));
     s.push_back({"relu " + d, Fn::relu_forward, OpKind::relu, {}, {{"x", x, t}, {"y", x, t}}});
-    s.push_back({"relu_backward " + d, Fn::relu_backward, OpKind::relu, {},
+    s.push_back({"relu_backward " + d,
+                 Fn::relu_backward,
+                 OpKind::relu,
+                 {},
                  {{"y", x, t}, {"dy", x, t}, {"dx", x, t}}});
-    s.push_back({"add3 " + d, Fn::add_forward, OpKind::add, {}, {{"x0", x, t}, {"x1", x, t}, {"x2", x, t}, {"y", x, t}}});
+    s.push_back({"add3 " + d,
+                 Fn::add_forward,
+                 OpKind::add,
+                 {},
+                 {{"x0", x, t}, {"x1", x, t}, {"x2", x, t}, {"y", x, t}}});
     StepSpec acc{"copy accumulate " + d, Fn::copy, OpKind::add, {}, {{"src", x, t}, {"dst", x, t}}};
     acc.accumulate = true;
     s.push_back(acc);
-    StepSpec sgd{"sgd " + d, Fn::sgd_update, OpKind::conv2d, {}, {{"param", {7, 3}, t}, {"grad", {7, 3}, t}}};
+    StepSpec sgd{"sgd " + d,
+                 Fn::sgd_update,
+                 OpKind::conv2d,
+                 {},
+                 {{"param", {7, 3}, t}, {"grad", {7, 3}, t}}};
     sgd.lr = 0.125;
     s.push_back(sgd);
     s.push_back({"fill_zero " + d, Fn::fill_zero, OpKind::relu, {}, {{"dst", x, t}}});
     for (Layout l : {Layout::nchw, Layout::nhwc})
       for (bool acc : {false, true}) {
-        StepSpec r{"region_copy " + d + (acc ? " acc " : " ") + std::string(layout_name(l)), Fn::region_copy,
-                   OpKind::conv2d, {}, {{"src", {2, 3, 9, 11}, t, l}, {"dst", {2, 3, 6, 5}, t, l}}};
+        StepSpec r{"region_copy " + d + (acc ? " acc " : " ") + std::string(layout_name(l)),
+                   Fn::region_copy,
+                   OpKind::conv2d,
+                   {},
+                   {{"src", {2, 3, 9, 11}, t, l}, {"dst", {2, 3, 6, 5}, t, l}}};
         r.accumulate = acc;
         r.src_origin = {2, 5}, r.dst_origin = {1, 0}, r.extent = {4, 5};
         s.push_back(r);
       }
-    s.push_back({"convert nchw->nhwc " + d, Fn::convert, OpKind::relu, {},
+    s.push_back({"convert nchw->nhwc " + d,
+                 Fn::convert,
+                 OpKind::relu,
+                 {},
                  {{"src", x, DType::f32}, {"dst", x, t, Layout::nhwc}}});
-    s.push_back({"convert nhwc->nchw " + d, Fn::convert, OpKind::relu, {},
+    s.push_back({"convert nhwc->nchw " + d,
+                 Fn::convert,
+                 OpKind::relu,
+                 {},
                  {{"src", x, t, Layout::nhwc}, {"dst", x, DType::f32}}});
   }
   return s;
@@ -48,7 +68,8 @@ TEST_CASE("elementwise and convert variants compile with NVRTC for sm_75, sm_80 
   const auto built = all_variants(specs(), {"t4", "a100", "h200"}, &unserved);
   CHECK(unserved.empty());
   const auto failures = nvrtc_failures(built);
-  for (const std::string& f : failures) FAIL_CHECK(f);
+  for (const std::string& f : failures)
+    FAIL_CHECK(f);
 }
 
 TEST_CASE("elementwise and convert variants match the reference on the emulator") {

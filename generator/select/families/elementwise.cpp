@@ -30,13 +30,16 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   std::vector<std::string> args;
   switch (st.fn) {
   case Fn::relu_forward: op = "relu", op_code = 0, args = {"x", "y"}; break;
-  case Fn::relu_backward: op = "relu_backward", op_code = 1, inputs = 2, args = {"y", "dy", "dx"}; break;
+  case Fn::relu_backward:
+    op = "relu_backward", op_code = 1, inputs = 2, args = {"y", "dy", "dx"};
+    break;
   case Fn::add_forward: {
     const auto xs = st.variadic('x');
     if (xs.size() > 8) return {};
     inputs = int(xs.size());
     op = fmt::format("add{}", inputs), op_code = 2;
-    for (size_t k = 0; k < xs.size(); ++k) args.push_back(fmt::format("x{}", k));
+    for (size_t k = 0; k < xs.size(); ++k)
+      args.push_back(fmt::format("x{}", k));
     args.push_back("y");
     break;
   }
@@ -46,7 +49,9 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   default: return {};
   }
   if (!uniform(s) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst"))) return {};
-  if (st.accumulate && (st.fn == Fn::relu_forward || st.fn == Fn::add_forward || st.fn == Fn::fill_zero)) return {};
+  if (st.accumulate &&
+      (st.fn == Fn::relu_forward || st.fn == Fn::add_forward || st.fn == Fn::fill_zero))
+    return {};
   const Buffer& out = s.plan.buffers[st.need(args.back())];
   const DType t = out.dtype;
   const int64_t count = numel(out.shape);
@@ -54,9 +59,9 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   v.family = "elementwise";
   v.header = "elementwise/elementwise.cuh";
   v.function = "kiln::elementwise::elementwise";
-  v.name = fmt::format("elementwise_{}_{}_c{}{}{}_t{}_{}", op, dtype_tag(t), count,
-                       st.accumulate ? "_acc" : "",
-                       st.fn == Fn::sgd_update ? "_lr" + name_number(st.lr) : "", kThreads, s.arch_tag());
+  v.name = fmt::format(
+      "elementwise_{}_{}_c{}{}{}_t{}_{}", op, dtype_tag(t), count, st.accumulate ? "_acc" : "",
+      st.fn == Fn::sgd_update ? "_lr" + name_number(st.lr) : "", kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "OP", op_code);
   cfg_int(v, "COUNT", count);
@@ -89,14 +94,24 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
   v.family = "region_copy";
   v.header = "elementwise/region_copy.cuh";
   v.function = "kiln::elementwise::region_copy";
-  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}", dtype_tag(src.dtype),
-                       layout_name(src.layout), a[0], a[1], a[2], a[3], st.src_origin[0], st.src_origin[1], b[2], b[3],
-                       st.dst_origin[0], st.dst_origin[1], st.extent[0], st.extent[1], st.accumulate ? "_acc" : "",
+  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}",
+                       dtype_tag(src.dtype), layout_name(src.layout), a[0], a[1], a[2], a[3],
+                       st.src_origin[0], st.src_origin[1], b[2], b[3], st.dst_origin[0],
+                       st.dst_origin[1], st.extent[0], st.extent[1], st.accumulate ? "_acc" : "",
                        kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(src.dtype));
-  for (auto [k, x] : {std::pair{"N", a[0]}, {"C", a[1]}, {"SH", a[2]}, {"SW", a[3]}, {"DH", b[2]}, {"DW", b[3]},
-                      {"SRC_H0", st.src_origin[0]}, {"SRC_W0", st.src_origin[1]}, {"DST_H0", st.dst_origin[0]},
-                      {"DST_W0", st.dst_origin[1]}, {"EH", st.extent[0]}, {"EW", st.extent[1]}})
+  for (auto [k, x] : {std::pair{"N", a[0]},
+                      {"C", a[1]},
+                      {"SH", a[2]},
+                      {"SW", a[3]},
+                      {"DH", b[2]},
+                      {"DW", b[3]},
+                      {"SRC_H0", st.src_origin[0]},
+                      {"SRC_W0", st.src_origin[1]},
+                      {"DST_H0", st.dst_origin[0]},
+                      {"DST_W0", st.dst_origin[1]},
+                      {"EH", st.extent[0]},
+                      {"EW", st.extent[1]}})
     cfg_int(v, k, x);
   cfg_bool(v, "NHWC", src.layout == Layout::nhwc);
   cfg_bool(v, "ACCUMULATE", st.accumulate);

@@ -13,7 +13,8 @@ using namespace kiln;
 namespace {
 
 // A residual segment: strided stem, a block with a 1x1 projection, average pooling.
-const char* residual = R"({"format": "kiln-model/1", "name": "residual", "input": {"shape": [1, 3, 37, 41]},
+const char* residual =
+    R"({"format": "kiln-model/1", "name": "residual", "input": {"shape": [1, 3, 37, 41]},
   "layers": [
     {"name": "stem", "op": "conv2d", "out_channels": 6, "kernel": 5, "stride": 2, "padding": 2},
     {"name": "r0", "op": "relu"},
@@ -62,7 +63,8 @@ TEST_CASE("the VGG16 feature extractor is one segment of 13 convolutions and 5 p
   const auto seg = find_tiled_segment(m, true);
   REQUIRE(seg);
   int convs = 0, pools = 0;
-  for (int n : seg->nodes) convs += m.nodes[n].op == OpKind::conv2d, pools += m.nodes[n].op == OpKind::maxpool2d;
+  for (int n : seg->nodes)
+    convs += m.nodes[n].op == OpKind::conv2d, pools += m.nodes[n].op == OpKind::maxpool2d;
   CHECK(convs == 13);
   CHECK(pools == 5);
   CHECK(m.nodes[seg->output_node()].name == "features.30");
@@ -78,8 +80,10 @@ TEST_CASE("f64: tiled equals untiled to 1e-12, inference and training, 1x1 to 8x
   const Model m = load(vgg_like(), 259, DType::f64);
   const Result ref_i = run(m, false, 0, 0), ref_t = run(m, true, 0, 0);
   for (auto [r, c] : {std::pair{1, 1}, {2, 2}, {3, 2}, {5, 7}, {8, 8}}) {
-    compare(run(m, false, r, c), ref_i, 1e-12, "inference " + std::to_string(r) + "x" + std::to_string(c));
-    compare(run(m, true, r, c), ref_t, 1e-12, "training " + std::to_string(r) + "x" + std::to_string(c));
+    compare(run(m, false, r, c), ref_i, 1e-12,
+            "inference " + std::to_string(r) + "x" + std::to_string(c));
+    compare(run(m, true, r, c), ref_t, 1e-12,
+            "training " + std::to_string(r) + "x" + std::to_string(c));
   }
 }
 
@@ -90,8 +94,10 @@ TEST_CASE("f64: a residual segment with strides, dilation and pooling tiles exac
   CHECK(m.nodes[seg->output_node()].name == "ap");
   const Result ref_i = run(m, false, 0, 0), ref_t = run(m, true, 0, 0);
   for (auto [r, c] : {std::pair{2, 2}, {3, 4}, {7, 6}}) {
-    compare(run(m, false, r, c), ref_i, 1e-12, "inference " + std::to_string(r) + "x" + std::to_string(c));
-    compare(run(m, true, r, c), ref_t, 1e-12, "training " + std::to_string(r) + "x" + std::to_string(c));
+    compare(run(m, false, r, c), ref_i, 1e-12,
+            "inference " + std::to_string(r) + "x" + std::to_string(c));
+    compare(run(m, true, r, c), ref_t, 1e-12,
+            "training " + std::to_string(r) + "x" + std::to_string(c));
   }
 }
 
@@ -101,5 +107,6 @@ TEST_CASE("f32: tiled within the f32 tolerance, and bit-identical run to run") {
   const Result a = run(m, true, 3, 3), b = run(m, true, 3, 3);
   compare(a, ref, 1e-5, "f32 training 3x3");
   CHECK(std::memcmp(a.out.bytes(), b.out.bytes(), a.out.nbytes()) == 0);
-  for (const auto& [name, g] : a.grads) CHECK(std::memcmp(g.bytes(), b.grads.at(name).bytes(), g.nbytes()) == 0);
+  for (const auto& [name, g] : a.grads)
+    CHECK(std::memcmp(g.bytes(), b.grads.at(name).bytes(), g.nbytes()) == 0);
 }

@@ -19,7 +19,8 @@ using test::TiledResult;
 namespace {
 
 // Two VGG blocks: a receptive field small against the image, so tiles pay off.
-const char* two_blocks = R"({"format": "kiln-model/1", "name": "two_blocks", "input": {"shape": [2, 3, 96, 96]},
+const char* two_blocks =
+    R"({"format": "kiln-model/1", "name": "two_blocks", "input": {"shape": [2, 3, 96, 96]},
   "layers": [
     {"name": "c0", "op": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1},
     {"name": "r0", "op": "relu"},
@@ -37,7 +38,8 @@ const char* two_blocks = R"({"format": "kiln-model/1", "name": "two_blocks", "in
 
 // A tileable stem, then a batchnorm (whole-image statistics end the segment in training)
 // and a long chain of wide convolutions: in training, tight budgets leave the rest to rotor.
-const char* stem_then_chain = R"({"format": "kiln-model/1", "name": "stem_then_chain", "input": {"shape": [2, 3, 64, 64]},
+const char* stem_then_chain =
+    R"({"format": "kiln-model/1", "name": "stem_then_chain", "input": {"shape": [2, 3, 64, 64]},
   "layers": [
     {"name": "c0", "op": "conv2d", "out_channels": 8, "kernel": 3, "padding": 1},
     {"name": "r0", "op": "relu"},
@@ -81,7 +83,8 @@ void check_schedule(TiledSchedule t, int64_t budget, const TiledResult& ref, dou
 
 } // namespace
 
-TEST_CASE("tiled training and inference: within the budget, fewer tiles for more, equal to untiled") {
+TEST_CASE(
+    "tiled training and inference: within the budget, fewer tiles for more, equal to untiled") {
   const Model m = load(two_blocks, 96, DType::f64);
   const GpuDesc g = load_gpu("h200");
   for (bool train : {true, false}) {
@@ -117,7 +120,8 @@ TEST_CASE("forced tiles: planned as given, and an error when they do not fit the
                        doctest::Contains("3x2 tiles need"), Error);
   CHECK_THROWS_WITH_AS(schedule_tiled(m, g, o, int64_t(1000), std::nullopt),
                        doctest::Contains("the smallest feasible budget is about"), Error);
-  CHECK_THROWS_WITH_AS(schedule_tiled(m, g, o, std::nullopt, std::nullopt), doctest::Contains("--budget"), Error);
+  CHECK_THROWS_WITH_AS(schedule_tiled(m, g, o, std::nullopt, std::nullopt),
+                       doctest::Contains("--budget"), Error);
 }
 
 TEST_CASE("the rest under rotor keeps the segment's tiled backward: gradients equal store-all") {
@@ -145,7 +149,8 @@ TEST_CASE("the rest under rotor keeps the segment's tiled backward: gradients eq
 }
 
 TEST_CASE("a model that starts with nothing tileable is named") {
-  const char* text = R"({"format": "kiln-model/1", "name": "bn_first", "input": {"shape": [2, 3, 16, 16]},
+  const char* text =
+      R"({"format": "kiln-model/1", "name": "bn_first", "input": {"shape": [2, 3, 16, 16]},
     "layers": [{"name": "bn", "op": "batchnorm"}, {"name": "c", "op": "conv2d", "out_channels": 4, "kernel": 3},
                {"name": "gap", "op": "global_avgpool"}, {"name": "flatten", "op": "flatten"},
                {"name": "fc", "op": "linear", "out_features": 2}]})";
@@ -154,5 +159,6 @@ TEST_CASE("a model that starts with nothing tileable is named") {
   CHECK_THROWS_WITH_AS(schedule_tiled(m, g, options(true), int64_t(1) << 30, std::nullopt),
                        doctest::Contains("starts with no layer that can run tile by tile"), Error);
   // In inference a batchnorm tiles (its statistics are fixed).
-  CHECK_NOTHROW(schedule_tiled(m, g, options(false), std::nullopt, std::pair<int64_t, int64_t>{2, 2}));
+  CHECK_NOTHROW(
+      schedule_tiled(m, g, options(false), std::nullopt, std::pair<int64_t, int64_t>{2, 2}));
 }

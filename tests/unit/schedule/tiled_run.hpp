@@ -25,17 +25,20 @@ inline std::string vgg_like() {
   const int widths[] = {4, 4, -1, 6, 6, -1, 8, 8, 8, -1, 8, 8, 8, -1, 8, 8, 8, -1};
   for (int w : widths) {
     if (w < 0) {
-      add(R"({"name": "features.)" + std::to_string(idx++) + R"(", "op": "maxpool2d", "kernel": 2})");
+      add(R"({"name": "features.)" + std::to_string(idx++) +
+          R"(", "op": "maxpool2d", "kernel": 2})");
     } else {
-      add(R"({"name": "features.)" + std::to_string(idx++) + R"(", "op": "conv2d", "out_channels": )" +
-          std::to_string(w) + R"(, "kernel": 3, "padding": 1})");
+      add(R"({"name": "features.)" + std::to_string(idx++) +
+          R"(", "op": "conv2d", "out_channels": )" + std::to_string(w) +
+          R"(, "kernel": 3, "padding": 1})");
       add(R"({"name": "features.)" + std::to_string(idx++) + R"(", "op": "relu"})");
     }
   }
   add(R"({"name": "avgpool", "op": "adaptive_avgpool2d", "output_size": 2})");
   add(R"({"name": "flatten", "op": "flatten"})");
   add(R"({"name": "fc", "op": "linear", "out_features": 5})");
-  return R"({"format": "kiln-model/1", "name": "vgg_like", "input": {"shape": [2, 3, 64, 64]}, "layers": [)" + layers + "]}";
+  return R"({"format": "kiln-model/1", "name": "vgg_like", "input": {"shape": [2, 3, 64, 64]}, "layers": [)" +
+         layers + "]}";
 }
 
 inline Model load(const std::string& text, int64_t image, DType dtype) {
@@ -60,12 +63,14 @@ inline TiledResult execute(const Plan& p, bool train) {
   bind_seeded_weights(ex, p, 11);
   Tensor x(DType::f64, p.buffers[p.inputs[0]].shape);
   uint64_t st = 3;
-  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, double(splitmix64(st) >> 11) * 0x1.0p-52 - 1);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set(i, double(splitmix64(st) >> 11) * 0x1.0p-52 - 1);
   ex.write(p.inputs[0], x);
   TiledResult r;
   if (train) {
     Tensor t(DType::i64, p.buffers[p.target].shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, double(i % 2));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, double(i % 2));
     ex.write(p.target, t);
   }
   ex.run("forward");
@@ -87,7 +92,8 @@ inline double rel(const Tensor& a, const Tensor& b) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-inline void compare(const TiledResult& tiled, const TiledResult& ref, double tol, const std::string& what) {
+inline void compare(const TiledResult& tiled, const TiledResult& ref, double tol,
+                    const std::string& what) {
   INFO(what);
   CHECK(rel(tiled.out, ref.out) <= tol);
   CHECK(std::abs(tiled.loss - ref.loss) <= tol * std::abs(ref.loss));

@@ -3,9 +3,9 @@
 #include "segments.hpp"
 
 #include <cmath>
+#include <doctest/doctest.h>
 #include <map>
 #include <set>
-#include <doctest/doctest.h>
 #include <stdexcept>
 
 using namespace kiln::sched;
@@ -51,12 +51,15 @@ int64_t ref_forward_peak(const Segment& s, const TilePlan& p) {
 // that reads it.
 int64_t ref_train(const Segment& s, const TilePlan& p) {
   const int n = int(s.ops.size());
-  auto bytes = [&](int v) { return (v < 0 ? p.input.area() : p.op_out[size_t(v)].area()) * px_bytes(s, v); };
+  auto bytes = [&](int v) {
+    return (v < 0 ? p.input.area() : p.op_out[size_t(v)].area()) * px_bytes(s, v);
+  };
   auto computes = [&](int i) { return !p.op_out[size_t(i)].empty(); };
   std::vector<int> readers(size_t(n) + 1, 0);
   for (int i = 0; i < n; ++i)
     if (computes(i))
-      for (int v : s.ops[size_t(i)].inputs) ++readers[size_t(v) + 1];
+      for (int v : s.ops[size_t(i)].inputs)
+        ++readers[size_t(v) + 1];
   auto copied = [&](int v) { return v < 0 || readers[size_t(v) + 1] > 1; };
   auto value = [](int v) { return "v" + std::to_string(v); };
   auto grad = [](int v) { return "g" + std::to_string(v); };
@@ -99,17 +102,22 @@ int64_t ref_train(const Segment& s, const TilePlan& p) {
   }
   std::map<std::string, size_t> last;
   for (size_t k = 0; k < steps.size(); ++k) {
-    for (const auto& [b, _] : steps[k].alloc) last[b] = std::max(last[b], k);
-    for (const std::string& b : steps[k].reads) last[b] = k;
+    for (const auto& [b, _] : steps[k].alloc)
+      last[b] = std::max(last[b], k);
+    for (const std::string& b : steps[k].reads)
+      last[b] = k;
   }
   std::map<std::string, int64_t> live;
   int64_t peak = 0;
   for (size_t k = 0; k < steps.size(); ++k) {
-    for (const auto& [b, x] : steps[k].alloc) live[b] = x;
+    for (const auto& [b, x] : steps[k].alloc)
+      live[b] = x;
     int64_t t = 0;
-    for (const auto& [b, x] : live) t += x;
+    for (const auto& [b, x] : live)
+      t += x;
     peak = std::max(peak, t);
-    for (auto it = live.begin(); it != live.end();) it = last[it->first] <= k ? live.erase(it) : std::next(it);
+    for (auto it = live.begin(); it != live.end();)
+      it = last[it->first] <= k ? live.erase(it) : std::next(it);
   }
   return peak;
 }
