@@ -39,22 +39,31 @@ bool TiledSegment::contains(int node) const {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }
 
-std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
+std::vector<int> tiled_segment_ends(const Model& m, bool train) {
   const int n = int(m.nodes.size());
-  if (m.input_shape.size() != 4) return std::nullopt;
+  std::vector<int> ends;
+  if (m.input_shape.size() != 4) return ends;
   std::vector<int> last_use(n, -1);
   int input_last = -1;
   for (int i = 0; i < n; ++i)
     for (int r : m.nodes[i].inputs)
       (r == kModelInput ? input_last : last_use[r]) = i;
-  int best = -1;
   for (int k = 0; k < n && tileable(m, k, train); ++k) {
     bool ok = input_last <= k;
     for (int v = 0; ok && v < k; ++v)
       ok = last_use[v] <= k; // only node k's value leaves
-    if (ok) best = k;
+    if (ok) ends.push_back(k);
   }
-  if (best < 0) return std::nullopt;
+  return ends;
+}
+
+std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train) {
+  const std::vector<int> ends = tiled_segment_ends(m, train);
+  if (ends.empty()) return std::nullopt;
+  return tiled_segment_to(m, ends.back());
+}
+
+TiledSegment tiled_segment_to(const Model& m, int best) {
   TiledSegment s;
   sched::Segment& p = s.problem;
   p.in_h = m.input_shape[2], p.in_w = m.input_shape[3], p.in_channels = m.input_shape[1];

@@ -1,6 +1,6 @@
 // Segmented fused tiling (Xu et al., CC 2022) for a model: the segment of layers run tile by
-// tile (the longest run of windowed layers from the model input whose values leave it only
-// through its last layer), its problem for the tiling planner (schedules/tiling), and the
+// tile (a run of windowed layers from the model input whose values leave it only through
+// its last layer), its problem for the tiling planner (schedules/tiling), and the
 // plan steps of its tiles: every tile's input window copied out of the full input, each
 // layer run on its tile's region with padding only at the image's true border, the output
 // tile copied into the full output; in training, every tile recomputed in the backward and
@@ -27,9 +27,14 @@ struct TiledSegment {
   bool contains(int node) const;
 };
 
-// The segment, or nothing when the model starts with no tileable layer. Tileable: conv2d,
-// relu, max and average pooling without ceil_mode, add, and (inference only) batchnorm.
+// The longest segment, or nothing when the model starts with no tileable layer. Tileable:
+// conv2d, relu, max and average pooling without ceil_mode, add, and (inference only)
+// batchnorm.
 std::optional<TiledSegment> find_tiled_segment(const Model& m, bool train);
+// Where a segment may end, ascending: the layers of the tileable prefix whose value alone
+// leaves the layers up to them. The segment of layers 0..end (end one of those), untiled.
+std::vector<int> tiled_segment_ends(const Model& m, bool train);
+TiledSegment tiled_segment_to(const Model& m, int end);
 
 // Sets the tiling: `rows` x `cols` even tiles, or the fewest that fit `budget_bytes`.
 void tile_evenly(TiledSegment& s, int64_t rows, int64_t cols);

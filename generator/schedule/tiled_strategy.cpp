@@ -5,6 +5,7 @@
 #include "runtime/error.hpp"
 #include "schedules/infeasible.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <limits>
@@ -78,6 +79,95 @@ Attempt attempt(const Model& m, const GpuDesc& g, const ScheduleOptions& o, cons
 
 std::string grid(const sched::Tiling& t) { return fmt::format("{}x{}", t.rows(), t.cols()); }
 
+// Where a segment is worth ending: where the resolution drops (what follows is smaller, so
+// it may run untiled) and at the longest segment; longest first.
+std::vector<int> candidate_ends(const Model& m, bool train) {
+  const std::vector<int> ends = tiled_segment_ends(m, train);
+  std::vector<int> out;
+  for (int k : ends) {
+    const Node& nd = m.nodes[size_t(k)];
+    const Shape& in =
+        nd.inputs[0] == kModelInput ? m.input_shape : m.nodes[size_t(nd.inputs[0])].shape;
+    if (k == ends.back() || nd.shape[2] * nd.shape[3] < in[2] * in[3]) out.push_back(k);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// The fewest tiles of one segment whose whole plan measures within the budget.
+struct Search {
+  std::optional<Attempt> fit;
+  int tried = 0;
+  int64_t least_need = kUnlimited; // without a fit: the least any plan tried needed
+  std::string least_grid;
+};
+
+Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, TiledSegment& seg,
+                    int64_t budget) {
+  const bool train = o.lower.train;
+  Search r;
+  auto fits = [&](const Attempt& a) { return a.feasible && a.need_bytes <= budget; };
+  auto try_tiling = [&](const sched::Tiling& t) {
+    seg.tiling = t;
+    seg.tiles = sched::plan_tiles(seg.problem, seg.tiling);
+    ++r.tried;
+    Attempt a = attempt(m, g, o, seg, budget);
+    if (a.need_bytes < r.least_need) r.least_need = a.need_bytes, r.least_grid = grid(t) + " tiles";
+    return a;
+  };
+  // The planner counts the segment input as resident; in a plan the model input is a
+  // persistent buffer, not an activation.
+  const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
+  int64_t target = budget + input_bytes;
+  // Down: tighten the planner's target until the measured plan fits.
+  while (r.tried < kMaxPlans) {
+    sched::Tiling t;
+    try {
+      t = sched::choose_tiling(seg.problem, target, train);
+    } catch (const sched::Infeasible&) {
+      break;
+    }
+    Attempt a = try_tiling(t);
+    if (fits(a)) {
+      r.fit = std::move(a);
+      break;
+    }
+    // Ask the planner for a tiling needing at least the overshoot less, and never this one again.
+    const int64_t over = a.need_bytes - budget;
+    target = std::min(target - over, sched::tiled_peak(seg.problem, seg.tiling, train) - 1);
+  }
+  if (!r.fit) {
+    // The tiling with the planner's smallest peak is the last one to try.
+    sched::Tiling t;
+    try {
+      t = sched::choose_tiling(seg.problem, 0, train);
+    } catch (const sched::Infeasible& e) {
+      t = sched::choose_tiling(seg.problem, e.min_feasible_bytes, train);
+    }
+    Attempt a = try_tiling(t);
+    if (fits(a)) r.fit = std::move(a);
+    return r;
+  }
+  // Up: the planner over-estimates what a plan keeps live (the executor frees values the
+  // planner holds to the tile's end, and the rest of the network may be far below the
+  // budget), so bisect its target toward fewer tiles, keeping only measured fits.
+  int64_t lo = target, hi = sched::untiled_peak(seg.problem, train);
+  while (r.tried < 2 * kMaxPlans && r.fit->result.segment.tiling.count() > 1 &&
+         hi - lo > budget / 64) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const sched::Tiling t = sched::choose_tiling(seg.problem, mid, train);
+    if (t.count() >= r.fit->result.segment.tiling.count()) {
+      lo = mid;
+      continue;
+    }
+    Attempt up = try_tiling(t);
+    if (fits(up))
+      r.fit = std::move(up), lo = mid;
+    else
+      hi = mid;
+  }
+  return r;
+}
 } // namespace
 
 std::string TiledSchedule::tiles() const { return grid(segment.tiling); }
@@ -135,71 +225,30 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
   if (!budget)
     throw Error("", "--budget", "the tiled strategy needs a --budget (or a forced --tiles RxC)");
 
-  // The planner counts the segment input as resident; in a plan the model input is a
-  // persistent buffer, not an activation.
-  const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
-  int64_t target = *budget + input_bytes;
-  int tried = 0;
-  auto fits = [&](const Attempt& a) { return a.feasible && a.need_bytes <= *budget; };
-  auto try_tiling = [&](const sched::Tiling& t) {
-    seg.tiling = t;
-    seg.tiles = sched::plan_tiles(seg.problem, seg.tiling);
-    ++tried;
-    return attempt(m, g, o, seg, *budget);
-  };
-  // Down: tighten the planner's target until the measured plan fits.
-  std::optional<Attempt> fit;
-  Attempt last;
-  while (tried < kMaxPlans) {
-    sched::Tiling t;
-    try {
-      t = sched::choose_tiling(seg.problem, target, train);
-    } catch (const sched::Infeasible&) {
-      break;
-    }
-    last = try_tiling(t);
-    if (fits(last)) {
-      fit = std::move(last);
-      break;
-    }
-    // Ask the planner for a tiling needing at least the overshoot less, and never this one again.
-    const int64_t over = last.need_bytes - *budget;
-    target = std::min(target - over, sched::tiled_peak(seg.problem, seg.tiling, train) - 1);
-  }
-  if (!fit) {
-    // The tiling with the planner's smallest peak is the last one to try.
-    sched::Tiling t;
-    try {
-      t = sched::choose_tiling(seg.problem, 0, train);
-    } catch (const sched::Infeasible& e) {
-      t = sched::choose_tiling(seg.problem, e.min_feasible_bytes, train);
-    }
-    last = try_tiling(t);
-    if (!fits(last))
-      throw Error("", "--budget",
-                  cat("no tiling fits ", mib(*budget),
-                      " of live activations; the smallest feasible budget is about ",
-                      mib(last.need_bytes), " (", grid(seg.tiling), " tiles)"));
-    return finish(std::move(last), tried);
-  }
-  // Up: the planner over-estimates what a plan keeps live (the executor frees values the
-  // planner holds to the tile's end, and the rest of the network may be far below the
-  // budget), so bisect its target toward fewer tiles, keeping only measured fits.
-  int64_t lo = target, hi = sched::untiled_peak(seg.problem, train);
-  while (tried < kMaxPlans && fit->result.segment.tiling.count() > 1 && hi - lo > *budget / 64) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    const sched::Tiling t = sched::choose_tiling(seg.problem, mid, train);
-    if (t.count() >= fit->result.segment.tiling.count()) {
-      lo = mid;
+  // Every candidate segment searched for its fewest fitting tiles; the fastest predicted
+  // step wins (the longest segment on ties: candidates come longest first).
+  std::optional<Attempt> best;
+  int tried = 0, searched = 0;
+  int64_t least_need = kUnlimited;
+  std::string least_grid;
+  for (int end : candidate_ends(m, train)) {
+    TiledSegment cand = tiled_segment_to(m, end);
+    const Search r = search_tiles(m, g, o, cand, *budget);
+    tried += r.tried;
+    ++searched;
+    if (!r.fit) {
+      if (r.least_need < least_need) least_need = r.least_need, least_grid = r.least_grid;
       continue;
     }
-    Attempt up = try_tiling(t);
-    if (fits(up))
-      fit = std::move(up), lo = mid;
-    else
-      hi = mid;
+    if (!best || r.fit->result.time_us < best->result.time_us * (1 - 1e-9)) best = std::move(r.fit);
   }
-  return finish(std::move(*fit), tried);
+  if (!best)
+    throw Error("", "--budget",
+                cat("no tiling fits ", mib(*budget),
+                    " of live activations; the smallest feasible budget is about ", mib(least_need),
+                    " (", least_grid, ")"));
+  best->result.segments_tried = searched;
+  return finish(std::move(*best), tried);
 }
 
 } // namespace kiln

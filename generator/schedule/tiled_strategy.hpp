@@ -1,12 +1,13 @@
-// The tiled strategy (SFT, DESIGN.md 5.2) for a whole model: its leading segment of windowed
-// layers (find_tiled_segment) runs tile by tile; the rest of the network runs untiled, in
-// training under store-all when that fits the budget and rotor otherwise. Unless a tiling
-// is forced, it is the fewest tiles whose plan keeps its live activations (what the
-// executor measures) within the budget. The segment planner proposes; whole plans decide:
-// its target is tightened while the plan does not fit (the plan adds what the planner does
-// not see: the layers after the segment, gradients crossing its boundary, region copies)
-// and then bisected toward fewer tiles while plans still fit (the planner holds values the
-// executor frees early).
+// The tiled strategy (SFT, DESIGN.md 5.2) for a whole model: a leading segment of windowed
+// layers runs tile by tile; the rest of the network runs untiled, in training under
+// store-all when that fits the budget and rotor otherwise. Unless a tiling is forced (then
+// on the longest segment), each candidate segment end — where the resolution drops, and the
+// longest — gets the fewest tiles whose plan keeps its live activations (what the executor
+// measures) within the budget, and the fastest predicted step wins. The segment planner
+// proposes; whole plans decide: its target is tightened while the plan does not fit (the
+// plan adds what the planner does not see: the layers after the segment, gradients crossing
+// its boundary, region copies) and then bisected toward fewer tiles while plans still fit
+// (the planner holds values the executor frees early).
 #pragma once
 
 #include "generator/schedule/strategy.hpp"
@@ -30,6 +31,7 @@ struct TiledSchedule {
   std::string rest;           // training: the rest's strategy (store-all or rotor)
   nlohmann::ordered_json ops; // training: the rest's schedule
   int plans_tried = 0;
+  int segments_tried = 1; // candidate segment ends searched
   double solve_seconds = 0;
   std::string tiles() const; // "8x7"
 };
