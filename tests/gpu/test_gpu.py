@@ -1,7 +1,8 @@
 """The gpu suite: on a machine with an NVIDIA GPU, every example model's inference through
 the generated kernels (kiln run --device gpu) matches the CPU reference within the
 tolerance of its precision, and a training step under rotor at half the store-all peak
-matches the reference's gradients while its live activations stay within the budget.
+matches the reference's gradients while its live activations stay within the budget; the
+cuDNN-only peer plan; a tiled (SFT) training plan's kernels and step.
 Exits 77 (skipped) where no GPU is present."""
 import os
 import re
@@ -54,4 +55,31 @@ gg, gc = kt.read_safetensors(path("gg.safetensors")), kt.read_safetensors(path("
 worst = max(np.linalg.norm(gg[k] - gc[k]) / max(np.linalg.norm(gc[k]), 1e-30) for k in gc)
 print(f"resnet18 training step under rotor at 50%: worst gradient relative error {worst:.2e}")
 kt.check(worst < 1e-2, f"training gradients differ: {worst}")
+
+# The cuDNN-only peer plan (every step cuDNN computes through the cuDNN runner).
+x = rng.standard_normal((2, 3, 224, 224)).astype(np.float32)
+np.save(path("x.npy"), x)
+kt.kiln("run", "resnet18", "--device", "gpu", "--gpu", gpu_json, "--kernels", "cudnn", "--input", path("x.npy"),
+        "--output", path("g.npy"))
+kt.kiln("run", "resnet18", "--device", "cpu", "--input", path("x.npy"), "--output", path("c.npy"))
+rel = kt.rel(np.load(path("g.npy")), np.load(path("c.npy")))
+print(f"resnet18 through cuDNN: inference relative error {rel:.2e}")
+kt.check(rel < 5e-4, f"cuDNN-only plan differs: {rel}")
+
+# Tiled (SFT): every kernel of a tiled training plan, and its step against the untiled CPU.
+model = kt.two_blocks(path("tb.json"))
+kt.kiln("generate", model, "--gpu", gpu_json, "--train", "--schedule", "tiled", "--budget", "30%", "-o", path("tiled"))
+out, _ = kt.kiln("check", path("tiled"), "--device", "gpu")
+print(out.splitlines()[-1])
+x = rng.standard_normal((2, 3, 96, 96)).astype(np.float32)
+np.save(path("x.npy"), x)
+np.save(path("t.npy"), np.array([1, 4], np.int64))
+out, _ = kt.kiln("run", model, "--device", "gpu", "--gpu", gpu_json, "--input", path("x.npy"), "--train", "--target",
+                 path("t.npy"), "--grads", path("gg.safetensors"), "--schedule", "tiled", "--budget", "30%")
+kt.kiln("run", model, "--device", "cpu", "--input", path("x.npy"), "--train", "--target", path("t.npy"), "--grads",
+        path("gc.safetensors"))
+gg, gc = kt.read_safetensors(path("gg.safetensors")), kt.read_safetensors(path("gc.safetensors"))
+worst = max(kt.rel(gg[k], gc[k]) for k in gc)
+print(f"tiled training step on the GPU: worst gradient relative error {worst:.2e}")
+kt.check(worst < 1e-2, f"tiled gradients differ: {worst}")
 kt.finish()
