@@ -20,8 +20,10 @@
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/io/file.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
+#include "runtime/json_util.hpp"
 #include "runtime/step_timer.hpp"
 #include "runtime/weights.hpp"
 
@@ -155,10 +157,20 @@ void run(const RunArgs& a) {
       backend = std::move(cuda);
     }
     plan = load_plan(dir + "/plan.json");
-    if (scheduled)
-      schedule_note = fmt::format(", schedule {}{}{}", a.schedule,
-                                  a.tiles.empty() ? "" : " " + a.tiles + " tiles",
-                                  a.budget.empty() ? "" : " within " + a.budget);
+    if (scheduled) {
+      // What the generator chose, from the manifest.
+      const auto bytes = io::read_file(dir + "/manifest.json");
+      const nlohmann::json man =
+          json_util::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                           dir + "/manifest.json");
+      const nlohmann::json sc = man.value("schedule", nlohmann::json::object());
+      schedule_note = fmt::format(", schedule {}", a.schedule);
+      if (sc.contains("tiles"))
+        schedule_note += fmt::format(": {} tiles over {}", sc["tiles"].get<std::string>(),
+                                     sc.value("segment", std::string("the segment")));
+      if (!a.budget.empty()) schedule_note += " within " + a.budget;
+      if (sc.contains("rest")) schedule_note += ", rest " + sc["rest"].get<std::string>();
+    }
   }
   Progress progress(plan);
   ExecutorOptions eo;

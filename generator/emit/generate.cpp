@@ -61,6 +61,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
     schedule = {{"strategy", "tiled"},
                 {"tiles", t.tiles()},
+                {"segment", cat(m.nodes[size_t(t.segment.nodes.front())].name, "..",
+                                m.nodes[size_t(t.segment.output_node())].name)},
                 {"peak_bytes", t.peak_bytes},
                 {"recompute_factor", t.recompute_factor}};
     if (budget) schedule["budget_bytes"] = *budget;
