@@ -526,7 +526,22 @@ int64_t untiled_peak(const Segment& s, bool train) {
   return tiled_peak(s, even_tiling(out.out_h, out.out_w, 1, 1), train);
 }
 
+// Grids by increasing count, the first that fits; with `floor`, Infeasible (with the
+// smallest peak over all grids) when none does, else nothing.
+static std::optional<Tiling> search_grids(const Segment& s, int64_t budget_bytes, bool train,
+                                          int max_per_axis, bool floor);
+
 Tiling choose_tiling(const Segment& s, int64_t budget_bytes, bool train, int max_per_axis) {
+  return *search_grids(s, budget_bytes, train, max_per_axis, true);
+}
+
+std::optional<Tiling> fewest_tiles(const Segment& s, int64_t budget_bytes, bool train,
+                                   int max_per_axis) {
+  return search_grids(s, budget_bytes, train, max_per_axis, false);
+}
+
+static std::optional<Tiling> search_grids(const Segment& s, int64_t budget_bytes, bool train,
+                                          int max_per_axis, bool floor) {
   s.validate();
   if (max_per_axis < 1 || max_per_axis > 1024)
     throw std::invalid_argument("choose_tiling: max_per_axis must be in [1, 1024], got " +
@@ -572,6 +587,7 @@ Tiling choose_tiling(const Segment& s, int64_t budget_bytes, bool train, int max
     for (const Grid& g : grids)
       if (peak_of(g, left) <= left) return even_tiling(out_h, out_w, g.r, g.c);
 
+  if (!floor) return std::nullopt;
   // None fits: the smallest peak over all grids, most tiles first (likely the smallest, so
   // the other grids stop at their first tile above it).
   int64_t best = std::numeric_limits<int64_t>::max();

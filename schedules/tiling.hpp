@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,5 +194,9 @@ int64_t untiled_peak(const Segment& s, bool train);
 // Throws Infeasible carrying the smallest tiled_peak over all those grids when none fits,
 // std::invalid_argument for a bad segment or max_per_axis outside [1, 1024].
 Tiling choose_tiling(const Segment& s, int64_t budget_bytes, bool train, int max_per_axis = 64);
+// The same without the floor: nothing when no grid fits. Finding the floor evaluates every
+// tile of every grid, which for long segments (halos covering the image) costs minutes.
+std::optional<Tiling> fewest_tiles(const Segment& s, int64_t budget_bytes, bool train,
+                                   int max_per_axis = 64);
 
 } // namespace kiln::sched

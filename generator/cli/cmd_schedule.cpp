@@ -182,13 +182,17 @@ Solved solve_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& so,
   if (so.lower.train) s.extra["rest"] = t.rest;
   s.extra["plans_tried"] = t.plans_tried;
   s.extra["segments_tried"] = t.segments_tried;
+  s.extra["segment_candidates"] = t.segment_candidates;
   const sched::SegOp& out = seg.problem.ops[size_t(seg.problem.output)];
   s.summary = fmt::format(
-      "{}: {} tiles of the {}x{} output of {}..{} ({} layers; the fastest of {} segment ends), "
-      "recompute factor {:.3f}{}",
+      "{}: {} tiles of the {}x{} output of {}..{} ({} layers{}), recompute factor {:.3f}{}",
       so.lower.train ? "training step" : "inference", t.tiles(), out.out_h, out.out_w,
-      layers.front(), layers.back(), layers.size(), t.segments_tried, t.recompute_factor,
-      so.lower.train ? "; the rest of the network under " + t.rest : "");
+      layers.front(), layers.back(), layers.size(),
+      t.segment_candidates > 1
+          ? fmt::format("; the fastest of {} segment ends searched, of {} ranked", t.segments_tried,
+                        t.segment_candidates)
+          : std::string(),
+      t.recompute_factor, so.lower.train ? "; the rest of the network under " + t.rest : "");
   return s;
 }
 

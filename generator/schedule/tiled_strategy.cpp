@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
@@ -15,7 +16,9 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
-constexpr int kMaxPlans = 64; // whole-model plans tried before giving up
+constexpr int kMaxPlans = 24;             // whole-model plans per candidate segment, each way
+constexpr int kMaxTotalPlans = 96;        // over all candidates
+constexpr int64_t kMaxTileLayers = 40000; // tiles x segment layers of a plan worth building
 
 std::string mib(int64_t b) {
   return fmt::format("{} bytes ({:.1f} MiB)", b, double(b) / 1048576.0);
@@ -27,6 +30,18 @@ double forward_time(const Model& m, const std::vector<LayerTimes>& t, const Tile
     if (!(seg && seg->contains(int(i)))) us += t[i].forward_us;
   if (seg) us += tiled_segment_times(*seg, t).forward_us;
   return us;
+}
+
+// A step's predicted time without building its plan: the segment tiled as given, every
+// other layer once (training: forward and backward, as under store-all).
+double estimated_time(const Model& m, const std::vector<LayerTimes>& t, const TiledSegment& seg,
+                      bool train) {
+  if (!train) return forward_time(m, t, &seg);
+  double us = 0;
+  for (size_t i = 0; i < m.nodes.size(); ++i)
+    if (!seg.contains(int(i))) us += t[i].forward_us + t[i].backward_us;
+  const SegmentTimes st = tiled_segment_times(seg, t);
+  return us + st.forward_us + st.backward_us;
 }
 
 // One tiling planned into a whole plan and measured.
@@ -79,16 +94,17 @@ Attempt attempt(const Model& m, const GpuDesc& g, const ScheduleOptions& o, cons
 
 std::string grid(const sched::Tiling& t) { return fmt::format("{}x{}", t.rows(), t.cols()); }
 
-// Where a segment is worth ending: where the resolution drops (what follows is smaller, so
-// it may run untiled) and at the longest segment; longest first.
+// Where a segment is worth ending: at each resolution, the first place it may end (right
+// after the image shrank: what follows is smaller and may run untiled) and the last (the
+// most layers tiled before it shrinks again), and the longest; longest first.
 std::vector<int> candidate_ends(const Model& m, bool train) {
   const std::vector<int> ends = tiled_segment_ends(m, train);
+  auto pixels = [&](int k) { return m.nodes[size_t(k)].shape[2] * m.nodes[size_t(k)].shape[3]; };
   std::vector<int> out;
-  for (int k : ends) {
-    const Node& nd = m.nodes[size_t(k)];
-    const Shape& in =
-        nd.inputs[0] == kModelInput ? m.input_shape : m.nodes[size_t(nd.inputs[0])].shape;
-    if (k == ends.back() || nd.shape[2] * nd.shape[3] < in[2] * in[3]) out.push_back(k);
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const bool first = i == 0 || pixels(ends[i - 1]) != pixels(ends[i]);
+    const bool last = i + 1 == ends.size() || pixels(ends[i + 1]) != pixels(ends[i]);
+    if (first || last) out.push_back(ends[i]);
   }
   std::reverse(out.begin(), out.end());
   return out;
@@ -107,6 +123,10 @@ Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, 
   const bool train = o.lower.train;
   Search r;
   auto fits = [&](const Attempt& a) { return a.feasible && a.need_bytes <= budget; };
+  // Plans past this many tile-layers are not built: launches would dominate the step.
+  auto too_many = [&](const sched::Tiling& t) {
+    return int64_t(t.count()) * int64_t(seg.nodes.size()) > kMaxTileLayers;
+  };
   auto try_tiling = [&](const sched::Tiling& t) {
     seg.tiling = t;
     seg.tiles = sched::plan_tiles(seg.problem, seg.tiling);
@@ -120,14 +140,12 @@ Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, 
   const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
   int64_t target = budget + input_bytes;
   // Down: tighten the planner's target until the measured plan fits.
+  int last_count = 0;
   while (r.tried < kMaxPlans) {
-    sched::Tiling t;
-    try {
-      t = sched::choose_tiling(seg.problem, target, train);
-    } catch (const sched::Infeasible&) {
-      break;
-    }
-    Attempt a = try_tiling(t);
+    const std::optional<sched::Tiling> t = sched::fewest_tiles(seg.problem, target, train);
+    if (!t || too_many(*t)) break;
+    Attempt a = try_tiling(*t);
+    last_count = t->count();
     if (fits(a)) {
       r.fit = std::move(a);
       break;
@@ -137,15 +155,24 @@ Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, 
     target = std::min(target - over, sched::tiled_peak(seg.problem, seg.tiling, train) - 1);
   }
   if (!r.fit) {
-    // The tiling with the planner's smallest peak is the last one to try.
-    sched::Tiling t;
-    try {
-      t = sched::choose_tiling(seg.problem, 0, train);
-    } catch (const sched::Infeasible& e) {
-      t = sched::choose_tiling(seg.problem, e.min_feasible_bytes, train);
+    // The planner sees nothing tighter (it may under-estimate what a plan adds): double the
+    // tiles, squarest grid, while the cap allows (its own floor would cost a scan of every
+    // tile of every grid).
+    const sched::SegOp& out = seg.problem.ops[size_t(seg.problem.output)];
+    for (int64_t count = std::max(2, 2 * last_count); r.tried < kMaxPlans; count *= 2) {
+      const int64_t rows = std::clamp<int64_t>(
+          std::llround(std::sqrt(double(count) * double(out.out_h) / double(out.out_w))), 1,
+          out.out_h);
+      const int64_t cols = std::clamp<int64_t>((count + rows - 1) / rows, 1, out.out_w);
+      const sched::Tiling t = sched::even_tiling(out.out_h, out.out_w, rows, cols);
+      if (t.count() <= last_count || too_many(t)) break;
+      Attempt a = try_tiling(t);
+      last_count = t.count();
+      if (fits(a)) {
+        r.fit = std::move(a);
+        break;
+      }
     }
-    Attempt a = try_tiling(t);
-    if (fits(a)) r.fit = std::move(a);
     return r;
   }
   // Up: the planner over-estimates what a plan keeps live (the executor frees values the
@@ -155,12 +182,12 @@ Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, 
   while (r.tried < 2 * kMaxPlans && r.fit->result.segment.tiling.count() > 1 &&
          hi - lo > budget / 64) {
     const int64_t mid = lo + (hi - lo) / 2;
-    const sched::Tiling t = sched::choose_tiling(seg.problem, mid, train);
-    if (t.count() >= r.fit->result.segment.tiling.count()) {
+    const std::optional<sched::Tiling> t = sched::fewest_tiles(seg.problem, mid, train);
+    if (!t || t->count() >= r.fit->result.segment.tiling.count()) {
       lo = mid;
       continue;
     }
-    Attempt up = try_tiling(t);
+    Attempt up = try_tiling(*t);
     if (fits(up))
       r.fit = std::move(up), lo = mid;
     else
@@ -225,22 +252,45 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
   if (!budget)
     throw Error("", "--budget", "the tiled strategy needs a --budget (or a forced --tiles RxC)");
 
-  // Every candidate segment searched for its fewest fitting tiles; the fastest predicted
-  // step wins (the longest segment on ties: candidates come longest first).
+  // Candidates ranked by the time of the planner's proposal (no plan built), then searched
+  // in that order for their fewest measured-fitting tiles until the next one's estimate is
+  // slower than the best found; the fastest predicted step wins (the longer on ties).
+  const std::vector<LayerTimes> layers = layer_times(m, g, o.profile);
+  const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
+  struct Ranked {
+    TiledSegment seg;
+    double estimate;
+  };
+  std::vector<Ranked> ranked;
+  for (int end : candidate_ends(m, train)) {
+    Ranked r{tiled_segment_to(m, end), std::numeric_limits<double>::infinity()};
+    // Where the planner sees no fit, last (its search may still find one in measured plans).
+    if (const auto t = sched::fewest_tiles(r.seg.problem, *budget + input_bytes, train)) {
+      r.seg.tiling = *t;
+      r.estimate = estimated_time(m, layers, r.seg, train);
+    }
+    ranked.push_back(std::move(r));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& x, const Ranked& y) { return x.estimate < y.estimate; });
   std::optional<Attempt> best;
   int tried = 0, searched = 0;
   int64_t least_need = kUnlimited;
   std::string least_grid;
-  for (int end : candidate_ends(m, train)) {
-    TiledSegment cand = tiled_segment_to(m, end);
-    const Search r = search_tiles(m, g, o, cand, *budget);
+  for (Ranked& cand : ranked) {
+    // Enough: the rest are predicted slower than the best measured fit (estimates ascend), or
+    // the plan count is spent.
+    if ((best && cand.estimate > best->result.time_us) || tried >= kMaxTotalPlans) break;
+    const Search r = search_tiles(m, g, o, cand.seg, *budget);
     tried += r.tried;
     ++searched;
     if (!r.fit) {
       if (r.least_need < least_need) least_need = r.least_need, least_grid = r.least_grid;
       continue;
     }
-    if (!best || r.fit->result.time_us < best->result.time_us * (1 - 1e-9)) best = std::move(r.fit);
+    const bool longer = best && cand.seg.nodes.size() > best->result.segment.nodes.size();
+    const double t = r.fit->result.time_us, bt = best ? best->result.time_us : 0;
+    if (!best || t < bt * (1 - 1e-9) || (t <= bt * (1 + 1e-9) && longer)) best = std::move(r.fit);
   }
   if (!best)
     throw Error("", "--budget",
@@ -248,6 +298,7 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
                     " of live activations; the smallest feasible budget is about ", mib(least_need),
                     " (", least_grid, ")"));
   best->result.segments_tried = searched;
+  best->result.segment_candidates = int(ranked.size());
   return finish(std::move(*best), tried);
 }
 

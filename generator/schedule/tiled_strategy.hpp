@@ -31,7 +31,8 @@ struct TiledSchedule {
   std::string rest;           // training: the rest's strategy (store-all or rotor)
   nlohmann::ordered_json ops; // training: the rest's schedule
   int plans_tried = 0;
-  int segments_tried = 1; // candidate segment ends searched
+  int segments_tried = 1;     // candidate segment ends searched for tiles
+  int segment_candidates = 1; // candidate segment ends ranked
   double solve_seconds = 0;
   std::string tiles() const; // "8x7"
 };

@@ -100,7 +100,9 @@ TEST_CASE(
       TiledSchedule t = schedule_tiled(m, g, o, budget, std::nullopt);
       INFO(fraction, ": ", t.tiles(), " to ", m.nodes[t.segment.output_node()].name);
       CHECK(t.train == train);
-      CHECK(t.segments_tried == 2); // after p0 and after p1
+      CHECK(t.segment_candidates == 5); // first and last end at 96 and 48 pixels, p3 at 24
+      CHECK(t.segments_tried >= 1);
+      CHECK(t.segments_tried <= t.segment_candidates);
       CHECK(t.segment.tiling.count() > 1);
       CHECK(t.recompute_factor >= 1.0);
       CHECK(t.time_us > t.untiled_time_us);
@@ -124,7 +126,7 @@ TEST_CASE("vgg16 at 2048x2048 within 512 MiB: the segment ends where tiling stop
     const TiledSchedule t = schedule_tiled(m, g, options(train), budget, std::nullopt);
     INFO(t.tiles(), " to ", m.nodes[t.segment.output_node()].name);
     CHECK(t.peak_bytes <= budget);
-    CHECK(t.segments_tried == 5); // after each of the five pools
+    CHECK(t.segment_candidates == 11); // first and last end at each of six resolutions
     CHECK(m.nodes[t.segment.output_node()].op == OpKind::maxpool2d);
     // Deep layers carry wide halos: stopping early beats tiling all 31 layers (+108% in
     // training, +22% in inference when the segment was always the longest).
@@ -163,10 +165,10 @@ TEST_CASE("the rest under rotor keeps the segment's tiled backward: gradients eq
     } catch (const Error&) {
       break; // below the floor before rotor was needed
     }
-    if (t.rest != "rotor") continue;
+    if (t.rest != "rotor" || t.segment.tiling.count() == 1) continue;
     rotor = true;
     INFO(percent, "%: ", t.tiles());
-    CHECK(t.segment.nodes.size() == 5); // c0..p1: the batchnorm ends it
+    CHECK(t.segment.nodes.size() <= 5); // at most c0..p1: the batchnorm ends it
     check_schedule(std::move(t), budget, ref, 1e-12);
   }
   CHECK(rotor);
