@@ -1,5 +1,7 @@
 #include "schedules/tiling.hpp"
 
+#include "schedules/tiling_detail.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -7,6 +9,8 @@
 #include <utility>
 
 namespace kiln::sched {
+
+using namespace detail;
 
 namespace {
 
@@ -77,8 +81,9 @@ Region make_region(Range h, Range w) {
   return {h, w};
 }
 
-// Ops from which the output is reachable (the output included).
-std::vector<char> on_path(const Segment& s) {
+} // namespace
+
+std::vector<char> detail::on_path(const Segment& s) {
   std::vector<char> path(s.ops.size(), 0);
   path[size_t(s.output)] = 1;
   for (int i = s.output; i >= 0; --i)
@@ -88,8 +93,7 @@ std::vector<char> on_path(const Segment& s) {
   return path;
 }
 
-// Regions of one tile: vals[0] is the segment input, vals[i + 1] op i.
-using Values = std::vector<Region>;
+namespace {
 
 void plan_tile_2d(const Segment& s, const Region& out, Values& vals) {
   std::fill(vals.begin(), vals.end(), Region{});
@@ -106,19 +110,10 @@ void plan_tile_2d(const Segment& s, const Region& out, Values& vals) {
   }
 }
 
-// The rule applied on one axis alone, for every tile of that axis. When no value on a path
-// to the output is empty on this axis in any tile (`clean`), and the other axis is clean
-// too, a tile's regions are the products of the two axes' intervals: every consumer is
-// non-empty, so the bounding union of products is the product of the per-axis unions.
-// Otherwise tiles are planned in 2D.
-struct AxisPlan {
-  std::vector<int64_t> bounds;
-  std::vector<Range> ranges; // ranges[t * (ops + 1) + v + 1]
-  bool clean = true;
-};
+} // namespace
 
-AxisPlan plan_axis(const Segment& s, const std::vector<char>& path, int axis,
-                   std::vector<int64_t> bounds) {
+AxisPlan detail::plan_axis(const Segment& s, const std::vector<char>& path, int axis,
+                           std::vector<int64_t> bounds) {
   AxisPlan p;
   p.bounds = std::move(bounds);
   const size_t nv = s.ops.size() + 1, tiles = p.bounds.size() - 1;
@@ -143,13 +138,15 @@ AxisPlan plan_axis(const Segment& s, const std::vector<char>& path, int axis,
   return p;
 }
 
-std::vector<int64_t> even_bounds(int64_t n, int64_t tiles) {
+std::vector<int64_t> detail::even_bounds(int64_t n, int64_t tiles) {
   std::vector<int64_t> b{0};
   const int64_t q = n / tiles, rem = n % tiles;
   for (int64_t t = 0; t < tiles; ++t)
     b.push_back(b.back() + q + (t < rem ? 1 : 0));
   return b;
 }
+
+namespace {
 
 void fill_tile(const Segment& s, const AxisPlan& h, const AxisPlan& w, size_t i, size_t j,
                Values& vals) {
@@ -275,10 +272,16 @@ std::vector<size_t> visit_order(size_t tiles) {
   return order;
 }
 
-// Max over the tiles of the grid of the per-tile figure. Stops at the first tile above
-// abort_above and returns that tile's figure (then only "> abort_above" is meaningful).
-int64_t grid_peak(const Segment& s, const AxisPlan& h, const AxisPlan& w, bool train,
-                  int64_t abort_above) {
+void check_tiling(const Segment& s, const Tiling& t) {
+  s.validate();
+  const SegOp& out = s.ops[size_t(s.output)];
+  t.validate(out.out_h, out.out_w);
+}
+
+} // namespace
+
+int64_t detail::grid_peak(const Segment& s, const AxisPlan& h, const AxisPlan& w, bool train,
+                          int64_t abort_above) {
   Values vals(s.ops.size() + 1);
   std::vector<int> last(s.ops.size() + 1);
   int64_t peak = 0;
@@ -291,28 +294,6 @@ int64_t grid_peak(const Segment& s, const AxisPlan& h, const AxisPlan& w, bool t
     }
   return peak;
 }
-
-// p/q < r/t for positive q and t, exactly (continued fractions).
-bool fraction_less(uint64_t p, uint64_t q, uint64_t r, uint64_t t) {
-  for (;;) {
-    if (p / q != r / t) return p / q < r / t;
-    p %= q;
-    r %= t;
-    if (r == 0) return false; // p/q >= r/t
-    if (p == 0) return true;
-    // p/q < r/t  <=>  t/r < q/p
-    std::swap(p, t);
-    std::swap(q, r);
-  }
-}
-
-void check_tiling(const Segment& s, const Tiling& t) {
-  s.validate();
-  const SegOp& out = s.ops[size_t(s.output)];
-  t.validate(out.out_h, out.out_w);
-}
-
-} // namespace
 
 int64_t window_out(const Window& w, int64_t n, bool ceil_mode) {
   check_window("window_out", "", w);
@@ -524,85 +505,6 @@ int64_t untiled_peak(const Segment& s, bool train) {
   s.validate();
   const SegOp& out = s.ops[size_t(s.output)];
   return tiled_peak(s, even_tiling(out.out_h, out.out_w, 1, 1), train);
-}
-
-// Grids by increasing count, the first that fits; with `floor`, Infeasible (with the
-// smallest peak over all grids) when none does, else nothing.
-static std::optional<Tiling> search_grids(const Segment& s, int64_t budget_bytes, bool train,
-                                          int max_per_axis, bool floor);
-
-Tiling choose_tiling(const Segment& s, int64_t budget_bytes, bool train, int max_per_axis) {
-  return *search_grids(s, budget_bytes, train, max_per_axis, true);
-}
-
-std::optional<Tiling> fewest_tiles(const Segment& s, int64_t budget_bytes, bool train,
-                                   int max_per_axis) {
-  return search_grids(s, budget_bytes, train, max_per_axis, false);
-}
-
-static std::optional<Tiling> search_grids(const Segment& s, int64_t budget_bytes, bool train,
-                                          int max_per_axis, bool floor) {
-  s.validate();
-  if (max_per_axis < 1 || max_per_axis > 1024)
-    throw std::invalid_argument("choose_tiling: max_per_axis must be in [1, 1024], got " +
-                                std::to_string(max_per_axis));
-  const SegOp& out = s.ops[size_t(s.output)];
-  const int64_t out_h = out.out_h, out_w = out.out_w;
-  const int rows = int(std::min<int64_t>(max_per_axis, out_h));
-  const int cols = int(std::min<int64_t>(max_per_axis, out_w));
-  struct Grid {
-    int r, c;
-  };
-  std::vector<Grid> grids;
-  for (int r = 1; r <= rows; ++r)
-    for (int c = 1; c <= cols; ++c)
-      grids.push_back({r, c});
-  // Tile aspect out_h/r : out_w/c, compared as max(a, b) / min(a, b) with a = out_h * c and
-  // b = out_w * r (below 2^41, compared exactly as fractions).
-  auto aspect_less = [&](const Grid& x, const Grid& y) {
-    const uint64_t xa = uint64_t(out_h) * uint64_t(x.c), xb = uint64_t(out_w) * uint64_t(x.r);
-    const uint64_t ya = uint64_t(out_h) * uint64_t(y.c), yb = uint64_t(out_w) * uint64_t(y.r);
-    return fraction_less(std::max(xa, xb), std::min(xa, xb), std::max(ya, yb), std::min(ya, yb));
-  };
-  std::sort(grids.begin(), grids.end(), [&](const Grid& x, const Grid& y) {
-    if (x.r * x.c != y.r * y.c) return x.r * x.c < y.r * y.c;
-    if (aspect_less(x, y)) return true;
-    if (aspect_less(y, x)) return false;
-    return x.r > y.r;
-  });
-
-  const std::vector<char> path = on_path(s);
-  std::vector<std::optional<AxisPlan>> hplans(size_t(rows) + 1), wplans(size_t(cols) + 1);
-  auto peak_of = [&](const Grid& g, int64_t abort_above) {
-    auto& h = hplans[size_t(g.r)];
-    if (!h) h = plan_axis(s, path, 0, even_bounds(out_h, g.r));
-    auto& w = wplans[size_t(g.c)];
-    if (!w) w = plan_axis(s, path, 1, even_bounds(out_w, g.c));
-    return grid_peak(s, *h, *w, train, abort_above);
-  };
-
-  const int64_t resident = resident_bytes(s);
-  const int64_t left = budget_bytes - resident;
-  if (left >= 0)
-    for (const Grid& g : grids)
-      if (peak_of(g, left) <= left) return even_tiling(out_h, out_w, g.r, g.c);
-
-  if (!floor) return std::nullopt;
-  // None fits: the smallest peak over all grids, most tiles first (likely the smallest, so
-  // the other grids stop at their first tile above it).
-  int64_t best = std::numeric_limits<int64_t>::max();
-  Grid best_grid{rows, cols};
-  for (auto g = grids.rbegin(); g != grids.rend(); ++g) {
-    const int64_t p = peak_of(*g, best - 1);
-    if (p < best) best = p, best_grid = *g;
-  }
-  const int64_t least = resident + best;
-  throw Infeasible("tiling: no grid of up to " + std::to_string(rows) + "x" + std::to_string(cols) +
-                       " tiles fits " + std::to_string(budget_bytes) + " bytes" +
-                       (train ? " in training" : "") + "; the smallest feasible budget is " +
-                       std::to_string(least) + " bytes (" + std::to_string(best_grid.r) + "x" +
-                       std::to_string(best_grid.c) + " tiles)",
-                   least);
 }
 
 } // namespace kiln::sched

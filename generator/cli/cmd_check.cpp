@@ -4,8 +4,8 @@
 #include "generator/cli/format.hpp"
 #include "generator/compile/compile_dir.hpp"
 #include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/device.hpp"
 #include "runtime/cuda/cudnn_runner.hpp"
+#include "runtime/cuda/device.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 
@@ -43,27 +43,36 @@ void check_cmd(const CheckArgs& a) {
     compile_dir(a.dir, co);
     const std::string dir = a.dir;
     factory = [dir] {
-      auto cuda = std::make_unique<CudaBackend>(dir, CudaOptions{0, false}); // one launch per check: no graphs
+      auto cuda = std::make_unique<CudaBackend>(
+          dir, CudaOptions{0, false}); // one launch per check: no graphs
       cuda->set_library(make_cudnn_runner());
       return cuda;
     };
   }
   const bool tty = stderr_is_terminal();
-  const auto rows = check_kernels(a.dir, factory, a.seed, a.alternatives, [&](size_t i, size_t n, const std::string& k) {
-    if (tty) fmt::print(stderr, "\r\033[Kcheck {}/{} {}", i + 1, n, k);
-  });
+  const auto rows = check_kernels(a.dir, factory, a.seed, a.alternatives,
+                                  [&](size_t i, size_t n, const std::string& k) {
+                                    if (tty)
+                                      fmt::print(stderr, "\r\033[Kcheck {}/{} {}", i + 1, n, k);
+                                  });
   if (tty) fmt::print(stderr, "\r\033[K");
   size_t w = 6;
-  for (const KernelCheck& r : rows) w = std::max(w, r.kernel.size());
-  fmt::print("{:<{}}  {:>12}  {:>12}  {:>9}  {}\n", "kernel", w, "max abs err", "rel err", "tolerance", "verdict");
+  for (const KernelCheck& r : rows)
+    w = std::max(w, r.kernel.size());
+  fmt::print("{:<{}}  {:>12}  {:>12}  {:>9}  {}\n", "kernel", w, "max abs err", "rel err",
+             "tolerance", "verdict");
   int failed = 0;
   for (const KernelCheck& r : rows) {
     failed += !r.pass;
-    fmt::print("{:<{}}  {:>12.3g}  {:>12.3g}  {:>9.0e}  {}\n", r.kernel, w, r.max_abs, r.rel, r.tolerance,
+    fmt::print("{:<{}}  {:>12.3g}  {:>12.3g}  {:>9.0e}  {}\n", r.kernel, w, r.max_abs, r.rel,
+               r.tolerance,
                r.pass ? "pass" : "FAIL" + (r.error.empty() ? std::string() : ": " + r.error));
   }
-  fmt::print("{} kernels on {}: {} passed, {} failed\n", rows.size(), a.device, rows.size() - failed, failed);
-  if (failed) throw CheckFailed(fmt::format("{} of {} kernels differ from the reference", failed, rows.size()));
+  fmt::print("{} kernels on {}: {} passed, {} failed\n", rows.size(), a.device,
+             rows.size() - failed, failed);
+  if (failed)
+    throw CheckFailed(
+        fmt::format("{} of {} kernels differ from the reference", failed, rows.size()));
 }
 
 } // namespace
@@ -78,8 +87,10 @@ void add_check(CLI::App& app) {
       ->check(CLI::IsMember({"emu", "gpu"}));
   cmd->add_option("--seed", a->seed, "seed of the random inputs");
   cmd->add_flag("--alternatives", a->alternatives, "also check the alternatives of --variants all");
-  cmd->add_flag("--no-checks", a->no_checks, "emu: skip the bounds, shared-memory and race checks (faster)");
-  cmd->add_option("--workers", a->workers, "emu: threads running blocks (default: hardware threads)");
+  cmd->add_flag("--no-checks", a->no_checks,
+                "emu: skip the bounds, shared-memory and race checks (faster)");
+  cmd->add_option("--workers", a->workers,
+                  "emu: threads running blocks (default: hardware threads)");
   cmd->callback([a] { check_cmd(*a); });
 }
 

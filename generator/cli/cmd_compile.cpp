@@ -32,7 +32,8 @@ void add_compile(CLI::App& app) {
   cmd->add_option("-j,--jobs", a->jobs, "parallel compiles (default: hardware threads)");
   cmd->add_option("--cache-dir", a->cache_dir, "kernel cache (default $XDG_CACHE_HOME/kiln)");
   cmd->add_flag("--no-cache", a->no_cache, "neither read nor write the cache");
-  cmd->add_option("--arch", a->arch, "compile for another architecture than the descriptor's (sm_75, ...)");
+  cmd->add_option("--arch", a->arch,
+                  "compile for another architecture than the descriptor's (sm_75, ...)");
   cmd->callback([a] {
     CompileOptions o;
     o.compiler = a->compiler;
@@ -42,9 +43,10 @@ void add_compile(CLI::App& app) {
     o.arch = a->arch;
     o.progress = stderr_is_terminal();
     const CompileSummary s = compile_dir(a->dir, o);
-    for (const std::string& w : s.warnings) fmt::print(stderr, "kiln: warning: {}\n", w);
-    fmt::print("compiled {} kernels with {} in {:.2f} s ({} compiled, {} from the cache{}): {}\n", s.kernels,
-               a->compiler, s.seconds, s.compiled, s.cached,
+    for (const std::string& w : s.warnings)
+      fmt::print(stderr, "kiln: warning: {}\n", w);
+    fmt::print("compiled {} kernels with {} in {:.2f} s ({} compiled, {} from the cache{}): {}\n",
+               s.kernels, a->compiler, s.seconds, s.compiled, s.cached,
                s.spilling ? fmt::format(", {} spilling", s.spilling) : "", s.output);
   });
 }

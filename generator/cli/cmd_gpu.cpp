@@ -31,8 +31,10 @@ void add_gpu(CLI::App& app) {
   detect->add_option("--device", *device, "CUDA device ordinal");
   detect->callback([out, device] {
     const std::string text = gpu_to_json(detect_gpu(*device)).dump(2) + "\n";
-    if (out->empty()) fmt::print("{}", text);
-    else io::write_file_atomic(*out, text);
+    if (out->empty())
+      fmt::print("{}", text);
+    else
+      io::write_file_atomic(*out, text);
   });
 }
 

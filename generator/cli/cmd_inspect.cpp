@@ -47,11 +47,13 @@ void inspect(const InspectArgs& a) {
     return;
   }
   size_t w = 5;
-  for (const Node& n : m.nodes) w = std::max(w, n.name.size());
+  for (const Node& n : m.nodes)
+    w = std::max(w, n.name.size());
   w = std::min<size_t>(w, 48);
-  fmt::print("{} ({}), input {} {}\n\n", m.name, m.file, shape_str(m.input_shape), dtype_name(m.dtype));
-  fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}\n", "layer", w, "op", "output", "params",
-             "MACs", "activation");
+  fmt::print("{} ({}), input {} {}\n\n", m.name, m.file, shape_str(m.input_shape),
+             dtype_name(m.dtype));
+  fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}\n", "layer", w, "op", "output",
+             "params", "MACs", "activation");
   int64_t act = 0;
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const Node& n = m.nodes[i];
@@ -63,7 +65,8 @@ void inspect(const InspectArgs& a) {
     std::string name = n.name.size() > w ? n.name.substr(0, w - 3) + "..." : n.name;
     fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}\n", name, w, op_name(n.op),
                shape_str(n.shape), params ? with_commas(params) : "-",
-               m.macs(int(i)) ? human_count(m.macs(int(i))) : "-", bytes ? human_bytes(bytes) : "view");
+               m.macs(int(i)) ? human_count(m.macs(int(i))) : "-",
+               bytes ? human_bytes(bytes) : "view");
   }
   fmt::print("\n{} layers, {} parameters, {} MACs ({}), {} of activations (all layer outputs)\n",
              m.nodes.size(), with_commas(m.total_params()), human_count(m.total_macs()),

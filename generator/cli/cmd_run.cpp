@@ -2,6 +2,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
+#include "generator/cli/plan_args.hpp"
 #include "generator/cli/progress.hpp"
 #include "generator/compile/cache.hpp"
 #include "generator/compile/compile_dir.hpp"
@@ -45,12 +46,9 @@ struct RunArgs {
   std::string target, grads;
   double lr = 0.01;
   bool update = false;
-  std::string schedule = "store-all";
-  std::string budget, tiles;
+  PlanArgs plan;
   std::string gpu = "h200";
-  int slots = 500;
   int bench = 0;
-  std::string kernels = "kiln";
 };
 
 // Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
@@ -86,46 +84,37 @@ void run(const RunArgs& a) {
   LowerOptions lo;
   lo.train = a.train;
   lo.lr = a.lr;
-  const bool tiled = a.schedule == "tiled";
-  if (!a.tiles.empty() && !tiled)
-    throw Error("", "--tiles", "forces the tiling of --schedule tiled");
-  if (!a.train && !tiled && (a.schedule != "store-all" || !a.budget.empty()))
-    throw Error(
-        "", "--schedule",
-        "recompute schedules apply to training steps (--train); only tiled also runs inference");
+  a.plan.check(a.train);
+  const bool tiled = a.plan.schedule == "tiled";
+  const bool scheduled = a.plan.scheduled(a.train);
+  const std::string strategy = a.plan.schedule.empty() ? "store-all" : a.plan.schedule;
   Plan plan;
   std::string schedule_note;
   std::unique_ptr<Backend> backend;
-  const bool scheduled = tiled || (a.train && (a.schedule != "store-all" || !a.budget.empty()));
   if (a.device == "cpu") {
     if (tiled) {
       ScheduleOptions so;
-      so.slots = a.slots;
+      so.slots = a.plan.slots;
       so.lower = lo;
-      const GpuDesc g = load_gpu(a.gpu);
-      std::optional<int64_t> budget;
-      if (!a.budget.empty())
-        budget = parse_budget(a.budget, untiled_reference(m, g, so).peak_bytes);
-      std::optional<std::pair<int64_t, int64_t>> tiles;
-      if (!a.tiles.empty()) tiles = parse_tiles(a.tiles);
-      TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
+      TiledSchedule t = schedule_tiled(m, load_gpu(a.gpu), so, a.plan.budget, a.plan.tiles);
       schedule_note = fmt::format(
           ", schedule tiled: {} tiles{}{} (plan peak {}, predicted time x{:.2f} of untiled)",
-          t.tiles(), budget ? " within " + human_bytes(*budget) : "",
+          t.tiles(), t.budget_bytes >= 0 ? " within " + human_bytes(t.budget_bytes) : "",
           a.train ? ", rest " + t.rest : "", human_bytes(t.peak_bytes),
           t.time_us / t.untiled_time_us);
       plan = finish_plan(std::move(t.steps));
     } else if (scheduled) {
       ScheduleOptions so;
-      so.slots = a.slots;
+      so.slots = a.plan.slots;
       so.lower = lo;
       const TrainingScheduler sched(m, load_gpu(a.gpu), so);
-      const int64_t budget = a.budget.empty() ? sched.store_all_peak()
-                                              : parse_budget(a.budget, sched.store_all_peak());
-      const TrainingSchedule ts = sched.solve(*parse_strategy(a.schedule), budget);
+      const int64_t budget = a.plan.budget.empty()
+                                 ? sched.store_all_peak()
+                                 : parse_budget(a.plan.budget, sched.store_all_peak());
+      const TrainingSchedule ts = sched.solve(*parse_strategy(strategy), budget);
       plan = sched.plan(ts);
       schedule_note = fmt::format(
-          ", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", a.schedule,
+          ", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", strategy,
           human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
     } else {
       plan = lower_model(m, lo);
@@ -139,8 +128,9 @@ void run(const RunArgs& a) {
     go.train = a.train;
     go.lr = a.lr;
     if (scheduled)
-      go.schedule = a.schedule, go.budget = a.budget, go.tiles = a.tiles, go.slots = a.slots;
-    go.cudnn_only = a.kernels == "cudnn";
+      a.plan.apply(go);
+    else
+      go.cudnn_only = a.plan.kernels == "cudnn";
     const std::string dir = run_directory(m, g, go);
     if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
     CompileOptions co;
@@ -164,11 +154,11 @@ void run(const RunArgs& a) {
           json_util::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                            dir + "/manifest.json");
       const nlohmann::json sc = man.value("schedule", nlohmann::json::object());
-      schedule_note = fmt::format(", schedule {}", a.schedule);
+      schedule_note = fmt::format(", schedule {}", strategy);
       if (sc.contains("tiles"))
         schedule_note += fmt::format(": {} tiles over {}", sc["tiles"].get<std::string>(),
                                      sc.value("segment", std::string("the segment")));
-      if (!a.budget.empty()) schedule_note += " within " + a.budget;
+      if (!a.plan.budget.empty()) schedule_note += " within " + a.plan.budget;
       if (sc.contains("rest")) schedule_note += ", rest " + sc["rest"].get<std::string>();
     }
   }
@@ -260,29 +250,12 @@ void add_run(CLI::App& app) {
   cmd->add_option("--grads", a->grads, "where to write every parameter's gradient (.safetensors)");
   cmd->add_option("--lr", a->lr, "learning rate of the SGD update (with --update)");
   cmd->add_flag("--update", a->update, "also apply the SGD update (the gradients are unaffected)");
-  cmd->add_option(
-         "--schedule", a->schedule,
-         "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients are "
-         "bit-identical whatever the strategy. tiled (training or inference): the leading "
-         "conv/pool layers run tile by tile (segmented fused tiling), the fewest tiles that fit "
-         "--budget")
-      ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "tiled"}));
-  cmd->add_option("--budget", a->budget,
-                  "memory budget for live activations: bytes, 700MiB, 2GiB or 40% (of the untiled "
-                  "store-all peak)");
-  cmd->add_option("--tiles", a->tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
-  cmd->add_option("--slots", a->slots, "rotor's memory discretisation (default 500)");
+  a->plan.add_to(cmd);
   cmd->add_option(
          "--bench", a->bench,
          "then time N more steps (forward, and backward with --train) and print their median, "
          "min and max: CUDA events on the gpu after 3 warm-up steps, the host clock elsewhere")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--kernels", a->kernels,
-                  "emu/gpu: kiln (default) generated kernels, cuDNN only where no template serves; "
-                  "cudnn: every "
-                  "step cuDNN computes as a cuDNN call (the peer for benchmarks; the emu runs "
-                  "those steps as the reference)")
-      ->check(CLI::IsMember({"kiln", "cudnn"}));
   cmd->add_option(
       "--gpu", a->gpu,
       "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");

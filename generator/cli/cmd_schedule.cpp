@@ -155,11 +155,7 @@ Solved solve_model(const TrainingScheduler& ts, Strategy st, int64_t budget) {
   return s;
 }
 
-Solved solve_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& so,
-                   std::optional<int64_t> budget, const std::string& tiles) {
-  std::optional<std::pair<int64_t, int64_t>> forced;
-  if (!tiles.empty()) forced = parse_tiles(tiles);
-  const TiledSchedule t = schedule_tiled(m, g, so, budget, forced);
+Solved solved_tiled(const Model& m, const ScheduleOptions& so, const TiledSchedule& t) {
   Solved s;
   s.strategy = "tiled";
   s.budget = t.budget_bytes;
@@ -305,11 +301,8 @@ void schedule_cmd(const ScheduleArgs& a) {
   if (!a.profile.empty()) profile = load_profile(a.profile), so.profile = &profile;
   if (a.strategy == "tiled" && a.sweep.empty()) {
     so.lower.train = a.train;
-    const GpuDesc g = load_gpu(a.gpu);
-    const UntiledReference ref = untiled_reference(m, g, so);
-    std::optional<int64_t> budget;
-    if (!a.budget.empty()) budget = parse_budget(a.budget, ref.peak_bytes);
-    print(solve_tiled(m, g, so, budget, a.tiles), ref.peak_bytes, a.json, 0);
+    const TiledSchedule t = schedule_tiled(m, load_gpu(a.gpu), so, a.budget, a.tiles);
+    print(solved_tiled(m, so, t), t.untiled_peak_bytes, a.json, 0);
     return;
   }
   so.lower.train = true;
@@ -321,7 +314,7 @@ void schedule_cmd(const ScheduleArgs& a) {
     if (find_tiled_segment(m, true)) strategies.push_back("tiled");
     sweep(
         [&](const std::string& s, int64_t b) {
-          return s == "tiled" ? solve_tiled(m, g, so, b, "")
+          return s == "tiled" ? solved_tiled(m, so, schedule_tiled(m, g, so, b, std::nullopt))
                               : solve_model(ts, *parse_strategy(s), b);
         },
         strategies, reference, a.sweep, m.name + " training step");

@@ -9,7 +9,8 @@ std::string human_bytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = double(bytes);
   int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  while (v >= 1024 && u < 4)
+    v /= 1024, ++u;
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
@@ -17,7 +18,8 @@ std::string human_count(int64_t n) {
   const char* units[] = {"", " K", " M", " G", " T"};
   double v = double(n);
   int u = 0;
-  while (v >= 1000 && u < 4) v /= 1000, ++u;
+  while (v >= 1000 && u < 4)
+    v /= 1000, ++u;
   return u == 0 ? fmt::format("{}", n) : fmt::format("{:.2f}{}", v, units[u]);
 }
 

@@ -18,8 +18,10 @@ void ModelArgs::add_to(CLI::App* cmd, bool model_optional) {
                               "model file (kiln-model/1 JSON) or a shipped model's name "
                               "(`kiln models` lists them)" +
                                   std::string(model_optional ? "; default resnet18" : ""));
-  if (!model_optional) opt->required();
-  else model = "resnet18";
+  if (!model_optional)
+    opt->required();
+  else
+    model = "resnet18";
   cmd->add_option("--batch", batch, "override the input batch size");
   cmd->add_option("--image", image, "override the input image size, HxW (or one number)");
   cmd->add_option("--dtype", dtype, "override the element type: f32, f16, bf16 or f64")
@@ -59,8 +61,8 @@ Model load_model_or_shipped(const std::string& path_or_name) {
     if (stem == path_or_name) return parse_model(f.data, "models/" + std::string(f.path));
     known += (known.empty() ? "" : ", ") + stem;
   }
-  throw Error(path_or_name, "", cat("no such file, and no shipped model has that name (shipped: ",
-                                    known, ")"));
+  throw Error(path_or_name, "",
+              cat("no such file, and no shipped model has that name (shipped: ", known, ")"));
 }
 
 } // namespace kiln::cli

@@ -5,29 +5,40 @@
 namespace kiln::cli {
 
 void PlanArgs::add_to(CLI::App* cmd) {
-  cmd->add_option(
-         "--schedule", schedule,
-         "--train: recompute strategy (store-all, sqrt, rotor, dtr); tiled (segmented fused "
-         "tiling: the leading conv/pool layers tile by tile) for training or inference")
+  cmd->add_option("--schedule", schedule,
+                  "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients "
+                  "are bit-identical whatever the strategy. tiled (training or inference): the "
+                  "leading conv/pool layers run tile by tile (segmented fused tiling), the fewest "
+                  "tiles that fit --budget")
       ->check(CLI::IsMember({"store-all", "sqrt", "rotor", "dtr", "tiled"}));
   cmd->add_option("--budget", budget,
-                  "activation memory budget (bytes, 700MiB, 40% of the untiled store-all peak)");
+                  "memory budget for live activations: bytes, 700MiB, 2GiB or 40% (of the "
+                  "untiled store-all peak)");
   cmd->add_option("--tiles", tiles, "--schedule tiled: force RxC tiles (4x4, or 8 for 8x8)");
-  cmd->add_option("--slots", slots, "rotor's memory discretisation");
+  cmd->add_option("--slots", slots, "rotor's memory discretisation (default 500)");
   cmd->add_option("--kernels", kernels,
                   "kiln (default): generated kernels, cuDNN only where no template serves; cudnn: "
-                  "every step "
-                  "cuDNN computes as a cuDNN call (the peer plan benchmarks compare against)")
+                  "every step cuDNN computes as a cuDNN call (the peer plan benchmarks compare "
+                  "against; the cpu and emu backends run those steps as the reference)")
       ->check(CLI::IsMember({"kiln", "cudnn"}));
 }
 
-void PlanArgs::apply(GenerateOptions& o) const {
-  if (!o.train && schedule != "tiled" && (!schedule.empty() || !budget.empty()))
+void PlanArgs::check(bool train) const {
+  if (!train && schedule != "tiled" && (!schedule.empty() || !budget.empty()))
     throw Error(
         "", schedule.empty() ? "--budget" : "--schedule",
         "recompute schedules apply to training steps (--train); only tiled also runs inference");
   if (!tiles.empty() && schedule != "tiled")
     throw Error("", "--tiles", "forces the tiling of --schedule tiled");
+}
+
+bool PlanArgs::scheduled(bool train) const {
+  return schedule == "tiled" ||
+         (train && ((!schedule.empty() && schedule != "store-all") || !budget.empty()));
+}
+
+void PlanArgs::apply(GenerateOptions& o) const {
+  check(o.train);
   o.schedule = schedule;
   o.budget = budget;
   o.tiles = tiles;

@@ -1,5 +1,5 @@
-// The plan options of the commands that generate one (generate, build): --schedule,
-// --budget, --tiles, --slots and --kernels, checked the same way in both.
+// The plan options of the commands that make one (generate, build, run): --schedule,
+// --budget, --tiles, --slots and --kernels, described and checked the same way in all.
 #pragma once
 
 #include "generator/emit/generate.hpp"
@@ -15,8 +15,12 @@ struct PlanArgs {
   std::string kernels = "kiln";
 
   void add_to(CLI::App* cmd);
-  // Copies them into `o` (o.train set first); throws kiln::Error for combinations that mean
-  // nothing: a recompute strategy or budget for inference, --tiles without tiled.
+  // Throws kiln::Error for combinations that mean nothing: a recompute strategy or budget
+  // for inference, --tiles without tiled.
+  void check(bool train) const;
+  // Whether the plan is scheduled: tiled, or training under a strategy or budget.
+  bool scheduled(bool train) const;
+  // Checks, then copies them into `o` (o.train set first).
   void apply(GenerateOptions& o) const;
 };
 

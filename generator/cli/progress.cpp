@@ -7,7 +7,8 @@
 namespace kiln::cli {
 
 Progress::Progress(const Plan& plan) : active_(stderr_is_terminal()) {
-  for (const Phase& p : plan.phases) total_ += p.steps.size();
+  for (const Phase& p : plan.phases)
+    total_ += p.steps.size();
   start_ = last_ = std::chrono::steady_clock::now();
 }
 
@@ -16,7 +17,8 @@ std::function<void(const Phase&, size_t)> Progress::callback() {
   return [this](const Phase& phase, size_t i) {
     ++seen_;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(100) || now - start_ < std::chrono::milliseconds(500))
+    if (now - last_ < std::chrono::milliseconds(100) ||
+        now - start_ < std::chrono::milliseconds(500))
       return;
     last_ = now;
     const Step& s = phase.steps[i];

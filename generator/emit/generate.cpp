@@ -54,18 +54,14 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     ScheduleOptions so;
     so.slots = o.slots;
     so.lower = lo;
-    std::optional<int64_t> budget;
-    if (!o.budget.empty()) budget = parse_budget(o.budget, untiled_reference(m, g, so).peak_bytes);
-    std::optional<std::pair<int64_t, int64_t>> tiles;
-    if (!o.tiles.empty()) tiles = parse_tiles(o.tiles);
-    TiledSchedule t = schedule_tiled(m, g, so, budget, tiles);
+    TiledSchedule t = schedule_tiled(m, g, so, o.budget, o.tiles);
     schedule = {{"strategy", "tiled"},
                 {"tiles", t.tiles()},
                 {"segment", cat(m.nodes[size_t(t.segment.nodes.front())].name, "..",
                                 m.nodes[size_t(t.segment.output_node())].name)},
                 {"peak_bytes", t.peak_bytes},
                 {"recompute_factor", t.recompute_factor}};
-    if (budget) schedule["budget_bytes"] = *budget;
+    if (t.budget_bytes >= 0) schedule["budget_bytes"] = t.budget_bytes;
     if (o.train) schedule["rest"] = t.rest;
     p = std::move(t.steps);
   } else if (!o.tiles.empty()) {

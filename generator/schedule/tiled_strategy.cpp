@@ -2,6 +2,7 @@
 
 #include "generator/emit/lower.hpp"
 #include "generator/emit/plan_builder.hpp"
+#include "generator/schedule/budget.hpp"
 #include "runtime/error.hpp"
 #include "schedules/infeasible.hpp"
 
@@ -44,6 +45,17 @@ double estimated_time(const Model& m, const std::vector<LayerTimes>& t, const Ti
   return us + st.forward_us + st.backward_us;
 }
 
+// What every plan of one solve shares.
+struct Context {
+  const Model& m;
+  const GpuDesc& g;
+  const ScheduleOptions& o;
+  std::vector<LayerTimes> layers;
+  // The planner counts the segment input as resident; in a plan the model input is a
+  // persistent buffer, not an activation: the planner's target is the budget plus it.
+  int64_t input_bytes;
+};
+
 // One tiling planned into a whole plan and measured.
 struct Attempt {
   bool feasible = true;   // the rest of the network found a schedule
@@ -51,23 +63,23 @@ struct Attempt {
   TiledSchedule result;
 };
 
-Attempt attempt(const Model& m, const GpuDesc& g, const ScheduleOptions& o, const TiledSegment& seg,
-                int64_t budget) {
+Attempt attempt(const Context& c, const TiledSegment& seg, int64_t budget) {
+  const Model& m = c.m;
+  const std::vector<LayerTimes>& layers = c.layers;
   Attempt a;
   TiledSchedule& r = a.result;
   r.segment = seg;
-  r.train = o.lower.train;
-  LowerOptions lo = o.lower;
+  r.train = c.o.lower.train;
+  LowerOptions lo = c.o.lower;
   lo.tiled = &r.segment;
-  const std::vector<LayerTimes> layers = layer_times(m, g, o.profile);
   r.recompute_factor = tiled_segment_times(seg, layers).recompute_factor;
   if (!lo.train) {
     r.steps = lower_model_steps(m, lo);
     r.time_us = forward_time(m, layers, &r.segment);
   } else {
-    ScheduleOptions so = o;
+    ScheduleOptions so = c.o;
     so.lower = lo;
-    const TrainingScheduler ts(m, g, so);
+    const TrainingScheduler ts(m, c.g, so);
     TrainingSchedule s;
     try {
       s = ts.try_solve(Strategy::store_all, budget);
@@ -118,9 +130,10 @@ struct Search {
   std::string least_grid;
 };
 
-Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, TiledSegment& seg,
-                    int64_t budget) {
-  const bool train = o.lower.train;
+// `first`: the planner's proposal for the budget, when the caller has it.
+Search search_tiles(const Context& c, TiledSegment& seg, int64_t budget,
+                    std::optional<sched::Tiling> first) {
+  const bool train = c.o.lower.train;
   Search r;
   auto fits = [&](const Attempt& a) { return a.feasible && a.need_bytes <= budget; };
   // Plans past this many tile-layers are not built: launches would dominate the step.
@@ -131,18 +144,16 @@ Search search_tiles(const Model& m, const GpuDesc& g, const ScheduleOptions& o, 
     seg.tiling = t;
     seg.tiles = sched::plan_tiles(seg.problem, seg.tiling);
     ++r.tried;
-    Attempt a = attempt(m, g, o, seg, budget);
+    Attempt a = attempt(c, seg, budget);
     if (a.need_bytes < r.least_need) r.least_need = a.need_bytes, r.least_grid = grid(t) + " tiles";
     return a;
   };
-  // The planner counts the segment input as resident; in a plan the model input is a
-  // persistent buffer, not an activation.
-  const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
-  int64_t target = budget + input_bytes;
+  int64_t target = budget + c.input_bytes;
   // Down: tighten the planner's target until the measured plan fits.
   int last_count = 0;
   while (r.tried < kMaxPlans) {
-    const std::optional<sched::Tiling> t = sched::fewest_tiles(seg.problem, target, train);
+    const std::optional<sched::Tiling> t =
+        r.tried == 0 && first ? first : sched::fewest_tiles(seg.problem, target, train);
     if (!t || too_many(*t)) break;
     Attempt a = try_tiling(*t);
     last_count = t->count();
@@ -216,10 +227,12 @@ UntiledReference untiled_reference(const Model& m, const GpuDesc& g, const Sched
   return r;
 }
 
-TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
-                             std::optional<int64_t> budget,
-                             std::optional<std::pair<int64_t, int64_t>> tiles) {
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+TiledSchedule solve(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
+                    const UntiledReference& ref, std::optional<int64_t> budget,
+                    std::optional<std::pair<int64_t, int64_t>> tiles,
+                    std::chrono::steady_clock::time_point t0) {
   const bool train = o.lower.train;
   std::optional<TiledSegment> found = find_tiled_segment(m, train);
   if (!found)
@@ -229,11 +242,14 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
                     "average pooling, add",
                     train ? "" : ", batchnorm", ")"));
   TiledSegment seg = std::move(*found);
+  const Context c{m, g, o, layer_times(m, g, o.profile),
+                  numel(m.input_shape) * int64_t(dtype_size(m.dtype))};
   const int64_t limit = budget ? *budget : kUnlimited;
   auto finish = [&](Attempt a, int tried) {
     a.result.budget_bytes = budget ? *budget : -1;
     a.result.plans_tried = tried;
-    a.result.untiled_time_us = untiled_reference(m, g, o).time_us;
+    a.result.untiled_time_us = ref.time_us;
+    a.result.untiled_peak_bytes = ref.peak_bytes;
     a.result.solve_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(a.result);
@@ -241,7 +257,7 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
 
   if (tiles) {
     tile_evenly(seg, tiles->first, tiles->second);
-    Attempt a = attempt(m, g, o, seg, limit);
+    Attempt a = attempt(c, seg, limit);
     if (!a.feasible || a.need_bytes > limit)
       throw Error("", "--tiles",
                   cat(grid(seg.tiling), " tiles need ", mib(a.need_bytes),
@@ -255,19 +271,19 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
   // Candidates ranked by the time of the planner's proposal (no plan built), then searched
   // in that order for their fewest measured-fitting tiles until the next one's estimate is
   // slower than the best found; the fastest predicted step wins (the longer on ties).
-  const std::vector<LayerTimes> layers = layer_times(m, g, o.profile);
-  const int64_t input_bytes = numel(m.input_shape) * int64_t(dtype_size(m.dtype));
   struct Ranked {
     TiledSegment seg;
+    std::optional<sched::Tiling> proposal; // the planner's, for the budget
     double estimate;
   };
   std::vector<Ranked> ranked;
   for (int end : candidate_ends(m, train)) {
-    Ranked r{tiled_segment_to(m, end), std::numeric_limits<double>::infinity()};
+    Ranked r{tiled_segment_to(m, end), std::nullopt, std::numeric_limits<double>::infinity()};
     // Where the planner sees no fit, last (its search may still find one in measured plans).
-    if (const auto t = sched::fewest_tiles(r.seg.problem, *budget + input_bytes, train)) {
-      r.seg.tiling = *t;
-      r.estimate = estimated_time(m, layers, r.seg, train);
+    r.proposal = sched::fewest_tiles(r.seg.problem, *budget + c.input_bytes, train);
+    if (r.proposal) {
+      r.seg.tiling = *r.proposal;
+      r.estimate = estimated_time(m, c.layers, r.seg, train);
     }
     ranked.push_back(std::move(r));
   }
@@ -281,7 +297,7 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
     // Enough: the rest are predicted slower than the best measured fit (estimates ascend), or
     // the plan count is spent.
     if ((best && cand.estimate > best->result.time_us) || tried >= kMaxTotalPlans) break;
-    const Search r = search_tiles(m, g, o, cand.seg, *budget);
+    const Search r = search_tiles(c, cand.seg, *budget, cand.proposal);
     tried += r.tried;
     ++searched;
     if (!r.fit) {
@@ -300,6 +316,26 @@ TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOpt
   best->result.segments_tried = searched;
   best->result.segment_candidates = int(ranked.size());
   return finish(std::move(*best), tried);
+}
+
+} // namespace
+
+TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
+                             std::optional<int64_t> budget,
+                             std::optional<std::pair<int64_t, int64_t>> tiles) {
+  const auto t0 = std::chrono::steady_clock::now();
+  return solve(m, g, o, untiled_reference(m, g, o), budget, tiles, t0);
+}
+
+TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
+                             const std::string& budget, const std::string& tiles) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const UntiledReference ref = untiled_reference(m, g, o);
+  std::optional<int64_t> b;
+  if (!budget.empty()) b = parse_budget(budget, ref.peak_bytes);
+  std::optional<std::pair<int64_t, int64_t>> t;
+  if (!tiles.empty()) t = parse_tiles(tiles);
+  return solve(m, g, o, ref, b, t, t0);
 }
 
 } // namespace kiln

@@ -14,6 +14,7 @@
 #include "generator/schedule/tiled_segment.hpp"
 
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace kiln {
@@ -27,6 +28,7 @@ struct TiledSchedule {
   int64_t predicted_peak_bytes = 0; // training: the rest's chain schedule's prediction
   double time_us = 0;               // predicted
   double untiled_time_us = 0;       // predicted for the untiled store-all step (or forward)
+  int64_t untiled_peak_bytes = 0;   // its peak: what a budget's percentage is of
   double recompute_factor = 1;
   std::string rest;           // training: the rest's strategy (store-all or rotor)
   nlohmann::ordered_json ops; // training: the rest's schedule
@@ -51,5 +53,9 @@ UntiledReference untiled_reference(const Model& m, const GpuDesc& g, const Sched
 TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
                              std::optional<int64_t> budget,
                              std::optional<std::pair<int64_t, int64_t>> tiles);
+// The same from the command line's texts (empty: not given): `budget` as parse_budget takes
+// it, a percentage meaning of the untiled reference's peak; `tiles` as parse_tiles.
+TiledSchedule schedule_tiled(const Model& m, const GpuDesc& g, const ScheduleOptions& o,
+                             const std::string& budget, const std::string& tiles);
 
 } // namespace kiln
