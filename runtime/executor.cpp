@@ -85,12 +85,10 @@ void Executor::run(std::string_view phase_name) {
       live_ranges_.erase(plan_.buffers[base].offset);
       continue;
     }
-    const FnSignature sig = fn_signature(s.fn);
-    for (const Arg& a : s.args) {
-      bool is_write = false;
-      for (std::string_view w : sig.writes) is_write |= w == a.role;
-      if (!is_write || s.accumulate) check_readable(a.buffer, where);
-    }
+    // Inputs, accumulated outputs and updated ones (a running count) must hold values.
+    for (const Arg& a : s.args)
+      if (!fn_writes(s.fn, a.role) || s.accumulate || fn_updates(s.fn, a.role))
+        check_readable(a.buffer, where);
     for (const Arg& a : s.args) {
       const int base = plan_.base(a.buffer);
       if (!live_flag_[base]) make_live(base, where);

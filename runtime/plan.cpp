@@ -44,6 +44,10 @@ E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string
 
 std::string_view layout_name(Layout l) { return l == Layout::nhwc ? "nhwc" : "nchw"; }
 
+std::string_view guard_name(Guard g) {
+  return g == Guard::dense ? "dense" : g == Guard::sparse ? "sparse" : "none";
+}
+
 std::string_view role_name(BufferRole r) {
   for (auto& [e, n] : role_names)
     if (e == r) return n;
@@ -173,6 +177,11 @@ ojson plan_to_json(const Plan& p) {
       if (s.fn == Fn::conv2d_fold_bn) o["eps"] = s.eps;
       if (s.fn == Fn::region_copy)
         o["region"] = {{"src", s.src_origin}, {"dst", s.dst_origin}, {"size", s.extent}};
+      if (s.guard != Guard::none) {
+        o["guard"] = guard_name(s.guard);
+        o["threshold"] = s.threshold;
+      }
+      if (s.density >= 0) o["density"] = s.density;
       if (s.kind == StepKind::launch) o["kernel"] = p.kernels[s.kernel].name;
       if (s.kind == StepKind::library) o["library"] = s.library;
       steps.push_back(o);
@@ -354,7 +363,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         }
         ju::reject_unknown_keys(s, ptr,
                                 {"kind", "fn", "node", "op", "attrs", "args", "accumulate", "relu",
-                                 "channel_offset", "lr", "eps", "kernel", "library", "region"});
+                                 "channel_offset", "lr", "eps", "kernel", "library", "region",
+                                 "guard", "threshold", "density"});
         const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
         auto f = parse_fn(fn);
         if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
@@ -392,6 +402,16 @@ Plan parse_plan(std::string_view text, const std::string& file) {
             (*field)[1] = ju::get_int(v[1], vp + "/1");
           }
         }
+        if (s.contains("guard")) {
+          const std::string g = ju::get_string(s["guard"], ptr + "/guard");
+          if (g != "dense" && g != "sparse")
+            throw Error("", ptr + "/guard", cat("unknown guard \"", g, "\" (dense, sparse)"));
+          st.guard = g == "dense" ? Guard::dense : Guard::sparse;
+          st.threshold = ju::get_int(ju::require(s, "threshold", ptr), ptr + "/threshold");
+        } else if (s.contains("threshold")) {
+          throw Error("", ptr + "/threshold", "is the threshold of a guard; the step has none");
+        }
+        if (s.contains("density")) st.density = ju::get_number(s["density"], ptr + "/density");
         if (st.kind == StepKind::launch) {
           const std::string kn = ju::get_string(ju::require(s, "kernel", ptr), ptr + "/kernel");
           auto it = kernel_index.find(kn);

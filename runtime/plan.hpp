@@ -67,6 +67,18 @@ struct Kernel {
 };
 
 enum class StepKind { launch, library, reference, free };
+
+// Device-side dispatch between a dense and a sparse computation of one value (DESIGN.md
+// 5.4): both steps are in the plan, each guarded, and each reads the running nonzero count
+// `nnz` that the compaction of its input wrote. A `dense` step computes only when nnz >
+// threshold, a `sparse` one only when nnz <= threshold; otherwise it leaves its outputs
+// untouched. Kernels test the guard themselves on the device (no copy to the host, nothing
+// for a CUDA graph to branch on); the reference backend tests it on the host.
+enum class Guard { none, dense, sparse };
+std::string_view guard_name(Guard g);
+inline bool guard_passes(Guard g, int64_t threshold, int64_t nnz) {
+  return g == Guard::none || (g == Guard::dense ? nnz > threshold : nnz <= threshold);
+}
 std::string_view step_kind_name(StepKind k);
 
 struct Arg {
@@ -88,6 +100,9 @@ struct Step {
   double eps = 0;             // conv2d.fold_bn: the batchnorm's epsilon
   // region.copy: dst[n][c][dst_origin + i][..] (+)= src[n][c][src_origin + i][..] for i < extent.
   Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
+  Guard guard = Guard::none;
+  int64_t threshold = 0; // guard: the nonzero count at or below which the sparse path runs
+  double density = -1;   // sparse steps: the input density planned for (informative)
   int kernel = -1;     // launch: index into Plan::kernels
   std::string library; // library: "cudnn"
   int buffer = -1;     // free: the buffer freed

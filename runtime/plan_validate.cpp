@@ -2,6 +2,7 @@
 // or writing outside a buffer.
 #include "runtime/error.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/sparse_form.hpp"
 
 #include <algorithm>
 
@@ -48,6 +49,7 @@ void check_shapes(const Ctx& c) {
   const Step& s = c.s;
   switch (s.fn) {
   case Fn::conv2d_forward:
+  case Fn::conv2d_forward_sparse:
   case Fn::linear_forward:
     c.expect("y", c.forward(c.shape("x")));
     c.expect("w", c.param(c.shape("x"), "weight").shape);
@@ -69,6 +71,7 @@ void check_shapes(const Ctx& c) {
     c.expect("w", c.param(c.shape("dx"), "weight").shape);
     break;
   case Fn::conv2d_backward_weight:
+  case Fn::conv2d_backward_weight_sparse:
   case Fn::linear_backward_weight:
     c.expect("dy", c.forward(c.shape("x")));
     c.expect("dw", c.param(c.shape("x"), "weight").shape);
@@ -197,7 +200,21 @@ void check_shapes(const Ctx& c) {
                  " changes the element count"));
     break;
   case Fn::sgd_update: c.same("param", "grad"); break;
+  case Fn::sparse_compact: break; // the form is checked below
   }
+  // A compacted form, read or written: of x (compaction, sparse convolutions) or of the
+  // producer's output y.
+  if (s.arg("values") >= 0 || s.arg("index") >= 0 || s.arg("count") >= 0) {
+    for (auto r : {"values", "index", "count"})
+      if (s.arg(r) < 0) c.fail(cat("a compacted form needs values, index and count; \"", r, "\" is missing"));
+    const char* dense = s.arg("x") >= 0 ? "x" : "y";
+    const std::string why =
+        sparse_form_mismatch(c.shape(dense), c.shape("values"), c.shape("index"), c.shape("count"));
+    if (!why.empty()) c.fail(why);
+    if (c.p.buffers[s.need("values")].dtype != c.p.buffers[s.need(dense)].dtype)
+      c.fail(cat("\"values\" must have the dtype of \"", dense, "\""));
+  }
+  if (s.arg("nnz") >= 0) c.expect("nnz", {1});
 }
 
 } // namespace
@@ -234,11 +251,12 @@ void validate_plan(const Plan& p) {
       throw Error("", where,
                   cat("[", b.offset, ", ", b.offset + b.bytes(), ") lies outside the arena of ",
                       p.arena_bytes, " bytes"));
-    const bool integer = b.role == BufferRole::target;
-    if (integer ? b.dtype != DType::i64 : !is_float(b.dtype))
+    // Targets are class indices; sparse forms carry u8 indices and counts and an i32 count.
+    const bool target = b.role == BufferRole::target;
+    if (target ? b.dtype != DType::i64 : b.dtype == DType::i64)
       throw Error(
           "", where,
-          cat("has dtype ", dtype_name(b.dtype), ", expected ", integer ? "i64" : "a float type"));
+          cat("has dtype ", dtype_name(b.dtype), ", expected ", target ? "i64" : "another type"));
   }
   auto expect_role = [&](int b, BufferRole r, std::string_view what) {
     if (p.buffers[b].role != r)
@@ -288,8 +306,8 @@ void validate_plan(const Plan& p) {
       }
       if (s.kind == StepKind::library && s.library != "cudnn")
         throw Error("", where, cat("unknown library \"", s.library, "\""));
-      if (s.relu && s.fn != Fn::conv2d_forward && s.fn != Fn::linear_forward &&
-          s.fn != Fn::batchnorm_forward)
+      if (s.relu && s.fn != Fn::conv2d_forward && s.fn != Fn::conv2d_forward_sparse &&
+          s.fn != Fn::linear_forward && s.fn != Fn::batchnorm_forward)
         throw Error("", where, cat(fn_name(s.fn), " has no relu epilogue"));
       const FnSignature sig = fn_signature(s.fn);
       auto listed = [](std::span<const std::string_view> roles, const std::string& r) {
@@ -316,8 +334,25 @@ void validate_plan(const Plan& p) {
           throw Error(
               "", where,
               cat(fn_name(s.fn), " would overwrite the ", role_name(b.role), " \"", b.name, "\""));
-        if ((a.role == "target") != (b.dtype == DType::i64))
+        // Integer roles have one dtype; everything else is a float (fill_zero zeroes any).
+        const bool ok = a.role == "target"                        ? b.dtype == DType::i64
+                        : a.role == "index" || a.role == "count" ? b.dtype == DType::u8
+                        : a.role == "nnz"                        ? b.dtype == DType::i32
+                                                                 : is_float(b.dtype) || s.fn == Fn::fill_zero;
+        if (!ok)
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
+      }
+      const bool conv = s.fn == Fn::conv2d_forward || s.fn == Fn::conv2d_forward_sparse ||
+                        s.fn == Fn::conv2d_backward_weight ||
+                        s.fn == Fn::conv2d_backward_weight_sparse;
+      if (s.guard != Guard::none) {
+        if (!conv) throw Error("", where, cat(fn_name(s.fn), " cannot be guarded"));
+        if (s.arg("nnz") < 0) throw Error("", where, "a guarded step reads \"nnz\"");
+        if (s.threshold < 0) throw Error("", where, "the guard's threshold must not be negative");
+        if (s.kind == StepKind::library)
+          throw Error("", where, "a library step cannot test a guard on the device");
+      } else if (conv && s.arg("nnz") >= 0) {
+        throw Error("", where, "reads \"nnz\" but has no guard");
       }
       check_shapes(Ctx{p, s, cat(where, " (", fn_name(s.fn), " of ", s.node, ")")});
     }

@@ -11,11 +11,17 @@ using sv = std::string_view;
 struct Entry {
   Fn fn;
   sv name;
-  std::span<const sv> reads, writes, optional;
+  std::span<const sv> reads, writes, optional, updates = {};
 };
 
 constexpr sv x_w_b[] = {"x", "w", "b"}, y[] = {"y"}, b[] = {"b"};
-constexpr sv x_w_b_res[] = {"x", "w", "b", "residual"}, b_res[] = {"b", "residual"};
+constexpr sv x_w_b_res_nnz[] = {"x", "w", "b", "residual", "nnz"};
+constexpr sv b_res_nnz[] = {"b", "residual", "nnz"};
+// A compacted activation written by a step (runtime/sparse_form.hpp).
+constexpr sv compacted[] = {"values", "index", "count", "nnz"}, nnz[] = {"nnz"};
+constexpr sv y_compacted[] = {"y", "values", "index", "count", "nnz"};
+constexpr sv sparse_conv_in[] = {"x", "values", "index", "count", "w", "b", "residual", "nnz"};
+constexpr sv sparse_dw_in[] = {"x", "values", "index", "count", "dy", "nnz"};
 constexpr sv fold_in[] = {"w", "b", "weight", "bias", "running_mean", "running_var"};
 constexpr sv fold_out[] = {"w_out", "b_out"};
 constexpr sv dy_w[] = {"dy", "w"}, dx[] = {"dx"};
@@ -25,25 +31,25 @@ constexpr sv bn_in[] = {"x", "weight", "bias", "running_mean", "running_var"};
 constexpr sv bn_train_in[] = {"x", "weight", "bias"}, bn_train_out[] = {"y", "mean", "invstd"};
 constexpr sv bn_bw_in[] = {"x", "dy", "weight", "mean", "invstd"}, bn_stats[] = {"mean", "invstd"};
 constexpr sv bn_bw_out[] = {"dx", "dweight", "dbias"};
-constexpr sv x[] = {"x"}, y_dy[] = {"y", "dy"}, xs[] = {"x*"};
+constexpr sv x[] = {"x"}, y_dy[] = {"y", "dy"}, xs[] = {"x*"}, x_dy_nnz[] = {"x", "dy", "nnz"};
 constexpr sv xent_in[] = {"logits", "target"}, xent_out[] = {"probs", "loss"};
 constexpr sv probs_target[] = {"probs", "target"}, dlogits[] = {"dlogits"};
 constexpr sv src[] = {"src"}, dst[] = {"dst"};
 constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
 
-const std::array<Entry, 33> table = {{
-    {Fn::conv2d_forward, "conv2d.forward", x_w_b_res, y, b_res},
+const std::array<Entry, 36> table = {{
+    {Fn::conv2d_forward, "conv2d.forward", x_w_b_res_nnz, y, b_res_nnz},
     {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
-    {Fn::conv2d_backward_weight, "conv2d.backward_weight", x_dy, dw, {}},
+    {Fn::conv2d_backward_weight, "conv2d.backward_weight", x_dy_nnz, dw, nnz},
     {Fn::linear_forward, "linear.forward", x_w_b, y, b},
     {Fn::linear_backward_data, "linear.backward_data", dy_w, dx, {}},
     {Fn::linear_backward_weight, "linear.backward_weight", x_dy, dw, {}},
     {Fn::bias_backward, "bias.backward", dy, db, {}},
-    {Fn::batchnorm_forward, "batchnorm.forward", bn_in, y, {}},
+    {Fn::batchnorm_forward, "batchnorm.forward", bn_in, y_compacted, compacted, nnz},
     {Fn::batchnorm_forward_train, "batchnorm.forward_train", bn_train_in, bn_train_out, bn_stats},
     {Fn::batchnorm_backward, "batchnorm.backward", bn_bw_in, bn_bw_out, bn_stats},
-    {Fn::relu_forward, "relu.forward", x, y, {}},
+    {Fn::relu_forward, "relu.forward", x, y_compacted, compacted, nnz},
     {Fn::relu_backward, "relu.backward", y_dy, dx, {}},
     {Fn::maxpool2d_forward, "maxpool2d.forward", x, y, {}},
     {Fn::maxpool2d_backward, "maxpool2d.backward", x_dy, dx, {}},
@@ -65,7 +71,16 @@ const std::array<Entry, 33> table = {{
     {Fn::region_copy, "region.copy", src, dst, {}},
     {Fn::fill_zero, "fill_zero", {}, dst, {}},
     {Fn::sgd_update, "sgd.update", param_grad, {}, {}},
+    {Fn::sparse_compact, "sparse.compact", x, compacted, nnz, nnz},
+    {Fn::conv2d_forward_sparse, "conv2d.forward_sparse", sparse_conv_in, y, b_res_nnz},
+    {Fn::conv2d_backward_weight_sparse, "conv2d.backward_weight_sparse", sparse_dw_in, dw, nnz},
 }};
+
+bool listed(std::span<const sv> roles, std::string_view role) {
+  for (sv r : roles)
+    if (r == role) return true;
+  return false;
+}
 
 } // namespace
 
@@ -79,7 +94,13 @@ std::optional<Fn> parse_fn(std::string_view name) {
 
 FnSignature fn_signature(Fn f) {
   const Entry& e = table[size_t(f)];
-  return {e.reads, e.writes, e.optional};
+  return {e.reads, e.writes, e.optional, e.updates};
 }
+
+bool fn_reads(Fn f, std::string_view role) { return listed(table[size_t(f)].reads, role); }
+bool fn_writes(Fn f, std::string_view role) {
+  return listed(table[size_t(f)].writes, role) || (f == Fn::sgd_update && role == "param");
+}
+bool fn_updates(Fn f, std::string_view role) { return listed(table[size_t(f)].updates, role); }
 
 } // namespace kiln

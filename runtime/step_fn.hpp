@@ -9,8 +9,12 @@
 
 namespace kiln {
 
+// Compacted sparse activations (values, index, count, nnz: runtime/sparse_form.hpp) are
+// written by sparse.compact, or by a producer step (relu, batchnorm) that compacts its own
+// output y as it writes it; conv steps read them. `nnz` is a running count that a step adds
+// to (zeroed first by fill_zero), and what a guarded step reads to choose its path.
 enum class Fn {
-  conv2d_forward,          // x, w, [b], [residual] -> y (relu flag: fused epilogue)
+  conv2d_forward,          // x, w, [b], [residual], [nnz: guard] -> y (relu flag: fused epilogue)
   conv2d_fold_bn,          // w, [b], weight, bias, running_mean, running_var -> w_out, b_out
   conv2d_backward_data,    // dy, w -> dx
   conv2d_backward_weight,  // x, dy -> dw
@@ -18,13 +22,14 @@ enum class Fn {
   linear_backward_data,    // dy, w -> dx
   linear_backward_weight,  // x, dy -> dw
   bias_backward,           // dy -> db (conv2d or linear)
-  batchnorm_forward,       // x, weight, bias, running_mean, running_var -> y (inference; relu flag)
+  // x, weight, bias, running_mean, running_var -> y (inference; relu flag), [compacted y]
+  batchnorm_forward,
   batchnorm_forward_train, // x, weight, bias -> y, [mean, invstd] (batch statistics)
   // x, dy, weight, [mean, invstd] -> dx, dweight, dbias; without the saved statistics they
   // are recomputed from x exactly as the forward computes them (kiln's plans do this: it
   // keeps nothing but x alive for the backward).
   batchnorm_backward,
-  relu_forward,                // x -> y
+  relu_forward,                // x -> y, [compacted y]
   relu_backward,               // y, dy -> dx
   maxpool2d_forward,           // x -> y
   maxpool2d_backward,          // x, dy -> dx
@@ -46,6 +51,13 @@ enum class Fn {
   region_copy, // src -> dst: a spatial window of a 4-D tensor (tiles of a tiled segment)
   fill_zero,   // -> dst: zeros (gradients accumulated from overlapping tiles)
   sgd_update,  // param, grad (lr)
+  sparse_compact, // x -> values, index, count, [nnz (added to)]
+  // x (its shape; its elements are not read), values, index, count, w, [b], [residual],
+  // [nnz: guard] -> y: conv2d.forward computed from the compacted x.
+  conv2d_forward_sparse,
+  // x (shape), values, index, count, dy, [nnz: guard] -> dw: conv2d.backward_weight from the
+  // compacted x.
+  conv2d_backward_weight_sparse,
 };
 
 std::string_view fn_name(Fn f);
@@ -55,8 +67,14 @@ std::optional<Fn> parse_fn(std::string_view name);
 struct FnSignature {
   std::span<const std::string_view> reads;
   std::span<const std::string_view> writes;
-  std::span<const std::string_view> optional; // subset of reads that may be absent
+  std::span<const std::string_view> optional; // subset of reads and writes that may be absent
+  // Subset of writes that the step adds to (read-modify-write): they must hold a value
+  // already, like every output of an accumulating step.
+  std::span<const std::string_view> updates;
 };
+bool fn_reads(Fn f, std::string_view role);
+bool fn_writes(Fn f, std::string_view role); // sgd.update's param counts as written
+bool fn_updates(Fn f, std::string_view role);
 FnSignature fn_signature(Fn f);
 
 } // namespace kiln

@@ -33,6 +33,7 @@ double Tensor::get(int64_t i) const {
   case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
   case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return double(v); }
   case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+  case DType::u8: return double(uint8_t(*p));
   }
   return 0;
 }
@@ -46,6 +47,7 @@ void Tensor::set(int64_t i, double v) {
   case DType::f64: std::memcpy(p, &v, 8); break;
   case DType::i32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
   case DType::i64: { int64_t x = int64_t(v); std::memcpy(p, &x, 8); break; }
+  case DType::u8: *p = std::byte(uint8_t(v)); break;
   }
 }
 

@@ -1,6 +1,8 @@
 #include "generator/check/kernel_check.hpp"
 
 #include "runtime/cpu/backend.hpp"
+#include "runtime/cpu/ops.hpp"
+#include "runtime/sparse_form.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/io/file.hpp"
@@ -9,18 +11,19 @@
 #include "runtime/param_init.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace kiln {
 
 namespace {
 
-bool writes(const Step& s, const std::string& role) {
-  if (s.fn == Fn::sgd_update && role == "param") return true;
-  for (std::string_view w : fn_signature(s.fn).writes)
-    if (w == role) return true;
-  return false;
+bool writes(const Step& s, const std::string& role) { return fn_writes(s.fn, role); }
+
+bool compacted_role(const std::string& role) {
+  return role == "values" || role == "index" || role == "count";
 }
 
 // Values a role may hold: variances and inverse deviations positive, targets valid classes.
@@ -36,6 +39,7 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
       t.set(i, double(splitmix64(st) % uint64_t(classes)));
     return t;
   }
+  if (!is_float(b.dtype)) return t; // compacted forms and counts: set by check_step
   const bool positive = role == "running_var" || role == "invstd";
   for (int64_t i = 0; i < n; ++i) {
     const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
@@ -46,9 +50,61 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
 
 Tensor poisoned(const Buffer& b) {
   Tensor t(b.dtype, b.shape);
+  if (!is_float(b.dtype)) {
+    std::memset(t.bytes(), 0xff, t.nbytes()); // counts past any slice: a form that fails
+    return t;
+  }
   for (int64_t i = 0; i < t.numel(); ++i)
     t.set(i, std::numeric_limits<double>::quiet_NaN());
   return t;
+}
+
+// A random tensor with `density` nonzeros (uniform in +-[0.1, 1]); with `negatives`, the
+// zeros are negative numbers instead (what relu turns into zeros).
+Tensor sparse_random(const Shape& shape, double density, uint64_t seed, bool negatives) {
+  Tensor t(DType::f64, shape);
+  uint64_t st = seed ^ 0x5eed5a5e;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
+    const double m = 0.1 + 0.9 * double(splitmix64(st) >> 11) * 0x1.0p-53;
+    const bool nonzero = u < density;
+    const bool negative = splitmix64(st) & 1;
+    t.set(i, nonzero ? (negatives || !negative ? m : -m) : negatives ? -m : 0.0);
+  }
+  return t;
+}
+
+// The compacted form of a dense f64 tensor: values (f64), index, count; the nonzero total.
+struct Compacted {
+  Tensor values, index, count;
+  int64_t nnz = 0;
+};
+Compacted compacted(const Tensor& x, int64_t cs) {
+  const SparseForm f = SparseForm::of(x.shape(), cs);
+  Compacted c{Tensor(DType::f64, f.values_shape()), Tensor(DType::u8, f.values_shape()),
+              Tensor(DType::u8, f.count_shape()), 0};
+  c.nnz = cpu::compact<double>(cpu::CView<double>{x.as<double>().data(), x.shape()},
+                               c.values.as<double>().data(), c.index.as<uint8_t>().data(),
+                               c.count.as<uint8_t>().data(), cs);
+  return c;
+}
+
+// A compacted form read back from a backend, as the dense tensor it stands for.
+Tensor decompacted(const Tensor& values, const Tensor& index, const Tensor& count, const Shape& x) {
+  Tensor dense(DType::f64, x);
+  const Tensor v = values.to(DType::f64);
+  cpu::decompact<double>(v.as<double>().data(), index.as<uint8_t>().data(),
+                         count.as<uint8_t>().data(), values.shape()[2],
+                         cpu::View<double>{dense.as<double>().data(), x});
+  return dense;
+}
+
+// The nnz a guarded step must read to run: its own count when that passes, else the
+// nearest count that does.
+int64_t passing_nnz(const Step& s, int64_t nnz) {
+  if (s.guard == Guard::dense) return std::max(nnz, s.threshold + 1);
+  if (s.guard == Guard::sparse) return std::min(nnz, s.threshold);
+  return nnz;
 }
 
 } // namespace
@@ -109,7 +165,7 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
 }
 
 KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, const std::string& math,
-                       const BackendFactory& device, uint64_t seed) {
+                       const BackendFactory& device, uint64_t seed, double density) {
   KernelCheck row;
   row.kernel = k.name;
   row.node = step.node;
@@ -121,14 +177,39 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     cpu::CpuBackend ref_backend;
     Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
     const Step& ds = dev_plan.phases[0].steps[0];
+    const double d = density >= 0 ? density : step.density >= 0 ? step.density : 0.5;
+    // A compacted input: the form of a random tensor with d nonzeros (x holds that tensor).
+    std::optional<Compacted> sparse_in;
+    Tensor sparse_x;
+    if (fn_reads(ds.fn, "values")) {
+      const Buffer& xb = dev_plan.buffers[ds.need("x")];
+      sparse_x = sparse_random(xb.shape, d, seed ^ fnv1a("x"), false);
+      sparse_in = compacted(sparse_x, dev_plan.buffers[ds.need("values")].shape[2]);
+    }
+    const bool writes_form = fn_writes(ds.fn, "values") && ds.arg("values") >= 0;
+    const int32_t nnz_before = 7; // a compaction adds to what nnz holds
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
       const bool out =
           b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
       // A slice of a wide concat leaves the rest of y as it was: give it data too.
       const bool needs_data = !out || ds.accumulate || ds.fn == Fn::sgd_update ||
-                              ds.fn == Fn::concat_forward || ds.fn == Fn::region_copy;
-      const Tensor t = needs_data ? random_for(dev_plan, ds, a.role, b, seed) : poisoned(b);
+                              ds.fn == Fn::concat_forward || ds.fn == Fn::region_copy ||
+                              fn_updates(ds.fn, a.role);
+      Tensor t = needs_data ? random_for(dev_plan, ds, a.role, b, seed) : poisoned(b);
+      if (sparse_in && a.role == "x") t = sparse_x.to(b.dtype);
+      if (sparse_in && a.role == "values") t = sparse_in->values.to(b.dtype);
+      if (sparse_in && a.role == "index") t = sparse_in->index;
+      if (sparse_in && a.role == "count") t = sparse_in->count;
+      if (writes_form && a.role == "x" && ds.fn == Fn::sparse_compact)
+        t = sparse_random(b.shape, d, seed ^ fnv1a("x"), false).to(b.dtype);
+      if (writes_form && a.role == "x" && ds.fn == Fn::relu_forward)
+        t = sparse_random(b.shape, d, seed ^ fnv1a("x"), true).to(b.dtype);
+      if (a.role == "nnz") {
+        t = Tensor(DType::i32, {1});
+        t.set(0, writes_form ? nnz_before
+                             : double(passing_nnz(ds, sparse_in ? sparse_in->nnz : numel(b.shape))));
+      }
       dev.write(a.buffer, to_memory_order(t, b.layout));
       ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
     }
@@ -136,22 +217,43 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     ref.run("forward");
     double num = 0, den = 0;
     bool nan = false;
-    for (const Arg& a : ds.args) {
-      const Buffer& b = dev_plan.buffers[a.buffer];
-      if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update))
-        continue;
-      const Tensor d = to_logical_order(dev.read(a.buffer), b.layout), r = ref.read(a.buffer);
-      for (int64_t e = 0; e < d.numel(); ++e) {
-        const double x = d.get(e), y = r.get(e);
+    auto compare = [&](const Tensor& dv, const Tensor& rv) {
+      for (int64_t e = 0; e < dv.numel(); ++e) {
+        const double x = dv.get(e), y = rv.get(e);
         if (std::isnan(x) || std::isnan(y)) nan = true;
         row.max_abs = std::max(row.max_abs, std::abs(x - y));
         num += (x - y) * (x - y);
         den += y * y;
       }
+    };
+    for (const Arg& a : ds.args) {
+      const Buffer& b = dev_plan.buffers[a.buffer];
+      if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update))
+        continue;
+      if (writes_form && (compacted_role(a.role) || a.role == "nnz")) continue; // below
+      compare(to_logical_order(dev.read(a.buffer), b.layout), ref.read(a.buffer));
+    }
+    if (writes_form) {
+      // The form as the tensor it stands for, and the total, which may differ from the
+      // reference's only by values the reference's f64 puts on the other side of zero.
+      const Shape& xs = dev_plan.buffers[ds.arg("y") >= 0 ? ds.need("y") : ds.need("x")].shape;
+      try {
+        const int v = ds.need("values"), i = ds.need("index"), c = ds.need("count");
+        const Tensor dv = decompacted(dev.read(v), dev.read(i), dev.read(c), xs);
+        compare(dv, decompacted(ref.read(v), ref.read(i), ref.read(c), xs));
+      } catch (const Error& e) {
+        row.error = cat("the compacted form is corrupt: ", e.what());
+      }
+      if (ds.arg("nnz") >= 0 && row.error.empty()) {
+        const int nb = ds.need("nnz");
+        const int64_t dn = int64_t(dev.read(nb).get(0)), rn = int64_t(ref.read(nb).get(0));
+        if (std::abs(dn - rn) > 1 + int64_t(1e-4 * double(numel(xs))))
+          row.error = cat("nnz ", dn - nnz_before, " nonzeros counted, the reference ", rn - nnz_before);
+      }
     }
     row.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     if (nan) row.error = "NaN in the output (an element not written, or a NaN computed)";
-    row.pass = !nan && row.rel <= row.tolerance;
+    row.pass = row.error.empty() && !nan && row.rel <= row.tolerance;
   } catch (const Error& e) {
     row.error = e.what();
   }

@@ -34,9 +34,13 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
-// One kernel on one step: fresh inputs, device vs f64 reference.
+// One kernel on one step: fresh inputs, device vs f64 reference. A step that reads a
+// compacted activation (runtime/sparse_form.hpp) gets one compacted from a random tensor
+// with `density` nonzeros (default: the density the step was planned for, else one half),
+// and a guarded step an nnz that lets it run. Compacted outputs are compared decompacted;
+// their nonzero totals may differ only where values lie within rounding of zero.
 KernelCheck check_step(const Plan& p, const Step& step, const Kernel& k, const std::string& math,
-                       const BackendFactory& device, uint64_t seed);
+                       const BackendFactory& device, uint64_t seed, double density = -1);
 
 // Checks every kernel of `dir` (alternatives too when `alternatives`), in manifest order.
 std::vector<KernelCheck> check_kernels(const std::string& dir, const BackendFactory& device,

@@ -102,6 +102,15 @@ template <class T>
 void softmax_cross_entropy_backward(CView<T> probs, std::span<const int64_t> targets,
                                     View<T> dlogits, bool accumulate);
 
+// The compacted form of x [N, C, H, W] (runtime/sparse_form.hpp) with slices of `cs`
+// channels; returns the number of nonzeros.
+template <class T>
+int64_t compact(CView<T> x, T* values, uint8_t* index, uint8_t* count, int64_t cs);
+// x from its compacted form; throws kiln::Error naming the unit when the form is corrupt
+// (a count past its slice, indices out of order or outside the slice).
+template <class T>
+void decompact(const T* values, const uint8_t* index, const uint8_t* count, int64_t cs, View<T> x);
+
 // Plain SGD: param -= lr * grad.
 template <class T> void sgd_update(View<T> param, CView<T> grad, double lr);
 

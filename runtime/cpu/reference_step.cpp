@@ -42,6 +42,11 @@ template <class T> struct Bound {
       xs.push_back({ptr(b), p.buffers[b].shape});
     return xs;
   }
+  // An integer argument (sparse forms' index, count and nnz), in the arena as it is.
+  template <class U> U* raw(std::string_view role) const {
+    const int b = s.arg(role);
+    return b < 0 ? nullptr : reinterpret_cast<U*>(arena + p.buffers[b].offset);
+  }
   std::span<const int64_t> targets() const {
     const int b = s.need("target");
     return {reinterpret_cast<const int64_t*>(arena + p.buffers[b].offset),
@@ -109,11 +114,15 @@ bool writes_part(const Plan& p, const Step& s) {
   return s.channel_offset != 0 || channels != p.buffers[s.need("y")].shape[1];
 }
 
-bool writes(const Step& s, const std::string& role) {
-  if (s.fn == Fn::sgd_update && role == "param") return true;
-  for (std::string_view w : fn_signature(s.fn).writes)
-    if (w == role) return true;
-  return false;
+bool writes(const Step& s, const std::string& role) { return fn_writes(s.fn, role); }
+
+// x as the sparse steps' reference reads it: decompacted from values, index and count.
+template <class T> std::vector<T> decompacted(const Bound<T>& c, const Shape& x) {
+  std::vector<T> dense(size_t(numel(x)));
+  const int64_t cs = c.p.buffers[c.s.need("values")].shape[2];
+  decompact<T>(c.in("values").data, c.template raw<uint8_t>("index"),
+               c.template raw<uint8_t>("count"), cs, View<T>{dense.data(), x});
+  return dense;
 }
 
 // The fused epilogue of conv2d / linear: y += residual, then relu.
@@ -272,12 +281,61 @@ template <class T> void run(const Bound<T>& c) {
     break;
   }
   case Fn::sgd_update: sgd_update<T>(c.out("param"), c.in("grad"), s.lr); break;
+  case Fn::sparse_compact: {
+    CView<T> x = c.in("x");
+    const int64_t cs = c.p.buffers[s.need("values")].shape[2];
+    const int64_t nnz = compact<T>(x, c.out("values").data, c.template raw<uint8_t>("index"),
+                                   c.template raw<uint8_t>("count"), cs);
+    if (int32_t* total = c.template raw<int32_t>("nnz")) *total += int32_t(nnz);
+    break;
+  }
+  case Fn::conv2d_forward_sparse: {
+    const Shape& xs = c.p.buffers[s.need("x")].shape;
+    const std::vector<T> x = decompacted(c, xs);
+    conv2d<T>(a, CView<T>{x.data(), xs}, c.in("w"), c.opt("b"), c.out("y"));
+    epilogue(c);
+    break;
+  }
+  case Fn::conv2d_backward_weight_sparse: {
+    const Shape& xs = c.p.buffers[s.need("x")].shape;
+    const std::vector<T> x = decompacted(c, xs);
+    conv2d_backward_weight<T>(a, CView<T>{x.data(), xs}, c.in("dy"), c.out("dw"), acc);
+    break;
+  }
   }
 }
 
 } // namespace
 
 void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
+  if (step.guard != Guard::none) {
+    int32_t nnz;
+    std::memcpy(&nnz, arena + plan.buffers[step.need("nnz")].offset, 4);
+    if (!guard_passes(step.guard, step.threshold, nnz)) return; // the other path computes
+  }
+  if (step.fn == Fn::fill_zero && !is_float(plan.buffers[step.need("dst")].dtype)) {
+    const Buffer& b = plan.buffers[step.need("dst")]; // an integer count
+    std::memset(arena + b.offset, 0, size_t(b.bytes()));
+    return;
+  }
+  // A producer that compacts its output: the step, then the compaction of y as stored.
+  if (step.fn != Fn::sparse_compact && fn_writes(step.fn, "values") && step.arg("values") >= 0) {
+    Step main = step, pack = step;
+    std::erase_if(main.args, [](const Arg& a) {
+      return a.role == "values" || a.role == "index" || a.role == "count" || a.role == "nnz";
+    });
+    run_reference_step(plan, main, arena);
+    pack.fn = Fn::sparse_compact;
+    pack.relu = false;
+    std::erase_if(pack.args, [](const Arg& a) {
+      return a.role != "values" && a.role != "index" && a.role != "count" && a.role != "nnz" &&
+             a.role != "y";
+    });
+    for (Arg& a : pack.args)
+      if (a.role == "y") a.role = "x";
+    run_reference_step(plan, pack, arena);
+    return;
+  }
   // Compute in double when any float argument is f64, else in float; stage what is not
   // already T in NCHW order.
   bool any_f64 = false;
@@ -290,7 +348,7 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
     std::vector<std::pair<int, T*>> write_back;
     for (const Arg& a : step.args) {
       const Buffer& b = plan.buffers[a.buffer];
-      if (c.where.count(a.buffer) || b.dtype == DType::i64) continue;
+      if (c.where.count(a.buffer) || !is_float(b.dtype)) continue; // integers: raw<U>
       if (b.dtype == dtype_of<T>() && b.layout == Layout::nchw) {
         c.where[a.buffer] = reinterpret_cast<T*>(arena + b.offset);
         continue;

@@ -84,6 +84,8 @@ template <class T> KILN_FN T shfl_down(T v, int delta) { return __shfl_down_sync
 template <class T> KILN_FN T shfl_idx(T v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 KILN_FN u32 ballot(bool pred) { return __ballot_sync(0xffffffffu, pred); }
 KILN_FN float atomic_add(float* p, float v) { return atomicAdd(p, v); }
+// Integer sums are exact whatever the order: counts (a compaction's nonzeros) may use them.
+KILN_FN int atomic_add(int* p, int v) { return atomicAdd(p, v); }
 
 // ---- tensor cores: one warp computes D = A * B + C (fragments as in the PTX ISA) ----------
 // m16n8k16, f16 or bf16 operands, f32 accumulate. Per lane (g = lane / 4, t = lane % 4),

@@ -29,6 +29,7 @@ using u32 = unsigned int;
 using i64 = long long;
 using u64 = unsigned long long;
 using u16 = unsigned short;
+using u8 = unsigned char;
 
 inline constexpr int kMaxArgs = 16;
 

@@ -11,10 +11,12 @@
 // summed in slice order. The order of every sum is fixed: results are deterministic.
 //
 // Cfg: T (float, f16, bf16), N, C, H, W (x), O, OH, OW (dy), KH, KW, SH, SW, PH, PW, DH, DW,
-//      G (groups), ACCUMULATE (add into dw), TO, TK (tile, TO % PO == 0, TK % PK == 0),
+//      G (groups), ACCUMULATE (add into dw), GUARD, THRESHOLD (the dense side of a sparse
+//      dispatch: return unless the running nonzero count nnz of x exceeds THRESHOLD),
+//      TO, TK (tile, TO % PO == 0, TK % PK == 0),
 //      PO, PK (micro-tile), S (slices), RC (positions per chunk, a multiple of S),
 //      THREADS = (TO / PO) * (TK / PK) * S.
-// Arguments, in order: x, dy, dw.
+// Arguments, in order: x, dy, [nnz] (GUARD), dw.
 // Grid: x = ceil(K / TK), y = G * ceil((O / G) / TO).
 #pragma once
 
@@ -39,9 +41,12 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * PLANE;
   using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * K + RC>; // offsets and positions
 
+  if constexpr (Cfg::GUARD) {
+    if (i64(arg<const int>(a, 2)[0]) <= i64(Cfg::THRESHOLD)) return; // the sparse path runs
+  }
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> dy = arg<const T>(a, 1);
-  const Global<T> dw = arg<T>(a, 2);
+  const Global<T> dw = arg<T>(a, Cfg::GUARD ? 3 : 2);
 
   // Staging ([TO][RCP] dy, then [TK][RCP] columns) and, at the end, the partial tiles
   // ([S][TO][TK]) share one array.

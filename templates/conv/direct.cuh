@@ -13,11 +13,13 @@
 //      N, C, H, W (input), O, OH, OW (output), KH, KW, SH, SW, PH, PW, DH, DW, G (groups),
 //      NHWC (layout of x, y and residual; false: NCHW), W_OHWI (w stored [O][KH][KW][C/G],
 //      the nhwc layout of a weight; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU,
+//      GUARD, THRESHOLD (the dense side of a sparse dispatch: return, writing nothing, unless
+//      the running nonzero count nnz of x exceeds THRESHOLD; conv/sparse.cuh computes y then),
 //      TH, TW, TO (block tile: output rows, columns, channels within a group),
 //      CK (input channels staged per step), P, PO (pixels and channels per thread),
 //      THREADS = NP * (TO / PO) with NP >= ceil(TH * TW / P) pixel groups (TO a multiple of
 //      PO; the generator rounds NP up so that THREADS is a whole number of warps).
-// Arguments, in order: x, w, [b], [residual], y (absent ones are not passed).
+// Arguments, in order: x, w, [b], [residual], [nnz] (GUARD), y (absent ones are not passed).
 // Grid: x = ceil(OH / TH) * ceil(OW / TW) spatial tiles, y = G * ceil((O / G) / TO),
 //       z = N. Block: THREADS x 1 x 1.
 #pragma once
@@ -48,7 +50,11 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
 
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> w = arg<const T>(a, 1);
-  constexpr int kB = 2, kR = 2 + (Cfg::HAS_BIAS ? 1 : 0), kY = kR + (Cfg::HAS_RESIDUAL ? 1 : 0);
+  constexpr int kB = 2, kR = 2 + (Cfg::HAS_BIAS ? 1 : 0), kN = kR + (Cfg::HAS_RESIDUAL ? 1 : 0);
+  constexpr int kY = kN + (Cfg::GUARD ? 1 : 0);
+  if constexpr (Cfg::GUARD) {
+    if (i64(arg<const int>(a, kN)[0]) <= i64(Cfg::THRESHOLD)) return; // the sparse path runs
+  }
 
   constexpr int PATCH_ELEMS = CK * PATCH, W_ELEMS = CK * KK * TO;
   KILN_SHARED_ARRAY(float, xs, PATCH_ELEMS); // [c][patch row][patch column]

@@ -12,6 +12,8 @@
 //   O, KH, KW              weights [O][KH][KW][C]
 //   SH, SW, PH, PW, DH, DW stride, padding, dilation
 //   HAS_BIAS, HAS_RESIDUAL, RELU   the fused epilogue
+//   GUARD, THRESHOLD       the dense side of a sparse dispatch: return, writing nothing,
+//                          unless the running nonzero count nnz of x exceeds THRESHOLD
 //   BM, BN, BK             block tile (BK in elements; BK * sizeof(T) a multiple of 32 bytes)
 //   WM, WN                 warps along M and N (THREADS = 32 * WM * WN); warp tile
 //                          (BM / WM) x (BN / WN), a multiple of 16 x 8
@@ -22,7 +24,7 @@
 //                          aligned and the fragment loads free of bank conflicts)
 //   LDMATRIX               fragments by ldmatrix.x4 (else one 32-bit shared load per register)
 //   IDX64                  64-bit element offsets (tensors near 2^31 elements or more)
-// Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), y.
+// Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y.
 // Grid: 1-D, ceil(M / BM) * ceil(O / BN) blocks; block i computes the tile (i / NTN, i % NTN)
 //   with NTN = ceil(O / BN) (output-channel tiles fastest: neighbours share their A rows).
 // Block: THREADS threads. Dynamic shared memory: STAGES * (BM + BN) * (BK * sizeof(T) / 4 + PAD)
@@ -119,7 +121,11 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   const Global<const u32> x32 = arg<const u32>(args, 0);
   const Global<const u32> w32 = arg<const u32>(args, 1);
   constexpr int kArgRes = 2 + (Cfg::HAS_BIAS ? 1 : 0);
-  constexpr int kArgY = kArgRes + (Cfg::HAS_RESIDUAL ? 1 : 0);
+  constexpr int kArgNnz = kArgRes + (Cfg::HAS_RESIDUAL ? 1 : 0);
+  constexpr int kArgY = kArgNnz + (Cfg::GUARD ? 1 : 0);
+  if constexpr (Cfg::GUARD) {
+    if ((long long)(arg<const int>(args, kArgNnz)[0]) <= (long long)(Cfg::THRESHOLD)) return;
+  }
 
   const Shared<u32> smem = dynamic_shared<u32>();
   constexpr int A_STAGE = BM * ROW, B_STAGE = BN * ROW;

@@ -24,12 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool writes(Fn fn, const std::string& role) {
-  if (fn == Fn::sgd_update && role == "param") return true;
-  for (std::string_view w : fn_signature(fn).writes)
-    if (w == role) return true;
-  return false;
-}
+bool writes(Fn fn, const std::string& role) { return fn_writes(fn, role); }
 
 InstanceOrigin origin_for(const Built& b) {
   InstanceOrigin o;
@@ -77,6 +72,7 @@ Plan spec_plan(const StepSpec& s) {
   st.eps = s.eps;
   st.channel_offset = s.channel_offset;
   st.src_origin = s.src_origin, st.dst_origin = s.dst_origin, st.extent = s.extent;
+  st.guard = s.guard, st.threshold = s.threshold, st.density = s.density;
   int64_t offset = 0;
   for (const ArgSpec& a : s.args) {
     Buffer b;
@@ -161,8 +157,7 @@ std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int job
   return failures;
 }
 
-std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir,
-                                    uint64_t seed) {
+BackendFactory emu_library(const std::vector<Built>& built, const std::string& dir) {
   fs::create_directories(dir + "/kernels");
   nlohmann::ordered_json man;
   man["gpu"] = {{"arch", "sm_90"}, {"identity", "test"}};
@@ -184,23 +179,34 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
   co.compiler = "host";
   compile_dir(dir, co);
   const std::string lib = emu_library_path(dir);
-  const BackendFactory factory = [lib] {
-    return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0});
-  };
+  return [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0}); };
+}
+
+Kernel kernel_of(const Variant& v) {
+  Kernel k;
+  k.name = k.entry = v.name;
+  k.image = "kernels/" + k.name + ".cubin";
+  k.grid = v.grid;
+  k.block = v.block;
+  k.dynamic_smem = v.dynamic_smem;
+  k.args = v.args;
+  return k;
+}
+
+KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed, double density) {
+  const Plan p = spec_plan(b.spec);
+  KernelCheck r = check_step(p, p.phases[0].steps[0], kernel_of(b.variant), b.variant.math, emu,
+                             seed, density);
+  r.node = b.spec.label + " on " + b.gpu;
+  return r;
+}
+
+std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir,
+                                    uint64_t seed, double density) {
+  const BackendFactory factory = emu_library(built, dir);
   std::vector<KernelCheck> rows;
-  for (const Built& b : built) {
-    const Plan p = spec_plan(b.spec);
-    Kernel k;
-    k.name = k.entry = b.variant.name;
-    k.image = "kernels/" + k.name + ".cubin";
-    k.grid = b.variant.grid;
-    k.block = b.variant.block;
-    k.dynamic_smem = b.variant.dynamic_smem;
-    k.args = b.variant.args;
-    KernelCheck r = check_step(p, p.phases[0].steps[0], k, b.variant.math, factory, seed);
-    r.node = b.spec.label + " on " + b.gpu;
-    rows.push_back(r);
-  }
+  for (const Built& b : built)
+    rows.push_back(emu_check(b, factory, seed, density));
   return rows;
 }
 

@@ -26,6 +26,9 @@ struct StepSpec {
   Attrs attrs;
   std::vector<ArgSpec> args;
   bool accumulate = false, relu = false;
+  Guard guard = Guard::none;
+  int64_t threshold = 0;
+  double density = -1; // the density a sparse step is planned (and costed) for
   double lr = 0, eps = 0;
   int64_t channel_offset = 0;
   Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
@@ -51,9 +54,17 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
 std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs = 2);
 
 // Host-compiles every distinct variant into one emulated library under `dir`, then runs
-// each built case on the emulator (all checks on) against the reference.
+// each built case on the emulator (all checks on) against the reference; sparse steps read
+// inputs of `density` nonzeros (default: the spec's planned density, else one half).
 std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir,
-                                    uint64_t seed = 1);
+                                    uint64_t seed = 1, double density = -1);
+
+// The two halves of emu_checks: the library, as a backend factory, and one case on it.
+BackendFactory emu_library(const std::vector<Built>& built, const std::string& dir);
+KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed = 1,
+                      double density = -1);
+// The kernel of a built variant, as a plan has it.
+Kernel kernel_of(const Variant& v);
 
 // A fresh temporary directory, removed at exit.
 std::string temp_dir(const std::string& prefix);

@@ -48,12 +48,17 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   case Fn::fill_zero: op = "fill_zero", op_code = 5, inputs = 0, args = {"dst"}; break;
   default: return {};
   }
-  if (!uniform(s) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst"))) return {};
+  // A relu that compacts its output is conv/sparse_compact.cuh's (families/sparse); an
+  // integer count is zeroed as 32-bit words (one float zero is all-zero bits).
+  if (st.arg("values") >= 0) return {};
+  const bool int_zero = st.fn == Fn::fill_zero && s.dtype("dst") == DType::i32;
+  if ((!int_zero && !uniform(s)) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst")))
+    return {};
   if (st.accumulate &&
       (st.fn == Fn::relu_forward || st.fn == Fn::add_forward || st.fn == Fn::fill_zero))
     return {};
   const Buffer& out = s.plan.buffers[st.need(args.back())];
-  const DType t = out.dtype;
+  const DType t = int_zero ? DType::f32 : out.dtype;
   const int64_t count = numel(out.shape);
   Variant v;
   v.family = "elementwise";

@@ -28,7 +28,8 @@ constexpr int64_t kMaxSlices = 64;
 
 std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_backward_weight || !uniform_storage(s)) return {};
+  if (st.fn != Fn::conv2d_backward_weight || st.guard == Guard::sparse || !uniform_storage(s))
+    return {};
   for (const char* r : {"x", "dy", "dw"})
     if (s.layout(r) != Layout::nchw) return {};
   const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("dy"));
@@ -56,13 +57,14 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     v.family = "conv2d_backward_weight";
     v.header = "conv/backward_weight.cuh";
     v.function = "kiln::conv::backward_weight";
-    v.name = fmt::format("conv2d_backward_weight_{}_nchw_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}_{}",
+    v.name = fmt::format("conv2d_backward_weight_{}_nchw_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}{}_{}",
                          dtype_tag(t), geom_name(g), st.accumulate ? "_acc" : "", w.to, w.tk, w.po,
-                         w.pk, slices, kChunk, threads, s.arch_tag());
+                         w.pk, slices, kChunk, threads, guard_tag(st), s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
     cfg_bool(v, "ACCUMULATE", st.accumulate);
+    cfg_guard(v, st);
     cfg_int(v, "TO", w.to);
     cfg_int(v, "TK", w.tk);
     cfg_int(v, "PO", w.po);
@@ -70,7 +72,9 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     cfg_int(v, "S", slices);
     cfg_int(v, "RC", kChunk);
     cfg_int(v, "THREADS", threads);
-    v.args = {"x", "dy", "dw"};
+    v.args = {"x", "dy"};
+    if (st.guard == Guard::dense) v.args.push_back("nnz");
+    v.args.push_back("dw");
     const int64_t otiles = (Og + w.to - 1) / w.to, ktiles = (K + w.tk - 1) / w.tk;
     v.grid = {ktiles, g.G * otiles, 1};
     v.block = {threads, 1, 1};

@@ -42,11 +42,21 @@ bool uniform_storage(const StepInfo& s) {
   DType t = DType::f64;
   for (const Arg& a : s.step.args) {
     const DType d = s.plan.buffers[a.buffer].dtype;
+    if (a.role == "nnz" || a.role == "index" || a.role == "count") continue; // integers
     if (d != DType::f32 && d != DType::f16 && d != DType::bf16) return false;
     if (t != DType::f64 && d != t) return false;
     t = d;
   }
   return t != DType::f64;
+}
+
+void cfg_guard(Variant& v, const Step& st) {
+  cfg_bool(v, "GUARD", st.guard == Guard::dense);
+  cfg_int(v, "THRESHOLD", st.guard == Guard::dense ? st.threshold : 0);
+}
+
+std::string guard_tag(const Step& st) {
+  return st.guard == Guard::dense ? fmt::format("_gd{}", st.threshold) : "";
 }
 
 std::string tile_name(const ImageTile& t, char chan, char staged) {

@@ -11,7 +11,9 @@ using namespace conv_family;
 
 std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_forward || st.accumulate || !uniform_storage(s)) return {};
+  if (st.fn != Fn::conv2d_forward || st.accumulate || st.guard == Guard::sparse ||
+      !uniform_storage(s))
+    return {};
   const Layout lay = s.layout("x");
   const bool bias = s.has("b"), residual = s.has("residual");
   // x, y and residual share one layout (the instance specializes on it); w either.
@@ -35,10 +37,10 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.family = "conv2d_direct";
     v.header = "conv/direct.cuh";
     v.function = "kiln::conv::direct";
-    v.name = fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}_{}", dtype_tag(t), layout_name(lay),
+    v.name = fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}{}_{}", dtype_tag(t), layout_name(lay),
                          w_ohwi ? "_wohwi" : "", geom_name(g), bias ? "_bias" : "",
                          residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o', 'c'),
-                         tile.threads(), s.arch_tag());
+                         tile.threads(), guard_tag(st), s.arch_tag());
     if (!names.insert(v.name).second) continue; // fitting made two configurations one
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -47,6 +49,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "HAS_BIAS", bias);
     cfg_bool(v, "HAS_RESIDUAL", residual);
     cfg_bool(v, "RELU", st.relu);
+    cfg_guard(v, st);
     cfg_int(v, "TH", tile.th);
     cfg_int(v, "TW", tile.tw);
     cfg_int(v, "TO", tile.tc);
@@ -57,6 +60,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.args = {"x", "w"};
     if (bias) v.args.push_back("b");
     if (residual) v.args.push_back("residual");
+    if (st.guard == Guard::dense) v.args.push_back("nnz");
     v.args.push_back("y");
     const int64_t tiles = ((g.OH + tile.th - 1) / tile.th) * ((g.OW + tile.tw - 1) / tile.tw);
     const int64_t otiles = (Og + tile.tc - 1) / tile.tc;

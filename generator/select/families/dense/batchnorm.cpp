@@ -17,7 +17,8 @@ constexpr int64_t kMaxStagedChannels = 2048;
 } // namespace
 
 std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const {
-  if (s.step.fn != Fn::batchnorm_forward) return {};
+  // A batchnorm that compacts its output is conv/sparse_compact.cuh's (families/sparse).
+  if (s.step.fn != Fn::batchnorm_forward || s.has("values")) return {};
   const auto t = common_dtype(s);
   const auto l = common_layout(s);
   if (!t || !l) return {};

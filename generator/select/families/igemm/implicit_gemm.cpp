@@ -1,6 +1,8 @@
 // templates/conv/implicit_gemm.cuh, seen from the generator.
 #include "generator/select/families/igemm/implicit_gemm.hpp"
 
+#include "generator/select/families/conv/conv_geometry.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -46,13 +48,13 @@ const std::vector<IgemmTile>& igemm_tiles() {
 
 std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_forward || st.accumulate) return {};
+  if (st.fn != Fn::conv2d_forward || st.accumulate || st.guard == Guard::sparse) return {};
   const Attrs& a = st.attrs;
   if (a.groups != 1) return {};
   const Buffer& xb = s.arg("x");
   const DType t = xb.dtype;
   for (const Arg& arg : st.args)
-    if (s.plan.buffers[arg.buffer].dtype != t) return {};
+    if (arg.role != "nnz" && s.plan.buffers[arg.buffer].dtype != t) return {};
   const std::string math = math_for(t, s.cc());
   if (math.empty()) return {};
   const Shape& x = xb.shape;
@@ -74,9 +76,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
   const std::string shape = fmt::format(
-      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
       a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1], bias ? "_bias" : "",
-      residual ? "_res" : "", st.relu ? "_relu" : "");
+      residual ? "_res" : "", st.relu ? "_relu" : "", conv_family::guard_tag(st));
   const char* loads = vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
   const double bytes =
       double((numel(x) + numel(w) + numel(y) * (residual ? 2 : 1) + (bias ? O : 0)) * es);
@@ -115,6 +117,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "HAS_BIAS", bias);
     cfg_bool(v, "HAS_RESIDUAL", residual);
     cfg_bool(v, "RELU", st.relu);
+    conv_family::cfg_guard(v, st);
     cfg_int(v, "BM", tile.bm);
     cfg_int(v, "BN", tile.bn);
     cfg_int(v, "BK", bk);
@@ -129,6 +132,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     v.args = {"x", "w"};
     if (bias) v.args.push_back("b");
     if (residual) v.args.push_back("residual");
+    if (st.guard == Guard::dense) v.args.push_back("nnz");
     v.args.push_back("y");
     v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
     if (residual) v.layouts.push_back({"residual", Layout::nhwc});

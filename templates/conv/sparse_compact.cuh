@@ -1,0 +1,140 @@
+// Compaction of a sparse activation into the form the sparse convolutions read
+// (runtime/sparse_form.hpp): per pixel and slice of CS channels, the nonzeros in ascending
+// channel order with their one-byte channel index, and their count; the tensor's nonzeros
+// are added to a device-side total (`nnz`) that a guarded convolution reads to choose its
+// path. As a producer's kernel it also computes the value it compacts and writes it dense:
+// relu(x), or batchnorm (inference) with an optional relu, so the compaction costs no extra
+// pass over the tensor.
+//
+// A block takes (tile of TP pixels, slice) jobs in turn. It stages the job's TP x CS values
+// in shared memory (reads and dense writes coalesced in either layout), then each warp
+// compacts units: lanes hold a unit's channels, a ballot marks the nonzeros and each
+// nonzero's slot is the count of nonzero lanes below it, so nonzeros keep channel order and
+// every output is written by exactly one thread: the result does not depend on timing.
+// The count total is an integer (exact in any order): one atomic add per block.
+//
+// Cfg: T (float, f16, bf16), N, C, H, W (x), NHWC (layout of x and y; false: NCHW),
+//      CS (slice: 1, 2, 4, 8, 16 or 32, or a multiple of 32 up to 224),
+//      PRE (COMPACT_NONE: compact x as it is; COMPACT_RELU: y = relu(x); COMPACT_BATCHNORM:
+//      y = (x - mean) * weight / sqrt(var + EPS) + bias, then relu when RELU), RELU, EPS,
+//      COUNT (add the nonzeros to nnz), TP (pixels per job, a multiple of 32 / min(CS, 32)),
+//      THREADS (a multiple of 32).
+// Arguments, in order: x, [weight, bias, running_mean, running_var] (COMPACT_BATCHNORM),
+//      [y] (not COMPACT_NONE), values, index, count, [nnz] (COUNT).
+// Grid: any (a grid-stride loop over the jobs). Block: THREADS x 1 x 1.
+#pragma once
+
+#include "conv/index.cuh"
+
+namespace kiln::conv {
+
+enum CompactPre { COMPACT_NONE = 0, COMPACT_RELU = 1, COMPACT_BATCHNORM = 2 };
+
+template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  constexpr int C = Cfg::C, CS = Cfg::CS, SL = ceil_div(C, CS), TP = Cfg::TP;
+  constexpr int THREADS = Cfg::THREADS, WARPS = THREADS / 32, PITCH = CS + 1;
+  constexpr int SEG = CS < 32 ? CS : 32; // lanes per unit
+  constexpr int UPW = 32 / SEG;          // units a warp compacts at once
+  constexpr int CHUNKS = CS / SEG;       // lane-widths per unit
+  constexpr bool BN = Cfg::PRE == COMPACT_BATCHNORM, DENSE_OUT = Cfg::PRE != COMPACT_NONE;
+  static_assert(32 % SEG == 0 && CS % SEG == 0 && CS <= 255, "CS divides 32 or is a multiple of it");
+  static_assert(THREADS % 32 == 0 && TP % UPW == 0, "whole warps; whole units per warp step");
+  constexpr i64 HW = i64(Cfg::H) * Cfg::W, P = i64(Cfg::N) * HW;
+  constexpr i64 JOBS = ceil_div64(P, TP) * SL;
+  using I = index_t<P * SL * CS + P * C>;
+
+  constexpr int kY = BN ? 5 : 1, kV = kY + (DENSE_OUT ? 1 : 0);
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<T> values = arg<T>(a, kV);
+  const Global<u8> index = arg<u8>(a, kV + 1), count = arg<u8>(a, kV + 2);
+
+  KILN_SHARED_ARRAY(float, xs, TP * PITCH); // [pixel][channel of the slice]
+  KILN_SHARED_ARRAY(float, bn, BN ? 2 * CS : 1); // scale, shift of the slice's channels
+  KILN_SHARED_ARRAY(int, warp_nnz, WARPS);
+
+  const int t = int(threadIdx.x), lane = t & 31, warp = t >> 5;
+  const int seg = lane / SEG, li = lane % SEG;
+  const u32 seg_mask = SEG == 32 ? 0xffffffffu : ((1u << SEG) - 1u) << (seg * SEG);
+  const u32 below = (1u << lane) - 1u; // the lanes under this one
+  int counted = 0;
+
+  for (i64 job = blockIdx.x; job < JOBS; job += gridDim.x) {
+    const int s = int(job % SL);
+    const i64 p0 = (job / SL) * TP;
+    const int width = min_of(CS, C - s * CS); // the last slice may be narrower
+    if constexpr (BN) {
+      for (int i = t; i < CS; i += THREADS) {
+        float sc = 0.f, sh = 0.f;
+        if (i < width) {
+          const int c = s * CS + i;
+          sc = to_float(arg<const T>(a, 1)[c]) / sqrtf(to_float(arg<const T>(a, 4)[c]) + Cfg::EPS);
+          sh = to_float(arg<const T>(a, 2)[c]) - to_float(arg<const T>(a, 3)[c]) * sc;
+        }
+        bn[i] = sc;
+        bn[CS + i] = sh;
+      }
+      sync_threads();
+    }
+    // Stage the job's values (computing and writing the producer's output on the way).
+#pragma unroll 2
+    for (int e = t; e < TP * CS; e += THREADS) {
+      const int p = Cfg::NHWC ? e / CS : e % TP, i = Cfg::NHWC ? e % CS : e / TP;
+      const i64 pg = p0 + p;
+      float v = 0.f;
+      if (pg < P && i < width) {
+        const int c = s * CS + i;
+        const I at = Cfg::NHWC ? I(pg) * C + c : (I(pg / HW) * C + c) * I(HW) + I(pg % HW);
+        v = to_float(x[at]);
+        if constexpr (BN) v = v * bn[i] + bn[CS + i];
+        if constexpr (Cfg::PRE == COMPACT_RELU || (BN && Cfg::RELU)) v = v > 0.f ? v : 0.f;
+        if constexpr (DENSE_OUT) {
+          const T r = from_float<T>(v);
+          arg<T>(a, kY)[at] = r;
+          v = to_float(r); // compact what was stored
+        }
+      }
+      xs[p * PITCH + i] = v;
+    }
+    sync_threads();
+    // Compact: a unit per SEG lanes; slot = nonzero lanes below in the unit.
+    for (int pb = warp * UPW; pb < TP; pb += WARPS * UPW) {
+      const int p = pb + seg;
+      const i64 pg = p0 + p;
+      const I unit = I(pg) * SL + s;
+      int base = 0;
+#pragma unroll
+      for (int ch = 0; ch < CHUNKS; ++ch) {
+        const int i = ch * SEG + li;
+        const float v = pg < P ? float(xs[p * PITCH + i]) : 0.f;
+        const bool nz = v != 0.f; // NaN counts as nonzero: it propagates as it would dense
+        const u32 m = ballot(nz) & seg_mask;
+        if (nz) {
+          const I at = unit * CS + base + __popc(m & below);
+          values[at] = from_float<T>(v);
+          index[at] = u8(i);
+        }
+        base += __popc(m);
+      }
+      if (li == 0 && pg < P) {
+        count[unit] = u8(base);
+        counted += base;
+      }
+    }
+    sync_threads(); // xs is restaged by the next job
+  }
+  if constexpr (Cfg::COUNT) {
+    for (int m = 16; m >= 1; m >>= 1)
+      counted += shfl_xor(counted, m);
+    if (lane == 0) warp_nnz[warp] = counted;
+    sync_threads();
+    if (t == 0) {
+      int total = 0;
+      for (int w = 0; w < WARPS; ++w)
+        total += warp_nnz[w];
+      if (total) atomic_add(arg<int>(a, kV + 3).raw(), total);
+    }
+  }
+}
+
+} // namespace kiln::conv
