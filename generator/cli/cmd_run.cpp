@@ -56,7 +56,8 @@ std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOption
   const std::string key = cache_key({model_to_text(m), g.identity(), KILN_VERSION, templates_hash(),
                                      o.train ? "train" : "infer", o.schedule, o.budget, o.tiles,
                                      o.cudnn_only ? "cudnn" : "kiln", std::to_string(o.slots),
-                                     fmt::format("{}", o.lr)});
+                                     fmt::format("{}", o.lr), "sparse " + std::to_string(int(o.sparse)),
+                                     o.profile ? profile_to_text(*o.profile) : ""});
   return KernelCache::default_dir() + "/runs/" + key;
 }
 
@@ -87,6 +88,10 @@ void run(const RunArgs& a) {
   a.plan.check(a.train);
   const bool tiled = a.plan.schedule == "tiled";
   const bool scheduled = a.plan.scheduled(a.train);
+  if (a.device == "cpu" && (a.plan.sparse != "auto" || !a.plan.profile.empty()))
+    throw Error("", a.plan.sparse != "auto" ? "--sparse" : "--profile",
+                "plans the generated kernels of --device emu or gpu; the cpu backend runs the "
+                "reference of every layer");
   const std::string strategy = a.plan.schedule.empty() ? "store-all" : a.plan.schedule;
   Plan plan;
   std::string schedule_note;
@@ -130,7 +135,7 @@ void run(const RunArgs& a) {
     if (scheduled)
       a.plan.apply(go);
     else
-      go.cudnn_only = a.plan.kernels == "cudnn";
+      go.cudnn_only = a.plan.kernels == "cudnn", a.plan.apply_sparse(go);
     const std::string dir = run_directory(m, g, go);
     if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
     CompileOptions co;

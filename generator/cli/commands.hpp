@@ -24,5 +24,6 @@ void add_check(CLI::App& app);
 void add_schedule(CLI::App& app);
 void add_build(CLI::App& app);
 void add_models(CLI::App& app);
+void add_profile(CLI::App& app);
 
 } // namespace kiln::cli

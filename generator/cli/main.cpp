@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_schedule(app);
   kiln::cli::add_build(app);
   kiln::cli::add_run(app);
+  kiln::cli::add_profile(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

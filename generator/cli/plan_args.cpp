@@ -21,6 +21,16 @@ void PlanArgs::add_to(CLI::App* cmd) {
                   "every step cuDNN computes as a cuDNN call (the peer plan benchmarks compare "
                   "against; the cpu and emu backends run those steps as the reference)")
       ->check(CLI::IsMember({"kiln", "cudnn"}));
+  cmd->add_option("--sparse", sparse,
+                  "the activation-sparse family: auto (default: where the input density is known, "
+                  "from --profile or hints.activation_density, a conv whose sparse kernel the cost "
+                  "model predicts faster dispatches on the device between it and the dense one), "
+                  "off (none, hints included), force (every conv reading a relu's output runs "
+                  "sparse, whatever the cost)")
+      ->check(CLI::IsMember({"auto", "off", "force"}));
+  cmd->add_option("--profile", profile,
+                  "measured input densities of the conv layers (kiln-profile/1, from kiln profile); "
+                  "they override the layers' hints.activation_density");
 }
 
 void PlanArgs::check(bool train) const {
@@ -44,6 +54,12 @@ void PlanArgs::apply(GenerateOptions& o) const {
   o.tiles = tiles;
   o.slots = slots;
   o.cudnn_only = kernels == "cudnn";
+  apply_sparse(o);
+}
+
+void PlanArgs::apply_sparse(GenerateOptions& o) const {
+  o.sparse = *parse_sparse_mode(sparse);
+  if (!profile.empty()) o.profile = load_profile(profile);
 }
 
 } // namespace kiln::cli

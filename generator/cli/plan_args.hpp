@@ -1,5 +1,6 @@
 // The plan options of the commands that make one (generate, build, run): --schedule,
-// --budget, --tiles, --slots and --kernels, described and checked the same way in all.
+// --budget, --tiles, --slots, --kernels, --sparse and --profile, described and checked the
+// same way in all.
 #pragma once
 
 #include "generator/emit/generate.hpp"
@@ -13,6 +14,8 @@ struct PlanArgs {
   std::string schedule, budget, tiles;
   int slots = 500;
   std::string kernels = "kiln";
+  std::string sparse = "auto";
+  std::string profile; // kiln-profile/1 densities for the sparse family
 
   void add_to(CLI::App* cmd);
   // Throws kiln::Error for combinations that mean nothing: a recompute strategy or budget
@@ -20,8 +23,10 @@ struct PlanArgs {
   void check(bool train) const;
   // Whether the plan is scheduled: tiled, or training under a strategy or budget.
   bool scheduled(bool train) const;
-  // Checks, then copies them into `o` (o.train set first).
+  // Checks, then copies them into `o` (o.train set first); loads the profile.
   void apply(GenerateOptions& o) const;
+  // Only the sparse family's options (--sparse, --profile): plans made without a schedule.
+  void apply_sparse(GenerateOptions& o) const;
 };
 
 } // namespace kiln::cli

@@ -83,6 +83,15 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   fuse_epilogues(p);
   gen.layout = o.layout ? *o.layout : choose_layout(p, g);
   apply_layout(p, gen.layout);
+  // The sparse family (DESIGN.md 5.4): not under a memory budget, which the schedule met
+  // without the compacted forms; not in the cuDNN-only peer plan.
+  std::string sparse_skipped;
+  if (!schedule.is_null() && o.sparse != SparseMode::off)
+    sparse_skipped = "the plan fits a memory budget that does not count compacted forms";
+  else if (o.cudnn_only && o.sparse != SparseMode::off)
+    sparse_skipped = "the cuDNN-only plan (--kernels cudnn)";
+  else
+    gen.sparse = plan_sparse(p, m, g, sparse_options(m, o.sparse, o.profile ? &*o.profile : nullptr));
   gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only);
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
@@ -134,6 +143,14 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   man["layout"] = layout_name(gen.layout);
   man["kernels"] = kernels;
   man["library_steps"] = lib;
+  ojson sparse = ojson::array();
+  for (const SparseDecision& d : gen.sparse) sparse.push_back(decision_json(d));
+  man["sparse"] = {{"mode", o.sparse == SparseMode::off     ? "off"
+                            : o.sparse == SparseMode::force ? "force"
+                                                            : "auto"},
+                   {"profile", o.profile ? o.profile->file : ""},
+                   {"convs", sparse}};
+  if (!sparse_skipped.empty()) man["sparse"]["skipped"] = sparse_skipped;
   gen.files.push_back({"manifest.json", man.dump(2) + "\n"});
   gen.files.push_back({"plan.json", plan_to_json(gen.plan).dump(1) + "\n"});
   return gen;

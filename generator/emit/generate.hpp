@@ -3,6 +3,7 @@
 #pragma once
 
 #include "generator/emit/assign_kernels.hpp"
+#include "generator/emit/sparse_plan.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model.hpp"
 
@@ -27,11 +28,15 @@ struct GenerateOptions {
   int slots = 500;
   // Every step cuDNN computes as a cuDNN call: the peer plan benchmarks compare against.
   bool cudnn_only = false;
+  // The activation-sparse family: where it is planned, from which densities.
+  SparseMode sparse = SparseMode::automatic;
+  std::optional<Profile> profile;
 };
 
 struct Generated {
   Plan plan;
   Assigned assigned;
+  std::vector<SparseDecision> sparse; // one per conv step the sparse family considered
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content

@@ -34,9 +34,13 @@ Shape parse_shape(const json& v, const std::string& ptr) {
   return s;
 }
 
-Hints parse_hints(const json& v, const std::string& ptr) {
+// Hints plan the sparse family for a conv2d layer's input (DESIGN.md 4.1, 5.4).
+Hints parse_hints(const json& v, const std::string& ptr, OpKind op) {
   ju::expect_object(v, ptr);
   ju::reject_unknown_keys(v, ptr, {"activation_density", "variant"});
+  if (op != OpKind::conv2d && !v.empty())
+    throw Error("", ptr, cat("hints apply to conv2d layers (they plan the sparse family for the "
+                             "layer's input), not to a ", op_name(op)));
   Hints h;
   if (v.contains("activation_density")) {
     const std::string p = ju::child(ptr, "activation_density");
@@ -44,7 +48,13 @@ Hints parse_hints(const json& v, const std::string& ptr) {
     if (!(d >= 0 && d <= 1)) throw Error("", p, cat("must be within [0, 1], got ", d));
     h.activation_density = d;
   }
-  if (v.contains("variant")) h.variant = ju::get_string(v["variant"], ju::child(ptr, "variant"));
+  if (v.contains("variant")) {
+    const std::string p = ju::child(ptr, "variant");
+    h.variant = ju::get_string(v["variant"], p);
+    if (h.variant != "sparse" && h.variant != "dense")
+      throw Error("", p, cat("unknown variant \"", *h.variant, "\" (sparse: always the sparse "
+                             "family; dense: never)"));
+  }
   return h;
 }
 
@@ -156,7 +166,7 @@ Model parse_model(std::string_view text, const std::string& file) {
       }
       r.node.op = *kind;
       r.node.attrs = attrs_from_json(*kind, l, ptr, {"name", "op", "inputs", "hints"});
-      if (l.contains("hints")) r.node.hints = parse_hints(l["hints"], ptr + "/hints");
+      if (l.contains("hints")) r.node.hints = parse_hints(l["hints"], ptr + "/hints", *kind);
       if (l.contains("inputs")) {
         const json& ins = l["inputs"];
         const std::string ip = ptr + "/inputs";

@@ -19,38 +19,6 @@ std::string math_of(DType t) {
 
 } // namespace
 
-Profile load_profile(const std::string& path) {
-  const auto bytes = io::read_file(path);
-  const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  namespace ju = json_util;
-  try {
-    const nlohmann::json j = ju::parse(text, path);
-    ju::expect_object(j, "");
-    ju::reject_unknown_keys(j, "", {"format", "gpu", "model", "nodes"});
-    const std::string f = ju::get_string(ju::require(j, "format", ""), "/format");
-    if (f != "kiln-profile/1") throw Error("", "/format", cat("unsupported format \"", f, "\""));
-    Profile p;
-    const nlohmann::json& nodes = ju::require(j, "nodes", "");
-    ju::expect_object(nodes, "/nodes");
-    for (auto it = nodes.begin(); it != nodes.end(); ++it) {
-      const std::string ptr = ju::child("/nodes", it.key());
-      ju::expect_object(it.value(), ptr);
-      ju::reject_unknown_keys(it.value(), ptr, {"forward_ms", "backward_ms"});
-      LayerTimes t;
-      t.forward_us =
-          1000 * ju::get_number(ju::require(it.value(), "forward_ms", ptr), ptr + "/forward_ms");
-      t.backward_us =
-          1000 * ju::get_number(ju::require(it.value(), "backward_ms", ptr), ptr + "/backward_ms");
-      if (!(t.forward_us >= 0) || !(t.backward_us >= 0))
-        throw Error("", ptr, "times must be non-negative");
-      p.layers[it.key()] = t;
-    }
-    return p;
-  } catch (const Error& e) {
-    throw e.in_file(path);
-  }
-}
-
 std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Profile* profile) {
   std::vector<LayerTimes> t(m.nodes.size());
   const double esize = double(dtype_size(m.dtype));
@@ -73,7 +41,7 @@ std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Prof
                            : 1.5 * bytes / bw + kLaunchUs;
     t[i] = {fwd, bwd};
     if (profile)
-      if (auto it = profile->layers.find(n.name); it != profile->layers.end()) t[i] = it->second;
+      if (auto it = profile->times.find(n.name); it != profile->times.end()) t[i] = it->second;
   }
   return t;
 }

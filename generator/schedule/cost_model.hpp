@@ -1,12 +1,12 @@
 // How long each layer takes, forward and backward: a roofline estimate from the GPU
 // descriptor (FLOPs over the peak of the unit the dtype uses, bytes over bandwidth, plus a
-// launch overhead), or measured times from a profile (`--profile times.json`, which kiln's
-// benchmarks write: {"format": "kiln-profile/1", "nodes": {"conv1": {"forward_ms": ..,
-// "backward_ms": ..}, ...}}; layers it does not name keep their estimate).
+// launch overhead), or measured times from a profile (generator/model/profile.hpp: its
+// "nodes"; layers it does not name keep their estimate).
 #pragma once
 
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model.hpp"
+#include "generator/model/profile.hpp"
 #include "generator/schedule/tiled_segment.hpp"
 #include "generator/schedule/training_graph.hpp"
 
@@ -16,14 +16,6 @@
 
 namespace kiln {
 
-struct LayerTimes {
-  double forward_us = 0, backward_us = 0;
-};
-
-struct Profile {
-  std::map<std::string, LayerTimes> layers;
-};
-Profile load_profile(const std::string& path);
 
 std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g,
                                     const Profile* profile = nullptr);

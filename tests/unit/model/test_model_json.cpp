@@ -103,8 +103,12 @@ TEST_CASE("unknown attribute") {
                "/layers/0/inplace", "it takes none");
   expect_error(model_with_layers(R"({"name": "r", "op": "relu", "hints": {"speed": 1}})"),
                "/layers/0/hints/speed", "unknown key");
-  expect_error(model_with_layers(R"({"name": "r", "op": "relu", "hints": {"activation_density": 1.5}})"),
+  expect_error(model_with_layers(R"({"name": "c", "op": "conv2d", "out_channels": 2, "kernel": 1, "hints": {"activation_density": 1.5}})"),
                "/layers/0/hints/activation_density", "within [0, 1]");
+  expect_error(model_with_layers(R"({"name": "c", "op": "conv2d", "out_channels": 2, "kernel": 1, "hints": {"variant": "fast"}})"),
+               "/layers/0/hints/variant", "unknown variant \"fast\"");
+  expect_error(model_with_layers(R"({"name": "r", "op": "relu", "hints": {"activation_density": 0.5}})"),
+               "/layers/0/hints", "hints apply to conv2d layers");
 }
 
 TEST_CASE("shape mismatch in add and concat") {
@@ -168,7 +172,8 @@ TEST_CASE("forward references are ordered topologically") {
 
 TEST_CASE("saving is canonical and round-trips") {
   const std::string text = model_with_layers(conv + R"(, {"name": "b", "op": "batchnorm", "eps": 0.001},
-      {"name": "r", "op": "relu", "hints": {"activation_density": 0.25, "variant": "sparse"}},
+      {"name": "r", "op": "relu"},
+      {"name": "c2", "op": "conv2d", "out_channels": 3, "kernel": 1, "hints": {"activation_density": 0.25, "variant": "sparse"}},
       {"name": "k", "op": "concat", "inputs": ["r", "image"]},
       {"name": "p", "op": "avgpool2d", "kernel": [3, 2], "stride": [2, 1], "ceil_mode": true, "count_include_pad": false},
       {"name": "u", "op": "upsample2d", "scale": 3})");
