@@ -167,7 +167,7 @@ private:
     if (it != forms_.end()) return it->second;
     const Buffer& xb = p_.buffers[x];
     const SparseForm f = SparseForm::of(xb.shape, cs);
-    const std::string base = "sparse:" + xb.name;
+    const std::string base = fmt::format("sparse:{}.cs{}", xb.name, cs);
     Form fm;
     fm.values = buffer(base + ".values", f.values_shape(), xb.dtype);
     fm.index = buffer(base + ".index", f.values_shape(), DType::u8);
@@ -299,20 +299,29 @@ private:
     if (numel(p_.buffers[x].shape) > 2147483647)
       return keep("the input has 2^31 elements or more (the nonzero count is an i32)");
     const double dens = d.density >= 0 ? d.density : 0.5;
-    const int64_t cs = sparse_slice(p_.buffers[x].shape[1] / st.attrs.groups);
-    Form& f = form(x, cs, !forced);
-    Step sp = like(Fn::conv2d_forward_sparse, st);
-    sp.relu = st.relu;
-    sp.density = dens;
-    sp.args = {{"x", x}, {"values", f.values}, {"index", f.index}, {"count", f.count}};
-    for (const Arg& a : st.args)
-      if (a.role != "x") sp.args.push_back(a);
-    d.sparse_us = cost(sp);
+    // The slice size with the cheapest sparse conv and compaction: smaller slices stage
+    // fewer weights per step (more blocks fit an SM), larger ones fewer counts.
+    Form* f = nullptr;
+    Step sp;
+    for (int64_t cs = sparse_slice(p_.buffers[x].shape[1] / st.attrs.groups); cs >= 1;
+         cs = cs > 8 ? cs / 2 : 0) {
+      Form& fc = form(x, cs, !forced);
+      Step s = like(Fn::conv2d_forward_sparse, st);
+      s.relu = st.relu;
+      s.density = dens;
+      s.args = {{"x", x}, {"values", fc.values}, {"index", fc.index}, {"count", fc.count}};
+      for (const Arg& a : st.args)
+        if (a.role != "x") s.args.push_back(a);
+      const double us = cost(s), cus = compaction_cost(fc, prod, x, st, dens);
+      if (!f || us + cus < d.sparse_us + d.compaction_us) {
+        f = &fc, sp = s;
+        d.sparse_us = us, d.compaction_us = cus;
+      }
+    }
     d.dense_us = cost(st);
-    d.compaction_us = compaction_cost(f, prod, x, st, dens);
     if (std::isnan(d.sparse_us)) return keep("no sparse variant fits this layer on the GPU");
     if (forced) {
-      write_form(f, prod, x, i, dens, d.compaction);
+      write_form(*f, prod, x, i, dens, d.compaction);
       d.path = "sparse";
       d.reason = o_.forced.count(d.layer) ? "hints.variant \"sparse\"" : "--sparse force";
       st = sp;
@@ -330,7 +339,7 @@ private:
                               dens, d.dense_us, d.sparse_us, d.compaction_us));
     d.threshold = crossover(sp, d.dense_us);
     d.threshold_nnz = int64_t(std::floor(d.threshold * double(numel(p_.buffers[x].shape))));
-    write_form(f, prod, x, i, dens, d.compaction);
+    write_form(*f, prod, x, i, dens, d.compaction);
     d.path = "dispatch";
     d.reason = fmt::format("predicted {:.1f} us sparse + {:.1f} us compaction against {:.1f} us "
                            "dense at density {:.3f}; the sparse kernel runs while the density "
@@ -338,10 +347,10 @@ private:
                            d.sparse_us, d.compaction_us, d.dense_us, dens, d.threshold);
     sp.guard = Guard::sparse;
     sp.threshold = d.threshold_nnz;
-    sp.args.push_back({"nnz", f.nnz});
+    sp.args.push_back({"nnz", f->nnz});
     st.guard = Guard::dense;
     st.threshold = d.threshold_nnz;
-    st.args.push_back({"nnz", f.nnz});
+    st.args.push_back({"nnz", f->nnz});
     after_[i].push_back(created(std::move(sp)));
     decisions_.push_back(d);
     sparse_layers_[d.layer] = d;

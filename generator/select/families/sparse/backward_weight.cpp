@@ -94,7 +94,8 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
               double(g.O * Cg * KK * esize) * (st.accumulate ? 2 : 1) + dy_staged / 3;
     v.flops = 2 * g.macs() * d;
     const double util = double(Og) / double(otiles * to) * double(Cg) / double(ctiles * kc);
-    v.efficiency = 0.3 * util;
+    v.math = "fp32";
+    v.efficiency = overlapped_efficiency(s.gpu, v, 0.3 * util);
     v.math = "fp32";
     v.note = fmt::format("dw tile {} output x {} input channels x {} taps per block, input walked "
                          "in {}x{} pixel tiles; nonzeros only, one fixed order{}",

@@ -46,54 +46,65 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const int64_t P = N * H * W, SL = (C + cs - 1) / cs;
   const int64_t upw = 32 / std::min<int64_t>(cs, 32);
-  const int64_t tp = std::max(upw, kStagedElements / cs) / upw * upw;
-  const int64_t jobs = (P + tp - 1) / tp * SL;
   const bool nhwc = x.layout == Layout::nhwc;
   const double eps = st.attrs.eps;
-
-  Variant v;
-  v.family = "sparse_compact";
-  v.header = "conv/sparse_compact.cuh";
-  v.function = "kiln::conv::sparse_compact";
-  const std::string what = pre == none ? "" : pre == relu ? "_relu" : "_bn" + name_number(eps) + (st.relu ? "_relu" : "");
-  v.name = fmt::format("sparse_compact{}_{}_{}_n{}c{}h{}w{}_cs{}{}_tp{}_t{}_{}", what, dtype_tag(t),
-                       layout_name(x.layout), N, C, H, W, cs, count ? "_nnz" : "", tp, kThreads,
-                       s.arch_tag());
-  cfg_type(v, "T", cpp_type(t));
-  cfg_int(v, "N", N);
-  cfg_int(v, "C", C);
-  cfg_int(v, "H", H);
-  cfg_int(v, "W", W);
-  cfg_bool(v, "NHWC", nhwc);
-  cfg_int(v, "CS", cs);
-  cfg_int(v, "PRE", pre);
-  cfg_bool(v, "RELU", pre == batchnorm && st.relu);
-  cfg_float(v, "EPS", pre == batchnorm ? eps : 0.0);
-  cfg_bool(v, "COUNT", count);
-  cfg_int(v, "TP", tp);
-  cfg_int(v, "THREADS", kThreads);
-  v.args = {"x"};
-  if (pre == batchnorm)
-    for (const char* r : {"weight", "bias", "running_mean", "running_var"}) v.args.push_back(r);
-  if (pre != none) v.args.push_back("y");
-  for (const char* r : {"values", "index", "count"}) v.args.push_back(r);
-  if (count) v.args.push_back("nnz");
-  v.block = {kThreads, 1, 1};
-  v.grid = {std::min(jobs, grid_stride_blocks(s.gpu, jobs * kThreads, kThreads)), 1, 1};
-  v.static_smem = (tp * (cs + 1) * 4 + 15) / 16 * 16 + (pre == batchnorm ? 8 * cs : 16) + 4 * (kThreads / 32);
-  v.registers_per_thread = 32;
-  // Reads x, writes y (a producer) and the compacted form: the planned density's nonzeros
-  // (value and index byte) and a count byte per unit.
-  const double esize = double(dtype_size(t)), n = double(numel(x.shape));
-  const double d = planned_density(st);
-  v.bytes = n * esize * (pre == none ? 1 : 2) + n * d * (esize + 1) + double(P * SL);
-  v.flops = n * (pre == batchnorm ? 3 : 1);
-  v.efficiency = 0.6;
-  v.note = fmt::format("{}jobs of {} pixels x {} channels staged in shared memory, compacted by "
-                       "warp ballots (nonzeros in channel order){}",
-                       pre == none ? "" : pre == relu ? "relu, then " : "batchnorm, then ", tp, cs,
-                       count ? ", nonzeros counted into nnz" : "");
-  return {v};
+  std::vector<Variant> out;
+  // Jobs of kStagedElements, or a quarter of that for small tensors (more blocks).
+  for (int64_t staged : {kStagedElements, kStagedElements / 4}) {
+    const int64_t tp = std::max(upw, staged / cs) / upw * upw;
+    const int64_t jobs = (P + tp - 1) / tp * SL;
+    Variant v;
+    v.family = "sparse_compact";
+    v.header = "conv/sparse_compact.cuh";
+    v.function = "kiln::conv::sparse_compact";
+    const std::string what = pre == none   ? ""
+                             : pre == relu ? "_relu"
+                                           : "_bn" + name_number(eps) + (st.relu ? "_relu" : "");
+    v.name = fmt::format("sparse_compact{}_{}_{}_n{}c{}h{}w{}_cs{}{}_tp{}_t{}_{}", what,
+                         dtype_tag(t), layout_name(x.layout), N, C, H, W, cs, count ? "_nnz" : "",
+                         tp, kThreads, s.arch_tag());
+    cfg_type(v, "T", cpp_type(t));
+    cfg_int(v, "N", N);
+    cfg_int(v, "C", C);
+    cfg_int(v, "H", H);
+    cfg_int(v, "W", W);
+    cfg_bool(v, "NHWC", nhwc);
+    cfg_int(v, "CS", cs);
+    cfg_int(v, "PRE", pre);
+    cfg_bool(v, "RELU", pre == batchnorm && st.relu);
+    cfg_float(v, "EPS", pre == batchnorm ? eps : 0.0);
+    cfg_bool(v, "COUNT", count);
+    cfg_int(v, "TP", tp);
+    cfg_int(v, "THREADS", kThreads);
+    v.args = {"x"};
+    if (pre == batchnorm)
+      for (const char* r : {"weight", "bias", "running_mean", "running_var"})
+        v.args.push_back(r);
+    if (pre != none) v.args.push_back("y");
+    for (const char* r : {"values", "index", "count"})
+      v.args.push_back(r);
+    if (count) v.args.push_back("nnz");
+    v.block = {kThreads, 1, 1};
+    v.grid = {std::min(jobs, grid_stride_blocks(s.gpu, jobs * kThreads, kThreads)), 1, 1};
+    v.static_smem =
+        (tp * (cs + 1) * 4 + 15) / 16 * 16 + (pre == batchnorm ? 8 * cs : 16) + 4 * (kThreads / 32);
+    v.registers_per_thread = 32;
+    // Reads x, writes y (a producer) and the compacted form: the planned density's nonzeros
+    // (value and index byte) and a count byte per unit.
+    const double esize = double(dtype_size(t)), n = double(numel(x.shape));
+    const double d = planned_density(st);
+    v.bytes = n * esize * (pre == none ? 1 : 2) + n * d * (esize + 1) + double(P * SL);
+    v.flops = n * (pre == batchnorm ? 3 : 1);
+    v.efficiency = 0.6;
+    v.note = fmt::format("{}jobs of {} pixels x {} channels staged in shared memory, compacted by "
+                         "warp ballots (nonzeros in channel order){}",
+                         pre == none   ? ""
+                         : pre == relu ? "relu, then "
+                                       : "batchnorm, then ",
+                         tp, cs, count ? ", nonzeros counted into nnz" : "");
+    if (out.empty() || out.back().name != v.name) out.push_back(std::move(v));
+  }
+  return out;
 }
 
 } // namespace kiln

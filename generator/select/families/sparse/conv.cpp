@@ -125,7 +125,9 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     // pixels in one warp (narrow TO) diverge on their lists' lengths.
     const double util = double(g.OH * g.OW) / double(tiles * th * tw) * double(Og) / double(otiles * to) *
                         double(Cg) / double(group_slices * cs);
-    v.efficiency = std::min(0.25, double(po) / double(2 * po + 3)) * (nco < 32 ? 0.6 : 1.0) * util;
+    v.math = "fp32";
+    v.efficiency = overlapped_efficiency(
+        s.gpu, v, std::min(0.25, double(po) / double(2 * po + 3)) * (nco < 32 ? 0.6 : 1.0) * util);
     v.math = "fp32";
     v.note = fmt::format("{}x{} output pixels x {} channels per block ({} per lane), {} slices of "
                          "{} channels staged per step; loops over the input's nonzeros only{}",

@@ -1,4 +1,5 @@
 // The sparse group of template families (see families/groups.hpp).
+#include "generator/select/cost.hpp"
 #include "generator/select/families/groups.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
@@ -12,5 +13,14 @@ std::vector<const Family*> sparse_families() {
 }
 
 double planned_density(const Step& st) { return st.density >= 0 ? std::min(1.0, st.density) : 0.5; }
+
+double overlapped_efficiency(const GpuDesc& g, const Variant& v, double compute_efficiency,
+                             double memory_efficiency) {
+  const double compute = v.flops / (peak_tflops(g, v.math) * 1e6);
+  const double memory = v.bytes / (g.memory_bandwidth_gbps * 1e3);
+  const double floor = std::max(compute, memory);
+  const double time = std::max(compute / compute_efficiency, memory / memory_efficiency);
+  return time > 0 ? floor / time : compute_efficiency;
+}
 
 } // namespace kiln

@@ -34,4 +34,11 @@ public:
 // The density a sparse step is costed at: the one it was planned for, else one half.
 double planned_density(const Step& st);
 
+// The efficiency to give a variant whose arithmetic runs at `compute_efficiency` of the
+// peak while its memory traffic overlaps it at `memory_efficiency` of the bandwidth: the
+// cost model divides the larger of the two floors by one efficiency, which would charge a
+// memory-bound sparse kernel its (low) arithmetic efficiency.
+double overlapped_efficiency(const GpuDesc& g, const Variant& v, double compute_efficiency,
+                             double memory_efficiency = 0.7);
+
 } // namespace kiln
