@@ -4,21 +4,16 @@
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/plan_args.hpp"
 #include "generator/cli/progress.hpp"
-#include "generator/compile/cache.hpp"
-#include "generator/compile/compile_dir.hpp"
-#include "generator/compile/templates.hpp"
+#include "generator/cli/run_setup.hpp"
 #include "generator/emit/generate.hpp"
 #include "generator/emit/lower.hpp"
 #include "generator/emit/plan_builder.hpp"
 #include "generator/gpu/gpu_desc.hpp"
-#include "generator/model/model_json.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "generator/schedule/tiled_strategy.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/cudnn_runner.hpp"
-#include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/io/file.hpp"
@@ -29,7 +24,6 @@
 #include "runtime/weights.hpp"
 
 #include <chrono>
-#include <filesystem>
 #include <fmt/format.h>
 
 namespace kiln::cli {
@@ -38,10 +32,8 @@ namespace {
 
 struct RunArgs {
   ModelArgs model;
-  std::string device = "cpu";
-  std::string weights;
-  uint64_t seed = 0;
-  std::string input, output;
+  DeviceArgs dev;
+  std::string output;
   bool train = false;
   std::string target, grads;
   double lr = 0.01;
@@ -51,32 +43,10 @@ struct RunArgs {
   int bench = 0;
 };
 
-// Where `kiln run --device emu|gpu` keeps the generated directory of a configuration.
-std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
-  const std::string key = cache_key({model_to_text(m), g.identity(), KILN_VERSION, templates_hash(),
-                                     o.train ? "train" : "infer", o.schedule, o.budget, o.tiles,
-                                     o.cudnn_only ? "cudnn" : "kiln", std::to_string(o.slots),
-                                     fmt::format("{}", o.lr), "sparse " + std::to_string(int(o.sparse)),
-                                     o.profile ? profile_to_text(*o.profile) : ""});
-  return KernelCache::default_dir() + "/runs/" + key;
-}
-
 void run(const RunArgs& a) {
-  // The input file fixes the batch and image size unless they are given explicitly.
-  const Tensor input = io::read_npy(a.input);
-  if (!is_float(input.dtype()))
-    throw Error(a.input, "", cat("the input must hold floats, not ", dtype_name(input.dtype())));
-  ModelOverrides ov = a.model.overrides();
-  Model m = load_model_or_shipped(a.model.model);
-  if (input.shape().size() == m.input_shape.size()) {
-    if (!ov.batch) ov.batch = input.shape()[0];
-    if (!ov.image && input.shape().size() == 4) ov.image = Int2{input.shape()[2], input.shape()[3]};
-  }
-  apply_overrides(m, ov);
-  if (input.shape() != m.input_shape)
-    throw Error(a.input, "",
-                cat("has shape ", shape_str(input.shape()), ", the model takes ",
-                    shape_str(m.input_shape)));
+  const ModelInput mi = load_model_input(a.model, a.dev.input);
+  const Model& m = mi.model;
+  const Tensor& input = mi.input;
   if (a.train && (a.target.empty() || a.grads.empty()))
     throw Error("", "--train", "needs --target T.npy and --grads G.safetensors");
   if (!a.train && a.output.empty() && a.bench == 0)
@@ -88,7 +58,7 @@ void run(const RunArgs& a) {
   a.plan.check(a.train);
   const bool tiled = a.plan.schedule == "tiled";
   const bool scheduled = a.plan.scheduled(a.train);
-  if (a.device == "cpu" && (a.plan.sparse != "auto" || !a.plan.profile.empty()))
+  if (a.dev.device == "cpu" && (a.plan.sparse != "auto" || !a.plan.profile.empty()))
     throw Error("", a.plan.sparse != "auto" ? "--sparse" : "--profile",
                 "plans the generated kernels of --device emu or gpu; the cpu backend runs the "
                 "reference of every layer");
@@ -96,7 +66,7 @@ void run(const RunArgs& a) {
   Plan plan;
   std::string schedule_note;
   std::unique_ptr<Backend> backend;
-  if (a.device == "cpu") {
+  if (a.dev.device == "cpu") {
     if (tiled) {
       ScheduleOptions so;
       so.slots = a.plan.slots;
@@ -136,28 +106,15 @@ void run(const RunArgs& a) {
       a.plan.apply(go);
     else
       go.cudnn_only = a.plan.kernels == "cudnn", a.plan.apply_sparse(go);
-    const std::string dir = run_directory(m, g, go);
-    if (!std::filesystem::exists(dir + "/plan.json")) write_generated(generate(m, g, go), dir);
-    CompileOptions co;
-    co.progress = stderr_is_terminal();
-    if (a.device == "emu") {
-      co.compiler = "host";
-      compile_dir(dir, co);
-      backend = std::make_unique<EmuBackend>(emu_library_path(dir));
-    } else {
-      co.compiler = "nvrtc";
-      compile_dir(dir, co);
-      auto cuda = std::make_unique<CudaBackend>(dir);
-      cuda->set_library(make_cudnn_runner());
-      backend = std::move(cuda);
-    }
-    plan = load_plan(dir + "/plan.json");
+    GeneratedRun gr = prepare_generated(m, g, go, a.dev.device);
+    backend = std::move(gr.backend);
+    plan = std::move(gr.plan);
     if (scheduled) {
       // What the generator chose, from the manifest.
-      const auto bytes = io::read_file(dir + "/manifest.json");
+      const auto bytes = io::read_file(gr.dir + "/manifest.json");
       const nlohmann::json man =
           json_util::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                           dir + "/manifest.json");
+                           gr.dir + "/manifest.json");
       const nlohmann::json sc = man.value("schedule", nlohmann::json::object());
       schedule_note = fmt::format(", schedule {}", strategy);
       if (sc.contains("tiles"))
@@ -171,13 +128,7 @@ void run(const RunArgs& a) {
   ExecutorOptions eo;
   eo.on_step = progress.callback();
   Executor ex(plan, *backend, eo);
-  if (!a.weights.empty()) {
-    const io::Safetensors w = io::read_safetensors(a.weights);
-    bind_weights(ex, plan, w.tensors, a.weights);
-  } else {
-    bind_seeded_weights(ex, plan, a.seed);
-  }
-  ex.write(plan.inputs[0], input);
+  bind_weights_and_input(ex, plan, a.dev, input);
   if (a.train) {
     Tensor target = io::read_npy(a.target);
     if (target.dtype() != DType::i64 && target.dtype() != DType::i32)
@@ -211,7 +162,7 @@ void run(const RunArgs& a) {
     io::write_safetensors(a.grads, g);
   }
   fmt::print("{} {} on {}: input {}, {:.3f} s, peak live activations {}", m.name,
-             a.train ? "training step" : "forward", a.device, shape_str(m.input_shape), secs,
+             a.train ? "training step" : "forward", a.dev.device, shape_str(m.input_shape), secs,
              human_bytes(ex.peak_transient_bytes()));
   if (a.train) fmt::print(", loss {:.6g}", ex.read(plan.loss).get(0));
   // On the device, what it holds: parameters, gradients, activations and workspaces.
@@ -220,14 +171,14 @@ void run(const RunArgs& a) {
   fmt::print("{}\n", schedule_note);
   if (a.bench > 0) {
     // The step above warmed up (kernels loaded, graphs captured); the device warms up more.
-    const StepTimes t = time_steps(*backend, a.device == "gpu" ? 3 : 0, a.bench, [&] {
+    const StepTimes t = time_steps(*backend, a.dev.device == "gpu" ? 3 : 0, a.bench, [&] {
       ex.run("forward");
       if (a.train) ex.run("backward");
     });
     fmt::print("bench: median {:.3f} ms over {} runs (min {:.3f}, max {:.3f}), {:.1f} images/s{}\n",
                t.median(), a.bench, t.min(), t.max(),
                double(input.shape()[0]) * 1000.0 / t.median(),
-               a.device == "gpu" ? " (CUDA events)" : " (host clock)");
+               a.dev.device == "gpu" ? " (CUDA events)" : " (host clock)");
   }
 }
 
@@ -239,15 +190,7 @@ void add_run(CLI::App& app) {
       "run", "one inference or training step: reads X.npy (its shape sets the batch and image "
              "size), writes the first output as Y.npy; with --train also the gradients");
   a->model.add_to(cmd);
-  cmd->add_option(
-         "--device", a->device,
-         "backend: cpu (the reference), emu (the generated kernels on the CPU emulator), gpu")
-      ->check(CLI::IsMember({"cpu", "emu", "gpu"}));
-  cmd->add_option("--weights", a->weights,
-                  "parameters by name (.safetensors, PyTorch state_dict names); default: seeded");
-  cmd->add_option("--seed", a->seed,
-                  "seed for the weights when no --weights are given (default 0)");
-  cmd->add_option("--input", a->input, "input batch, .npy [N, C, H, W]")->required();
+  a->dev.add_to(cmd);
   cmd->add_option("--output", a->output, "where to write the first output (.npy)");
   cmd->add_flag("--train", a->train,
                 "training step: softmax cross-entropy on the first output's logits, backward");
