@@ -256,7 +256,8 @@ void validate_plan(const Plan& p) {
     if (target ? b.dtype != DType::i64 : b.dtype == DType::i64)
       throw Error(
           "", where,
-          cat("has dtype ", dtype_name(b.dtype), ", expected ", target ? "i64" : "another type"));
+          cat("has dtype ", dtype_name(b.dtype), ", expected ",
+              target ? "i64" : "a float type (u8 or i32 in sparse forms)"));
   }
   auto expect_role = [&](int b, BufferRole r, std::string_view what) {
     if (p.buffers[b].role != r)

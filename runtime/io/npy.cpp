@@ -21,12 +21,11 @@ struct Descr {
   std::string_view code; // without the byte-order character
   DType dtype;
 };
-constexpr std::array<Descr, 6> descrs{{{"f2", DType::f16},
+constexpr std::array<Descr, 5> descrs{{{"f2", DType::f16},
                                        {"f4", DType::f32},
                                        {"f8", DType::f64},
                                        {"i4", DType::i32},
-                                       {"i8", DType::i64},
-                                       {"u1", DType::u8}}};
+                                       {"i8", DType::i64}}};
 
 // '<' is what numpy writes on little-endian hosts; '=' (native) and '|' (not applicable)
 // mean the same there.
@@ -39,7 +38,7 @@ DType parse_descr(const std::string& descr, const std::string& name) {
     if (descr[0] == '<' || descr[0] == '=' || descr[0] == '|') return d.dtype;
   }
   throw Error(name, "header",
-              cat("unsupported dtype '", descr, "' (want <f2, <f4, <f8, <i4, <i8 or |u1)"));
+              cat("unsupported dtype '", descr, "' (want <f2, <f4, <f8, <i4 or <i8)"));
 }
 
 std::string header_bytes(const Tensor& t) {
@@ -49,9 +48,7 @@ std::string header_bytes(const Tensor& t) {
   if (!code)
     throw Error(cat("cannot save ", dtype_name(t.dtype()), " as .npy (numpy has no such dtype)"));
 
-  // Single bytes have no byte order: numpy writes '|'.
-  std::string dict =
-      format_npy_header({cat(dtype_size(t.dtype()) == 1 ? "|" : "<", *code), false, t.shape()});
+  std::string dict = format_npy_header({cat("<", *code), false, t.shape()});
   // numpy's _wrap_header: pad with spaces and a newline so the data starts at a multiple of
   // 64; the padding is never empty (a full 64 when already aligned), as numpy does.
   const size_t text = dict.size() + 1;

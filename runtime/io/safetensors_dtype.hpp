@@ -10,14 +10,13 @@
 
 namespace kiln::io {
 
-inline constexpr std::array<std::pair<std::string_view, DType>, 7> safetensors_dtypes{{
+inline constexpr std::array<std::pair<std::string_view, DType>, 6> safetensors_dtypes{{
     {"F16", DType::f16},
     {"BF16", DType::bf16},
     {"F32", DType::f32},
     {"F64", DType::f64},
     {"I32", DType::i32},
     {"I64", DType::i64},
-    {"U8", DType::u8},
 }};
 
 inline std::optional<DType> safetensors_dtype(std::string_view name) {

@@ -28,6 +28,8 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c128h28w28o256_k1x1s2x2p0x0d1x1g1_bias_t8x
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = false;
   static constexpr bool RELU = false;
+  static constexpr bool GUARD = false;
+  static constexpr int THRESHOLD = 0;
   static constexpr int TH = 8;
   static constexpr int TW = 8;
   static constexpr int TO = 16;

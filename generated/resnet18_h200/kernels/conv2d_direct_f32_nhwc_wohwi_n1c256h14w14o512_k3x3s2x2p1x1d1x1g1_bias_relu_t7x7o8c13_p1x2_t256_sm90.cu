@@ -28,6 +28,8 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c256h14w14o512_k3x3s2x2p1x1d1x1g1_bias_rel
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = false;
   static constexpr bool RELU = true;
+  static constexpr bool GUARD = false;
+  static constexpr int THRESHOLD = 0;
   static constexpr int TH = 7;
   static constexpr int TW = 7;
   static constexpr int TO = 8;

@@ -29,6 +29,8 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c512h7w7o512_k3x3s1x1p1x1d1x1g1_bias_res_r
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = true;
   static constexpr bool RELU = true;
+  static constexpr bool GUARD = false;
+  static constexpr int THRESHOLD = 0;
   static constexpr int TH = 7;
   static constexpr int TW = 7;
   static constexpr int TO = 8;

@@ -25,6 +25,8 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c128h28w28_o128
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = false;
   static constexpr bool RELU = true;
+  static constexpr bool GUARD = false;
+  static constexpr int THRESHOLD = 0;
   static constexpr int BM = 64;
   static constexpr int BN = 32;
   static constexpr int BK = 16;

@@ -26,6 +26,8 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c64h56w56_o64k3
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = true;
   static constexpr bool RELU = true;
+  static constexpr bool GUARD = false;
+  static constexpr int THRESHOLD = 0;
   static constexpr int BM = 64;
   static constexpr int BN = 32;
   static constexpr int BK = 16;

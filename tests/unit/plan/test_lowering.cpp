@@ -136,9 +136,9 @@ TEST_CASE("plan validation rejects lies") {
     std::string text = plan_to_json(p).dump();
     try {
       parse_plan(text, "plan.json");
-      FAIL("accepted: " << what);
+      FAIL("accepted: " << std::string(what));
     } catch (const Error& e) {
-      INFO(e.what());
+      INFO(std::string(e.what()) << " should say: " << std::string(what));
       CHECK(std::string(e.what()).find(what) != std::string::npos);
     }
   };
@@ -156,6 +156,53 @@ TEST_CASE("plan validation rejects lies") {
     f.buffer = p.inputs[0];
     p.phases[0].steps.push_back(f);
   }, "not a transient base buffer");
+  // Guards and compacted forms (the sparse family).
+  const auto conv_step = [](Plan& p) -> Step& {
+    for (Step& s : p.phases[0].steps)
+      if (s.fn == Fn::conv2d_forward) return s;
+    throw std::logic_error("no conv");
+  };
+  const auto add_count = [](Plan& p) {
+    p.buffers.push_back(Buffer{"nnz", {1}, DType::i32, BufferRole::activation, 0, -1});
+    p.arena_bytes += 256;
+    p.buffers.back().offset = p.arena_bytes - 256;
+    return int(p.buffers.size()) - 1;
+  };
+  fails([&](Plan& p) { conv_step(p).guard = Guard::dense; }, "a guarded step reads \"nnz\"");
+  fails([&](Plan& p) { conv_step(p).args.push_back({"nnz", add_count(p)}); }, "reads \"nnz\" but has no guard");
+  fails([&](Plan& p) {
+    Step& s = conv_step(p);
+    s.guard = Guard::sparse, s.threshold = -1;
+    s.args.push_back({"nnz", add_count(p)});
+  }, "threshold must not be negative");
+  fails([&](Plan& p) {
+    for (Step& s : p.phases[0].steps)
+      if (s.fn == Fn::relu_forward) {
+        s.guard = Guard::dense;
+        s.args.push_back({"nnz", add_count(p)});
+        return;
+      }
+  }, "relu.forward cannot be guarded");
+  fails([&](Plan& p) {
+    Step& s = conv_step(p);
+    s.fn = Fn::conv2d_forward_sparse;
+    const Shape& x = p.buffers[s.need("x")].shape;
+    for (const char* r : {"values", "index", "count"}) {
+      const bool count = std::string(r) == "count";
+      p.buffers.push_back(Buffer{r, count ? Shape{x[0] * x[2] * x[3], 2} : Shape{x[0] * x[2] * x[3], 2, 7},
+                                 std::string(r) == "values" ? DType::f32 : DType::u8,
+                                 BufferRole::activation, 0, -1});
+      p.buffers.back().offset = p.arena_bytes;
+      p.arena_bytes += (p.buffers.back().bytes() + 255) / 256 * 256;
+      s.args.push_back({r, int(p.buffers.size()) - 1});
+    }
+  }, "is not the form of");
+  fails([&](Plan& p) {
+    Step& s = conv_step(p);
+    s.guard = Guard::dense;
+    s.args.push_back({"nnz", add_count(p)});
+    p.buffers.back().dtype = DType::u8;
+  }, "argument \"nnz\" has dtype u8");
   // Structural JSON errors name the pointer.
   std::string text = plan_to_json(good).dump();
   const std::string key = "\"act:c1\"";
