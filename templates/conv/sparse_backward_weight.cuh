@@ -3,8 +3,8 @@
 // (oh, ow) the output pixel whose tap (kh, kw) reads (ih, iw): oh = (ih + PH - kh * DH) / SH
 // when that divides and lies in the output (likewise ow). fp32 accumulation.
 //
-// A block owns TO output channels x KC input channels (from c0, within one group) x every tap,
-// and walks the whole input in tiles of RH x RW pixels, image by image, in a fixed order. Per
+// A block owns TO output channels x KC input channels (from c0, within one group) x KT kernel
+// taps (from k0 = blockIdx.z * KT; all of them, or fewer for more blocks), and walks the whole input in tiles of RH x RW pixels, image by image, in a fixed order. Per
 // tile it stages the pixels' compacted units, decompressed into a dense [RH * RW][KC] array
 // (zeros, then the nonzeros of the block's channels), and the window of dy those pixels feed
 // ([ORH][ORW][TO], zero outside the output). Warp w owns channels w * CPW .. w * CPW + CPW - 1
@@ -17,9 +17,9 @@
 //      CS (slice size of the form), NHWC (dy's layout), W_OHWI (dw stored [O][KH][KW][C/G];
 //      false: OIHW), ACCUMULATE (add into dw), GUARD, THRESHOLD (the sparse side of a dispatch:
 //      return, writing nothing, when the running nonzero count nnz exceeds THRESHOLD), TO = 32 *
-//      PO, PO, CPW, RH, RW, THREADS (a multiple of 32); KC = CPW * THREADS / 32.
+//      PO, PO, CPW, KT, RH, RW, THREADS (a multiple of 32); KC = CPW * THREADS / 32.
 // Arguments, in order: values, index, count, dy, [nnz] (GUARD), dw.
-// Grid: x = ceil((C / G) / KC), y = G * ceil((O / G) / TO).
+// Grid: x = ceil((C / G) / KC), y = G * ceil((O / G) / TO), z = ceil(KH * KW / KT).
 // Dynamic shared memory: up16(4 * RH * RW * KC) + 4 * ORH * ORW * TO bytes, ORH = (RH - 1 +
 //      (KH - 1) * DH) / SH + 2, ORW = (RW - 1 + (KW - 1) * DW) / SW + 2.
 #pragma once
@@ -36,7 +36,7 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
   constexpr int C = Cfg::C, Cg = C / Cfg::G, Og = Cfg::O / Cfg::G, CS = Cfg::CS;
   constexpr int SL = ceil_div(C, CS);
   constexpr int KH = Cfg::KH, KW = Cfg::KW, KK = KH * KW;
-  constexpr int TO = Cfg::TO, PO = Cfg::PO, CPW = Cfg::CPW, THREADS = Cfg::THREADS;
+  constexpr int TO = Cfg::TO, PO = Cfg::PO, CPW = Cfg::CPW, KT = Cfg::KT, THREADS = Cfg::THREADS;
   constexpr int NW = THREADS / 32, KC = CPW * NW;
   constexpr int RH = Cfg::RH, RW = Cfg::RW, RP = RH * RW;
   constexpr int ORH = (RH - 1 + (KH - 1) * Cfg::DH) / Cfg::SH + 2;
@@ -59,17 +59,18 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
   const Shared<float> ds = dynamic_shared<float>(X_BYTES);  // [ORH][ORW][TO]
 
   const int c0 = int(blockIdx.x) * KC; // within the group
+  const int k0 = int(blockIdx.z) * KT;  // the block's first tap
   const int g = int(blockIdx.y) / OT, o0 = (int(blockIdx.y) % OT) * TO;
   const int t = int(threadIdx.x), lane = t & 31, warp = t >> 5;
   const int cbase = g * Cg + c0; // the block's first channel of x
   const int s_first = cbase / CS, s_last = (min_of(cbase + KC, g * Cg + Cg) - 1) / CS;
   constexpr int SPAN = (KC + CS - 1) / CS + 1; // slices a block's channels can touch
 
-  float acc[CPW][KK][PO];
+  float acc[CPW][KT][PO];
 #pragma unroll
   for (int q = 0; q < CPW; ++q)
 #pragma unroll
-    for (int k = 0; k < KK; ++k)
+    for (int k = 0; k < KT; ++k)
 #pragma unroll
       for (int j = 0; j < PO; ++j)
         acc[q][k][j] = 0.f;
@@ -120,19 +121,16 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
             const float v = xs[pix * KC + warp * CPW + q];
             if (v == 0.f) continue; // the same in every lane of the warp
 #pragma unroll
-            for (int kh = 0; kh < KH; ++kh) {
-              const int nh = ih + Cfg::PH - kh * Cfg::DH;
+            for (int tk = 0; tk < KT; ++tk) {
+              const int k = k0 + tk, kh = k / KW, kw = k % KW;
+              if (KT < KK && k >= KK) break; // the last block's taps run out
+              const int nh = ih + Cfg::PH - kh * Cfg::DH, nw = iw + Cfg::PW - kw * Cfg::DW;
               if (nh < 0 || nh % Cfg::SH != 0 || nh / Cfg::SH >= Cfg::OH) continue;
-              const int r = nh / Cfg::SH - ohb;
+              if (nw < 0 || nw % Cfg::SW != 0 || nw / Cfg::SW >= Cfg::OW) continue;
+              const int base = ((nh / Cfg::SH - ohb) * ORW + nw / Cfg::SW - owb) * TO + lane;
 #pragma unroll
-              for (int kw = 0; kw < KW; ++kw) {
-                const int nw = iw + Cfg::PW - kw * Cfg::DW;
-                if (nw < 0 || nw % Cfg::SW != 0 || nw / Cfg::SW >= Cfg::OW) continue;
-                const int base = (r * ORW + nw / Cfg::SW - owb) * TO + lane;
-#pragma unroll
-                for (int j = 0; j < PO; ++j)
-                  acc[q][kh * KW + kw][j] += v * ds[base + j * 32];
-              }
+              for (int j = 0; j < PO; ++j)
+                acc[q][tk][j] += v * ds[base + j * 32];
             }
           }
         }
@@ -149,9 +147,11 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
       if (o >= Og) continue;
       const I oc = I(g) * Og + o;
 #pragma unroll
-      for (int k = 0; k < KK; ++k) {
+      for (int tk = 0; tk < KT; ++tk) {
+        const int k = k0 + tk;
+        if (KT < KK && k >= KK) break;
         const I at = Cfg::W_OHWI ? (oc * KK + k) * Cg + c : (oc * Cg + c) * KK + k;
-        float v = acc[q][k][j];
+        float v = acc[q][tk][j];
         if (Cfg::ACCUMULATE) v += to_float(dw[at]);
         dw[at] = from_float<T>(v);
       }
