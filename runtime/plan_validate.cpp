@@ -202,19 +202,24 @@ void check_shapes(const Ctx& c) {
   case Fn::sgd_update: c.same("param", "grad"); break;
   case Fn::sparse_compact: break; // the form is checked below
   }
-  // A compacted form, read or written: of x (compaction, sparse convolutions) or of the
-  // producer's output y.
-  if (s.arg("values") >= 0 || s.arg("index") >= 0 || s.arg("count") >= 0) {
-    for (auto r : {"values", "index", "count"})
-      if (s.arg(r) < 0) c.fail(cat("a compacted form needs values, index and count; \"", r, "\" is missing"));
-    const char* dense = s.arg("x") >= 0 ? "x" : "y";
-    const std::string why =
-        sparse_form_mismatch(c.shape(dense), c.shape("values"), c.shape("index"), c.shape("count"));
+  // Compacted forms, read or written: of x (sparse.compact, the sparse convolutions) and of
+  // a producer's output y.
+  for (const auto& [form, dense] : {std::pair{kFormOfX, "x"}, std::pair{kFormOfY, "y"}}) {
+    if (s.arg(form.values) < 0 && s.arg(form.index) < 0 && s.arg(form.count) < 0) continue;
+    for (auto r : {form.values, form.index, form.count})
+      if (s.arg(r) < 0)
+        c.fail(cat("a compacted form needs ", form.values, ", ", form.index, " and ", form.count,
+                   "; \"", r, "\" is missing"));
+    const std::string why = sparse_form_mismatch(c.shape(dense), c.shape(form.values),
+                                                 c.shape(form.index), c.shape(form.count));
     if (!why.empty()) c.fail(why);
-    if (c.p.buffers[s.need("values")].dtype != c.p.buffers[s.need(dense)].dtype)
-      c.fail(cat("\"values\" must have the dtype of \"", dense, "\""));
+    if (c.p.buffers[s.need(form.values)].dtype != c.p.buffers[s.need(dense)].dtype)
+      c.fail(cat("\"", form.values, "\" must have the dtype of \"", dense, "\""));
   }
-  if (s.arg("nnz") >= 0) c.expect("nnz", {1});
+  for (auto r : {"nnz", "y_nnz"})
+    if (s.arg(r) >= 0) c.expect(r, {1});
+  if (s.guard != Guard::none && s.arg("y_values") >= 0)
+    c.fail("a guarded step cannot compact its output (the other path would leave it unwritten)");
 }
 
 } // namespace
@@ -337,8 +342,10 @@ void validate_plan(const Plan& p) {
               cat(fn_name(s.fn), " would overwrite the ", role_name(b.role), " \"", b.name, "\""));
         // Integer roles have one dtype; everything else is a float (fill_zero zeroes any).
         const bool ok = a.role == "target"                        ? b.dtype == DType::i64
-                        : a.role == "index" || a.role == "count" ? b.dtype == DType::u8
-                        : a.role == "nnz"                        ? b.dtype == DType::i32
+                        : a.role == "index" || a.role == "count" || a.role == "y_index" ||
+                                a.role == "y_count"
+                            ? b.dtype == DType::u8
+                        : a.role == "nnz" || a.role == "y_nnz" ? b.dtype == DType::i32
                                                                  : is_float(b.dtype) || s.fn == Fn::fill_zero;
         if (!ok)
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));

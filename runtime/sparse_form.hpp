@@ -19,10 +19,23 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kiln {
 
 inline constexpr int64_t kMaxSparseSlice = 255; // counts are u8
+
+// The argument roles of a compacted form: the form of x (what sparse.compact writes and
+// the sparse convolutions read), or the form of y that a producer (relu, batchnorm, a conv)
+// writes of its own output as it writes y.
+struct FormRoles {
+  const char *values, *index, *count, *nnz;
+};
+inline constexpr FormRoles kFormOfX{"values", "index", "count", "nnz"};
+inline constexpr FormRoles kFormOfY{"y_values", "y_index", "y_count", "y_nnz"};
+inline bool is_form_role(std::string_view r, const FormRoles& f) {
+  return r == f.values || r == f.index || r == f.count || r == f.nnz;
+}
 
 struct SparseForm {
   int64_t pixels = 0;   // N*H*W

@@ -16,10 +16,12 @@ struct Entry {
 
 constexpr sv x_w_b[] = {"x", "w", "b"}, y[] = {"y"}, b[] = {"b"};
 constexpr sv x_w_b_res_nnz[] = {"x", "w", "b", "residual", "nnz"};
-constexpr sv b_res_nnz[] = {"b", "residual", "nnz"};
-// A compacted activation written by a step (runtime/sparse_form.hpp).
+// A compacted activation written by a step (runtime/sparse_form.hpp): of x (sparse.compact)
+// or of the step's own output y (producers).
 constexpr sv compacted[] = {"values", "index", "count", "nnz"}, nnz[] = {"nnz"};
-constexpr sv y_compacted[] = {"y", "values", "index", "count", "nnz"};
+constexpr sv y_form[] = {"y_values", "y_index", "y_count", "y_nnz"}, y_nnz[] = {"y_nnz"};
+constexpr sv y_compacted[] = {"y", "y_values", "y_index", "y_count", "y_nnz"};
+constexpr sv b_res_nnz_form[] = {"b", "residual", "nnz", "y_values", "y_index", "y_count", "y_nnz"};
 constexpr sv sparse_conv_in[] = {"x", "values", "index", "count", "w", "b", "residual", "nnz"};
 constexpr sv sparse_dw_in[] = {"x", "values", "index", "count", "dy", "nnz"};
 constexpr sv fold_in[] = {"w", "b", "weight", "bias", "running_mean", "running_var"};
@@ -38,7 +40,7 @@ constexpr sv src[] = {"src"}, dst[] = {"dst"};
 constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
 
 const std::array<Entry, 36> table = {{
-    {Fn::conv2d_forward, "conv2d.forward", x_w_b_res_nnz, y, b_res_nnz},
+    {Fn::conv2d_forward, "conv2d.forward", x_w_b_res_nnz, y_compacted, b_res_nnz_form, y_nnz},
     {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
     {Fn::conv2d_backward_weight, "conv2d.backward_weight", x_dy_nnz, dw, nnz},
@@ -46,10 +48,10 @@ const std::array<Entry, 36> table = {{
     {Fn::linear_backward_data, "linear.backward_data", dy_w, dx, {}},
     {Fn::linear_backward_weight, "linear.backward_weight", x_dy, dw, {}},
     {Fn::bias_backward, "bias.backward", dy, db, {}},
-    {Fn::batchnorm_forward, "batchnorm.forward", bn_in, y_compacted, compacted, nnz},
+    {Fn::batchnorm_forward, "batchnorm.forward", bn_in, y_compacted, y_form, y_nnz},
     {Fn::batchnorm_forward_train, "batchnorm.forward_train", bn_train_in, bn_train_out, bn_stats},
     {Fn::batchnorm_backward, "batchnorm.backward", bn_bw_in, bn_bw_out, bn_stats},
-    {Fn::relu_forward, "relu.forward", x, y_compacted, compacted, nnz},
+    {Fn::relu_forward, "relu.forward", x, y_compacted, y_form, y_nnz},
     {Fn::relu_backward, "relu.backward", y_dy, dx, {}},
     {Fn::maxpool2d_forward, "maxpool2d.forward", x, y, {}},
     {Fn::maxpool2d_backward, "maxpool2d.backward", x_dy, dx, {}},
@@ -72,7 +74,8 @@ const std::array<Entry, 36> table = {{
     {Fn::fill_zero, "fill_zero", {}, dst, {}},
     {Fn::sgd_update, "sgd.update", param_grad, {}, {}},
     {Fn::sparse_compact, "sparse.compact", x, compacted, nnz, nnz},
-    {Fn::conv2d_forward_sparse, "conv2d.forward_sparse", sparse_conv_in, y, b_res_nnz},
+    {Fn::conv2d_forward_sparse, "conv2d.forward_sparse", sparse_conv_in, y_compacted, b_res_nnz_form,
+     y_nnz},
     {Fn::conv2d_backward_weight_sparse, "conv2d.backward_weight_sparse", sparse_dw_in, dw, nnz},
 }};
 

@@ -9,12 +9,15 @@
 
 namespace kiln {
 
-// Compacted sparse activations (values, index, count, nnz: runtime/sparse_form.hpp) are
-// written by sparse.compact, or by a producer step (relu, batchnorm) that compacts its own
-// output y as it writes it; conv steps read them. `nnz` is a running count that a step adds
-// to (zeroed first by fill_zero), and what a guarded step reads to choose its path.
+// Compacted sparse activations (runtime/sparse_form.hpp) are written by sparse.compact
+// (values, index, count, nnz: the form of its x), or by a producer step (relu, batchnorm,
+// conv) that compacts its own output y as it writes it (y_values, y_index, y_count, y_nnz);
+// the sparse convolutions read them (values, index, count). `nnz` and `y_nnz` are running
+// counts a step adds to (zeroed first by fill_zero); a guarded step reads `nnz` to choose its
+// path.
 enum class Fn {
-  conv2d_forward,          // x, w, [b], [residual], [nnz: guard] -> y (relu flag: fused epilogue)
+  // x, w, [b], [residual], [nnz: guard] -> y (relu flag: fused epilogue), [compacted y]
+  conv2d_forward,
   conv2d_fold_bn,          // w, [b], weight, bias, running_mean, running_var -> w_out, b_out
   conv2d_backward_data,    // dy, w -> dx
   conv2d_backward_weight,  // x, dy -> dw
@@ -53,7 +56,7 @@ enum class Fn {
   sgd_update,  // param, grad (lr)
   sparse_compact, // x -> values, index, count, [nnz (added to)]
   // x (its shape; its elements are not read), values, index, count, w, [b], [residual],
-  // [nnz: guard] -> y: conv2d.forward computed from the compacted x.
+  // [nnz: guard] -> y, [compacted y]: conv2d.forward computed from the compacted x.
   conv2d_forward_sparse,
   // x (shape), values, index, count, dy, [nnz: guard] -> dw: conv2d.backward_weight from the
   // compacted x.

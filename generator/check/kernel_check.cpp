@@ -22,9 +22,6 @@ namespace {
 
 bool writes(const Step& s, const std::string& role) { return fn_writes(s.fn, role); }
 
-bool compacted_role(const std::string& role) {
-  return role == "values" || role == "index" || role == "count";
-}
 
 // Values a role may hold: variances and inverse deviations positive, targets valid classes.
 Tensor random_for(const Plan& p, const Step& s, const std::string& role, const Buffer& b,
@@ -186,8 +183,12 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       sparse_x = sparse_random(xb.shape, d, seed ^ fnv1a("x"), false);
       sparse_in = compacted(sparse_x, dev_plan.buffers[ds.need("values")].shape[2]);
     }
-    const bool writes_form = fn_writes(ds.fn, "values") && ds.arg("values") >= 0;
-    const int32_t nnz_before = 7; // a compaction adds to what nnz holds
+    // A compacted output: of x (sparse.compact) or of the producer's y.
+    const FormRoles* out_form = ds.fn == Fn::sparse_compact    ? &kFormOfX
+                                : ds.arg(kFormOfY.values) >= 0 ? &kFormOfY
+                                                               : nullptr;
+    const bool writes_form = out_form != nullptr;
+    const int32_t nnz_before = 7; // a compaction adds to what its count holds
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
       const bool out =
@@ -205,10 +206,12 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
         t = sparse_random(b.shape, d, seed ^ fnv1a("x"), false).to(b.dtype);
       if (writes_form && a.role == "x" && ds.fn == Fn::relu_forward)
         t = sparse_random(b.shape, d, seed ^ fnv1a("x"), true).to(b.dtype);
-      if (a.role == "nnz") {
+      if (out_form && a.role == out_form->nnz) {
         t = Tensor(DType::i32, {1});
-        t.set(0, writes_form ? nnz_before
-                             : double(passing_nnz(ds, sparse_in ? sparse_in->nnz : numel(b.shape))));
+        t.set(0, nnz_before);
+      } else if (a.role == "nnz") { // a guard's
+        t = Tensor(DType::i32, {1});
+        t.set(0, double(passing_nnz(ds, sparse_in ? sparse_in->nnz : numel(b.shape))));
       }
       dev.write(a.buffer, to_memory_order(t, b.layout));
       ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
@@ -230,22 +233,23 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       const Buffer& b = dev_plan.buffers[a.buffer];
       if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update))
         continue;
-      if (writes_form && (compacted_role(a.role) || a.role == "nnz")) continue; // below
+      if (out_form && is_form_role(a.role, *out_form)) continue; // below
       compare(to_logical_order(dev.read(a.buffer), b.layout), ref.read(a.buffer));
     }
     if (writes_form) {
       // The form as the tensor it stands for, and the total, which may differ from the
       // reference's only by values the reference's f64 puts on the other side of zero.
-      const Shape& xs = dev_plan.buffers[ds.arg("y") >= 0 ? ds.need("y") : ds.need("x")].shape;
+      const Shape& xs = dev_plan.buffers[out_form == &kFormOfY ? ds.need("y") : ds.need("x")].shape;
       try {
-        const int v = ds.need("values"), i = ds.need("index"), c = ds.need("count");
+        const int v = ds.need(out_form->values), i = ds.need(out_form->index),
+                  c = ds.need(out_form->count);
         const Tensor dv = decompacted(dev.read(v), dev.read(i), dev.read(c), xs);
         compare(dv, decompacted(ref.read(v), ref.read(i), ref.read(c), xs));
       } catch (const Error& e) {
         row.error = cat("the compacted form is corrupt: ", e.what());
       }
-      if (ds.arg("nnz") >= 0 && row.error.empty()) {
-        const int nb = ds.need("nnz");
+      if (ds.arg(out_form->nnz) >= 0 && row.error.empty()) {
+        const int nb = ds.need(out_form->nnz);
         const int64_t dn = int64_t(dev.read(nb).get(0)), rn = int64_t(ref.read(nb).get(0));
         if (std::abs(dn - rn) > 1 + int64_t(1e-4 * double(numel(xs))))
           row.error = cat("nnz ", dn - nnz_before, " nonzeros counted, the reference ", rn - nnz_before);

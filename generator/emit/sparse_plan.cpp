@@ -176,11 +176,12 @@ private:
     return forms_.emplace(key, fm).first->second;
   }
 
-  void add_form_args(Step& s, const Form& f) const {
-    s.args.push_back({"values", f.values});
-    s.args.push_back({"index", f.index});
-    s.args.push_back({"count", f.count});
-    if (f.nnz >= 0) s.args.push_back({"nnz", f.nnz});
+  // The form's buffers as arguments: of x (sparse.compact) or of y (a producer).
+  void add_form_args(Step& s, const Form& f, const FormRoles& roles) const {
+    s.args.push_back({roles.values, f.values});
+    s.args.push_back({roles.index, f.index});
+    s.args.push_back({roles.count, f.count});
+    if (f.nnz >= 0) s.args.push_back({roles.nnz, f.nnz});
   }
 
   // Whether the producer of x can compact its own output: a relu or an inference batchnorm
@@ -189,7 +190,7 @@ private:
     if (prod < 0) return false;
     const Step& s = (*steps_)[size_t(prod)];
     return (s.fn == Fn::relu_forward || s.fn == Fn::batchnorm_forward) && !s.accumulate &&
-           s.arg("values") < 0 && s.need("y") == x && p_.buffers[x].shape.size() == 4;
+           s.arg(kFormOfY.values) < 0 && s.need("y") == x && p_.buffers[x].shape.size() == 4;
   }
 
   // The compaction as it would run: the producer's extra time, or the separate kernel's.
@@ -197,11 +198,12 @@ private:
     Step c;
     if (fusable(prod, x)) {
       c = (*steps_)[size_t(prod)];
+      add_form_args(c, f, kFormOfY);
     } else {
       c = like(Fn::sparse_compact, consumer);
       c.args = {{"x", x}};
+      add_form_args(c, f, kFormOfX);
     }
-    add_form_args(c, f);
     c.density = d;
     return c;
   }

@@ -3,6 +3,7 @@
 #include "runtime/cpu/ops.hpp"
 #include "runtime/error.hpp"
 #include "runtime/half.hpp"
+#include "runtime/sparse_form.hpp"
 #include "runtime/tensor.hpp"
 
 #include <cmath>
@@ -319,20 +320,17 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
     return;
   }
   // A producer that compacts its output: the step, then the compaction of y as stored.
-  if (step.fn != Fn::sparse_compact && fn_writes(step.fn, "values") && step.arg("values") >= 0) {
+  if (step.arg(kFormOfY.values) >= 0) {
     Step main = step, pack = step;
-    std::erase_if(main.args, [](const Arg& a) {
-      return a.role == "values" || a.role == "index" || a.role == "count" || a.role == "nnz";
-    });
+    std::erase_if(main.args, [](const Arg& a) { return is_form_role(a.role, kFormOfY); });
     run_reference_step(plan, main, arena);
     pack.fn = Fn::sparse_compact;
     pack.relu = false;
-    std::erase_if(pack.args, [](const Arg& a) {
-      return a.role != "values" && a.role != "index" && a.role != "count" && a.role != "nnz" &&
-             a.role != "y";
-    });
-    for (Arg& a : pack.args)
-      if (a.role == "y") a.role = "x";
+    pack.guard = Guard::none;
+    pack.args.clear();
+    for (const Arg& a : step.args)
+      if (a.role == "y" || is_form_role(a.role, kFormOfY))
+        pack.args.push_back({a.role == "y" ? "x" : a.role.substr(2), a.buffer}); // y_values -> values
     run_reference_step(plan, pack, arena);
     return;
   }

@@ -50,7 +50,7 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   }
   // A relu that compacts its output is conv/sparse_compact.cuh's (families/sparse); an
   // integer count is zeroed as 32-bit words (one float zero is all-zero bits).
-  if (st.arg("values") >= 0) return {};
+  if (st.arg("y_values") >= 0) return {};
   const bool int_zero = st.fn == Fn::fill_zero && s.dtype("dst") == DType::i32;
   if ((!int_zero && !uniform(s)) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst")))
     return {};

@@ -63,10 +63,10 @@ struct Conv {
   }
 };
 
-std::vector<ArgSpec> form(const Shape& x, int64_t cs, DType t) {
+std::vector<ArgSpec> form(const Shape& x, int64_t cs, DType t, const FormRoles& roles = kFormOfX) {
   const SparseForm f = SparseForm::of(x, cs);
-  return {{"values", f.values_shape(), t}, {"index", f.values_shape(), DType::u8},
-          {"count", f.count_shape(), DType::u8}};
+  return {{roles.values, f.values_shape(), t}, {roles.index, f.values_shape(), DType::u8},
+          {roles.count, f.count_shape(), DType::u8}};
 }
 
 enum Epi { kNone = 0, kBias = 1, kRes = 2, kRelu = 4 };
@@ -152,8 +152,9 @@ StepSpec compaction(Shape x, int64_t cs, DType t, Layout lay, Pre pre, bool coun
   if (pre == kBnPre || pre == kBnReluPre)
     for (const char* r : {"weight", "bias", "running_mean", "running_var"}) s.args.push_back({r, {x[1]}, t});
   if (pre != kCompact) s.args.push_back({"y", x, t, lay});
-  for (const ArgSpec& a : form(x, cs, t)) s.args.push_back(a);
-  if (count) s.args.push_back({"nnz", {1}, DType::i32});
+  const FormRoles& roles = pre == kCompact ? kFormOfX : kFormOfY;
+  for (const ArgSpec& a : form(x, cs, t, roles)) s.args.push_back(a);
+  if (count) s.args.push_back({roles.nnz, {1}, DType::i32});
   s.relu = pre == kBnReluPre;
   return s;
 }
@@ -246,7 +247,7 @@ std::vector<std::vector<std::byte>> run_once(const Built& b, const BackendFactor
     for (int64_t i = 0; i < t.numel(); ++i) {
       const double u = double(splitmix64(seed) >> 11) * 0x1.0p-53;
       if (out) continue;
-      if (a.role == "index" || a.role == "count") continue;
+      if (a.role.ends_with("index") || a.role.ends_with("count")) continue;
       t.set(i, u < 0.3 ? 2 * u - 0.3 : 0.0); // 30% nonzeros
     }
     if (out) std::memset(t.bytes(), fill, t.nbytes());

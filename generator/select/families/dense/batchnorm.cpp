@@ -18,7 +18,7 @@ constexpr int64_t kMaxStagedChannels = 2048;
 
 std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const {
   // A batchnorm that compacts its output is conv/sparse_compact.cuh's (families/sparse).
-  if (s.step.fn != Fn::batchnorm_forward || s.has("values")) return {};
+  if (s.step.fn != Fn::batchnorm_forward || s.has("y_values")) return {};
   const auto t = common_dtype(s);
   const auto l = common_layout(s);
   if (!t || !l) return {};

@@ -1,6 +1,7 @@
 // templates/conv/sparse_compact.cuh seen from the generator.
 #include "generator/select/families/launch_shape.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
+#include "runtime/sparse_form.hpp"
 
 #include <fmt/format.h>
 
@@ -23,9 +24,9 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
   enum { none = 0, relu = 1, batchnorm = 2 } pre;
   if (st.fn == Fn::sparse_compact)
     pre = none;
-  else if (st.fn == Fn::relu_forward && s.has("values"))
+  else if (st.fn == Fn::relu_forward && s.has(kFormOfY.values))
     pre = relu;
-  else if (st.fn == Fn::batchnorm_forward && s.has("values"))
+  else if (st.fn == Fn::batchnorm_forward && s.has(kFormOfY.values))
     pre = batchnorm;
   else
     return {};
@@ -39,9 +40,10 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
     if (is_float(b.dtype) && b.dtype != t) return {};
     if (b.shape.size() == 4 && b.layout != x.layout) return {};
   }
-  const int64_t cs = s.shape("values")[2];
+  const FormRoles& form = pre == none ? kFormOfX : kFormOfY;
+  const int64_t cs = s.shape(form.values)[2];
   if (!template_slice(cs)) return {};
-  const bool count = s.has("nnz");
+  const bool count = s.has(form.nnz);
   if (count && numel(x.shape) > 2147483647) return {}; // the total is an i32
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const int64_t P = N * H * W, SL = (C + cs - 1) / cs;
@@ -81,9 +83,9 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
       for (const char* r : {"weight", "bias", "running_mean", "running_var"})
         v.args.push_back(r);
     if (pre != none) v.args.push_back("y");
-    for (const char* r : {"values", "index", "count"})
+    for (const char* r : {form.values, form.index, form.count})
       v.args.push_back(r);
-    if (count) v.args.push_back("nnz");
+    if (count) v.args.push_back(form.nnz);
     v.block = {kThreads, 1, 1};
     v.grid = {std::min(jobs, grid_stride_blocks(s.gpu, jobs * kThreads, kThreads)), 1, 1};
     v.static_smem =
