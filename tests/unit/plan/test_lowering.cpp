@@ -179,14 +179,13 @@ TEST_CASE("plan validation rejects lies") {
     for (Step& s : p.phases[0].steps)
       if (s.fn == Fn::relu_forward) {
         s.guard = Guard::dense;
-        s.args.push_back({"nnz", add_count(p)});
         return;
       }
   }, "relu.forward cannot be guarded");
   fails([&](Plan& p) {
     Step& s = conv_step(p);
     s.fn = Fn::conv2d_forward_sparse;
-    const Shape& x = p.buffers[s.need("x")].shape;
+    const Shape x = p.buffers[s.need("x")].shape;
     for (const char* r : {"values", "index", "count"}) {
       const bool count = std::string(r) == "count";
       p.buffers.push_back(Buffer{r, count ? Shape{x[0] * x[2] * x[3], 2} : Shape{x[0] * x[2] * x[3], 2, 7},
