@@ -55,8 +55,10 @@ LayerProfile parse_layer(const json& v, const std::string& ptr) {
   l.nonzeros = count(ju::require(v, "nonzeros", ptr), ptr + "/nonzeros");
   if (l.nonzeros > l.elements)
     throw Error("", ptr + "/nonzeros", cat(l.nonzeros, " nonzeros in ", l.elements, " elements"));
-  if (l.elements > 0 &&
-      std::abs(double(l.nonzeros) / double(l.elements) - l.density) > 1e-3)
+  // Against the density as profile_to_text writes it (6 decimals), so that what reads also
+  // reads once written.
+  if (l.elements > 0 && std::abs(double(l.nonzeros) / double(l.elements) -
+                                 std::round(l.density * 1e6) / 1e6) > 1e-3)
     throw Error("", ptr + "/density",
                 cat(l.density, " is not nonzeros / elements (", l.nonzeros, " / ", l.elements, ")"));
   if (v.contains("tiles")) l.tiles = parse_spread(v["tiles"], ptr + "/tiles");
@@ -122,8 +124,10 @@ Profile parse_profile(std::string_view text, const std::string& file) {
             1000 * ju::get_number(ju::require(it.value(), "forward_ms", ptr), ptr + "/forward_ms");
         t.backward_us = 1000 * ju::get_number(ju::require(it.value(), "backward_ms", ptr),
                                               ptr + "/backward_ms");
-        if (!(t.forward_us >= 0) || !(t.backward_us >= 0))
-          throw Error("", ptr, "times must be non-negative");
+        // Bounded, so that the microseconds and their milliseconds stay finite both ways.
+        if (!(t.forward_us >= 0 && t.forward_us <= 1e15) ||
+            !(t.backward_us >= 0 && t.backward_us <= 1e15))
+          throw Error("", ptr, "times must be non-negative and at most 1e12 ms");
         p.times[it.key()] = t;
       }
     }
