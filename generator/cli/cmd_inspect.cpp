@@ -2,9 +2,13 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
+#include "generator/model/profile.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace kiln::cli {
 
@@ -13,11 +17,27 @@ namespace {
 struct InspectArgs {
   ModelArgs model;
   bool json = false;
+  std::string profile;
 };
+
+size_t n_convs(const Model& m) {
+  return size_t(std::count_if(m.nodes.begin(), m.nodes.end(),
+                              [](const Node& n) { return n.op == OpKind::conv2d; }));
+}
 
 void inspect(const InspectArgs& a) {
   const Model m = a.model.load();
   const size_t esize = dtype_size(m.dtype);
+  // The measured input densities by conv2d layer; a profile of another model, or naming a
+  // layer this one lacks, is an error rather than a half-filled column.
+  std::optional<Profile> prof;
+  std::map<std::string, const LayerProfile*> measured;
+  if (!a.profile.empty()) {
+    prof = load_profile(a.profile);
+    profile_densities(*prof, m);
+    for (const LayerProfile& l : prof->densities)
+      measured[l.layer] = &l;
+  }
   if (a.json) {
     nlohmann::ordered_json j;
     j["model"] = m.name;
@@ -32,13 +52,21 @@ void inspect(const InspectArgs& a) {
         if (p.trainable) params += numel(p.shape);
       const int64_t bytes = op_is_view(n.op) ? 0 : numel(n.shape) * int64_t(esize);
       act += bytes;
-      layers.push_back({{"name", n.name},
-                        {"op", op_name(n.op)},
-                        {"output_shape", n.shape},
-                        {"params", params},
-                        {"macs", m.macs(int(i))},
-                        {"activation_bytes", bytes}});
+      nlohmann::ordered_json l = {{"name", n.name},
+                                  {"op", op_name(n.op)},
+                                  {"output_shape", n.shape},
+                                  {"params", params},
+                                  {"macs", m.macs(int(i))},
+                                  {"activation_bytes", bytes}};
+      if (const auto it = measured.find(n.name); it != measured.end()) {
+        const LayerProfile& lp = *it->second;
+        l["input_density"] = lp.density;
+        l["input_density_tiles"] = {
+            {"p10", lp.tiles.p10}, {"median", lp.tiles.median}, {"p90", lp.tiles.p90}};
+      }
+      layers.push_back(l);
     }
+    if (prof) j["profile"] = a.profile;
     j["layers"] = layers;
     j["total_params"] = m.total_params();
     j["total_macs"] = m.total_macs();
@@ -52,8 +80,9 @@ void inspect(const InspectArgs& a) {
   w = std::min<size_t>(w, 48);
   fmt::print("{} ({}), input {} {}\n\n", m.name, m.file, shape_str(m.input_shape),
              dtype_name(m.dtype));
-  fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}\n", "layer", w, "op", "output",
-             "params", "MACs", "activation");
+  fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}{}\n", "layer", w, "op", "output",
+             "params", "MACs", "activation",
+             prof ? fmt::format("  {:>7}  {:>13}", "density", "tiles p10-p90") : "");
   int64_t act = 0;
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const Node& n = m.nodes[i];
@@ -63,14 +92,30 @@ void inspect(const InspectArgs& a) {
     const int64_t bytes = op_is_view(n.op) ? 0 : numel(n.shape) * int64_t(esize);
     act += bytes;
     std::string name = n.name.size() > w ? n.name.substr(0, w - 3) + "..." : n.name;
-    fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}\n", name, w, op_name(n.op),
+    std::string density; // only conv2d rows get the columns (a conv the profile skips: "-")
+    if (prof && n.op == OpKind::conv2d) {
+      const auto it = measured.find(n.name);
+      density = it == measured.end()
+                    ? fmt::format("  {:>7}", "-")
+                    : fmt::format("  {:>7.4f}  {:>13}", it->second->density,
+                                  fmt::format("{:.3f}-{:.3f}", it->second->tiles.p10,
+                                              it->second->tiles.p90));
+    }
+    fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}{}\n", name, w, op_name(n.op),
                shape_str(n.shape), params ? with_commas(params) : "-",
                m.macs(int(i)) ? human_count(m.macs(int(i))) : "-",
-               bytes ? human_bytes(bytes) : "view");
+               bytes ? human_bytes(bytes) : "view", density);
   }
   fmt::print("\n{} layers, {} parameters, {} MACs ({}), {} of activations (all layer outputs)\n",
              m.nodes.size(), with_commas(m.total_params()), human_count(m.total_macs()),
              with_commas(m.total_macs()), human_bytes(act));
+  if (prof)
+    fmt::print("density: the fraction of nonzeros in a conv2d layer's input ({} of {} measured, "
+               "{}on {}{}); tiles p10-p90: its spread over tiles of {}x{} pixels\n",
+               measured.size(), n_convs(m), a.profile + ", ",
+               prof->device.empty() ? "an unnamed device" : prof->device,
+               prof->input_shape.empty() ? "" : " at input " + shape_str(prof->input_shape),
+               prof->tile[0], prof->tile[1]);
 }
 
 } // namespace
@@ -81,6 +126,12 @@ void add_inspect(CLI::App& app) {
       "inspect", "layer table: output shape, parameters, MACs and activation bytes; totals");
   a->model.add_to(cmd);
   cmd->add_flag("--json", a->json, "machine-readable: layers, total_params, total_macs");
+  cmd->add_option("--profile", a->profile,
+                  "a kiln-profile/1 file (from kiln profile): adds beside each conv2d layer the "
+                  "measured density of its input (the fraction of nonzero elements) and its "
+                  "spread over tiles (p10-p90 of the tiles' densities); --json: input_density "
+                  "and input_density_tiles per layer. The same densities plan the sparse "
+                  "kernels of generate/build/run --profile");
   cmd->callback([a] { inspect(*a); });
 }
 

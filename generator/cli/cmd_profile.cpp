@@ -1,8 +1,178 @@
-// kiln profile (to be written).
+// kiln profile: runs a model forward once and records the density of every conv2d layer's
+// input (kiln-profile/1), for the sparse family of generate/build/run --profile.
 #include "generator/cli/commands.hpp"
+#include "generator/cli/format.hpp"
+#include "generator/cli/model_args.hpp"
+#include "generator/cli/progress.hpp"
+#include "generator/cli/run_setup.hpp"
+#include "generator/emit/lower.hpp"
+#include "generator/model/profile.hpp"
+#include "runtime/cpu/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <fmt/format.h>
+#include <map>
 
 namespace kiln::cli {
 
-void add_profile(CLI::App&) {}
+namespace {
+
+struct ProfileArgs {
+  ModelArgs model;
+  DeviceArgs dev;
+  std::string gpu;
+  std::string tile = "8x8";
+  std::string output;
+};
+
+// "RxC" or "N" (N x N), each within 1..65536 as kiln-profile/1 allows.
+Int2 parse_tile(const std::string& s) {
+  auto bad = [&] {
+    return Error("", "--tile",
+                 cat("expected RxC or N (pixels, each 1..65536, e.g. 8x8 or 16), got \"", s, "\""));
+  };
+  const size_t x = s.find('x');
+  const std::string parts[2] = {s.substr(0, x), x == std::string::npos ? s : s.substr(x + 1)};
+  Int2 t{0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const std::string& p = parts[i];
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+    if (p.empty() || ec != std::errc() || end != p.data() + p.size() || v < 1 || v > 65536)
+      throw bad();
+    t[i] = v;
+  }
+  return t;
+}
+
+std::string fit(const std::string& s, size_t w) {
+  return s.size() > w ? s.substr(0, w - 3) + "..." : s;
+}
+
+void profile(const ProfileArgs& a) {
+  const Int2 tile = parse_tile(a.tile);
+  if (a.dev.device == "cpu" && !a.gpu.empty())
+    throw Error("", "--gpu",
+                "chooses the generated kernels of --device emu or gpu; the cpu backend runs the "
+                "reference of every layer");
+  const ModelInput mi = load_model_input(a.model, a.dev.input);
+  const Model& m = mi.model;
+
+  // The values the conv2d layers read, in model order; each becomes an extra output after
+  // the model's own (so the plan keeps it in a persistent buffer and nothing changes for
+  // the real outputs). The model input is read from its own buffer.
+  Model pm = m;
+  std::map<int, size_t> output_of; // value -> index into the plan's outputs
+  for (size_t k = 0; k < m.outputs.size(); ++k)
+    output_of.emplace(m.outputs[k], k);
+  std::vector<int> convs;
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    if (m.nodes[i].op != OpKind::conv2d) continue;
+    convs.push_back(int(i));
+    const int r = m.nodes[i].inputs[0];
+    if (r != kModelInput && output_of.emplace(r, pm.outputs.size()).second) pm.outputs.push_back(r);
+  }
+  if (convs.empty())
+    throw Error(m.file, "", cat("model \"", m.name, "\" has no conv2d layer to profile"));
+
+  // Fails now on an unwritable destination rather than after the run; removed unless committed.
+  io::AtomicFile out(a.output);
+
+  Plan plan;
+  std::unique_ptr<Backend> backend;
+  if (a.dev.device == "cpu") {
+    plan = lower_model(pm, LowerOptions{});
+    backend = std::make_unique<cpu::CpuBackend>();
+  } else {
+    GeneratedRun gr = prepare_generated(pm, load_gpu(a.gpu.empty() ? "h200" : a.gpu),
+                                        GenerateOptions{}, a.dev.device);
+    plan = std::move(gr.plan);
+    backend = std::move(gr.backend);
+  }
+  Progress progress(plan);
+  ExecutorOptions eo;
+  eo.on_step = progress.callback();
+  Executor ex(plan, *backend, eo);
+  bind_weights_and_input(ex, plan, a.dev, mi.input);
+  const auto t0 = std::chrono::steady_clock::now();
+  ex.run("forward");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.done();
+
+  Profile p;
+  p.model = m.name;
+  p.input_shape = m.input_shape;
+  p.dtype = m.dtype;
+  p.device = a.dev.device;
+  p.input = a.dev.input;
+  p.weights = a.dev.weights.empty() ? cat("seeded ", a.dev.seed) : a.dev.weights;
+  p.tile = tile;
+  std::map<int, LayerProfile> measured; // by value: convs reading the same value share it
+  for (int c : convs) {
+    const int r = m.nodes[size_t(c)].inputs[0];
+    auto it = measured.find(r);
+    if (it == measured.end()) {
+      const Tensor x = ex.read(r == kModelInput ? plan.inputs[0] : plan.outputs[output_of.at(r)]);
+      it = measured.emplace(r, measure_density(x, tile)).first;
+    }
+    LayerProfile l = it->second;
+    l.layer = m.nodes[size_t(c)].name;
+    l.input = m.name_of(r);
+    p.densities.push_back(std::move(l));
+  }
+  const std::string text = profile_to_text(p);
+  parse_profile(text, a.output); // what we write must read back
+  out.write(text);
+  out.commit();
+
+  size_t wl = 5, wi = 5;
+  for (const LayerProfile& l : p.densities)
+    wl = std::max(wl, l.layer.size()), wi = std::max(wi, l.input.size());
+  wl = std::min<size_t>(wl, 48), wi = std::min<size_t>(wi, 40);
+  fmt::print("{:<{}}  {:<{}}  {:>8}  {:>26}\n", "layer", wl, "input", wi, "density",
+             "tiles p10 / median / p90");
+  double sum = 0, lo = 1, hi = 0;
+  for (const LayerProfile& l : p.densities) {
+    fmt::print("{:<{}}  {:<{}}  {:>8.4f}  {:>8.4f} / {:>6.4f} / {:>6.4f}\n", fit(l.layer, wl), wl,
+               fit(l.input, wi), wi, l.density, l.tiles.p10, l.tiles.median, l.tiles.p90);
+    sum += l.density, lo = std::min(lo, l.density), hi = std::max(hi, l.density);
+  }
+  fmt::print("\n{}: {} conv2d inputs measured on {} (input {}, weights {}, tiles {}x{}), forward "
+             "{:.3f} s; density mean {:.4f}, min {:.4f}, max {:.4f}; wrote {}\n",
+             m.name, p.densities.size(), a.dev.device, shape_str(m.input_shape), p.weights, tile[0],
+             tile[1], secs, sum / double(p.densities.size()), lo, hi, a.output);
+}
+
+} // namespace
+
+void add_profile(CLI::App& app) {
+  auto a = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "run MODEL forward once on X.npy and measure, for every conv2d layer, the density of its "
+      "input: the fraction of the input's elements that are nonzero (1 for a raw image; after "
+      "a relu often near 0.5). Also its tile spread: the p10/median/p90 of the densities of "
+      "tiles of --tile pixels of one image (all channels), close together when the zeros are "
+      "spread evenly, far apart when they cluster. Writes PROFILE.json (kiln-profile/1) for "
+      "`kiln generate/build/run --profile`, which plan the activation-sparse kernels from "
+      "these densities (a conv runs sparse where the cost model predicts it faster at its "
+      "density), and for `kiln inspect --profile`, which shows them beside each layer.\n"
+      "Example: kiln profile resnet18 --input x.npy --device cpu -o resnet18.profile.json");
+  a->model.add_to(cmd);
+  a->dev.add_to(cmd);
+  cmd->add_option("--gpu", a->gpu,
+                  "descriptor the generated kernels of --device emu or gpu are made for "
+                  "(default h200)");
+  cmd->add_option("--tile", a->tile,
+                  "tile of the spread, RxC pixels or N for NxN (default 8x8); the "
+                  "densities themselves do not depend on it");
+  cmd->add_option("-o,--output", a->output, "where to write the profile (kiln-profile/1 JSON)")
+      ->required();
+  cmd->callback([a] { profile(*a); });
+}
 
 } // namespace kiln::cli
