@@ -150,3 +150,41 @@ def plot(path, title, xlabel, ylabel, series, logy=True):
     fig.tight_layout()
     fig.savefig(path)
     print(f"wrote {path}")
+
+
+def plot_panels(path, title, xlabel, ylabel, panels, logy=True, columns=3):
+    """One figure of several panels. panels: [{'title', 'series': {label: [(x, y), ...]},
+    'vlines': [(x, label, linestyle), ...]}]; skipped quietly without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    if not panels:
+        return
+    cols = min(columns, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
+    for ax, p in zip(axes.flat, panels):
+        for label, pts in p["series"].items():
+            pts = [q for q in pts if q[1] not in ("", None)]
+            if pts:
+                ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", markersize=3, label=label)
+        for x, label, style in p.get("vlines", []):
+            ax.axvline(x, color="black", linestyle=style, linewidth=1, label=label)
+        ax.set_title(p["title"], fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if logy and any(q[1] not in ("", None) for pts in p["series"].values() for q in pts):
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")

@@ -76,8 +76,13 @@ def densenet(blocks, classes=1000, growth=32):
                          nn.Linear(c, classes))
 
 
+def densenet121():
+    return densenet((6, 12, 24, 16))
+
+
 def densenet201():
     return densenet((6, 12, 48, 32))
 
 
-MODELS = {"vgg16": vgg16, "resnet50": resnet50, "resnet152": resnet152, "densenet201": densenet201}
+MODELS = {"vgg16": vgg16, "resnet50": resnet50, "resnet152": resnet152, "densenet121": densenet121,
+          "densenet201": densenet201}
