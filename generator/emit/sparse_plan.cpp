@@ -75,7 +75,7 @@ constexpr double kLaunchMicros = 2.0; // the fill_zero of the nonzero count
 // A compacted form of one buffer in one phase.
 struct Form {
   int values = -1, index = -1, count = -1, nnz = -1;
-  bool written = false;
+  bool written = false, fused = false;
   std::string how;
 };
 
@@ -102,9 +102,11 @@ public:
       }
       std::vector<Step> out;
       for (size_t i = 0; i < n; ++i) {
-        for (size_t k : before_[i]) out.push_back(created_[k]);
+        for (size_t k : before_[i])
+          out.push_back(created_[k]);
         out.push_back(std::move((*steps_)[i]));
-        for (size_t k : after_[i]) out.push_back(created_[k]);
+        for (size_t k : after_[i])
+          out.push_back(created_[k]);
       }
       *steps_ = std::move(out);
     }
@@ -184,19 +186,23 @@ private:
     if (f.nnz >= 0) s.args.push_back({roles.nnz, f.nnz});
   }
 
-  // Whether the producer of x can compact its own output: a relu or an inference batchnorm
-  // (conv/sparse_compact.cuh computes those), writing x itself, not compacting already.
+  // Whether the producer of x can compact its own output (its kernel writes y and the form
+  // in one pass): a relu or an inference batchnorm (conv/sparse_compact.cuh), or a conv
+  // whose epilogue does (conv/epilogue.cuh); unguarded, writing x itself, not compacting.
   bool fusable(int prod, int x) const {
     if (prod < 0) return false;
     const Step& s = (*steps_)[size_t(prod)];
-    return (s.fn == Fn::relu_forward || s.fn == Fn::batchnorm_forward) && !s.accumulate &&
-           s.arg(kFormOfY.values) < 0 && s.need("y") == x && p_.buffers[x].shape.size() == 4;
+    const bool kind = s.fn == Fn::relu_forward || s.fn == Fn::batchnorm_forward ||
+                      s.fn == Fn::conv2d_forward || s.fn == Fn::conv2d_forward_sparse;
+    return kind && !s.accumulate && s.guard == Guard::none && s.arg(kFormOfY.values) < 0 &&
+           s.need("y") == x && p_.buffers[x].shape.size() == 4;
   }
 
-  // The compaction as it would run: the producer's extra time, or the separate kernel's.
-  Step compaction_step(const Form& f, int prod, int x, const Step& consumer, double d) const {
+  // The compaction as it would run: in the producer's kernel, or a separate kernel.
+  Step compaction_step(const Form& f, int prod, int x, const Step& consumer, double d,
+                       bool fused) const {
     Step c;
-    if (fusable(prod, x)) {
+    if (fused) {
       c = (*steps_)[size_t(prod)];
       add_form_args(c, f, kFormOfY);
     } else {
@@ -208,11 +214,19 @@ private:
     return c;
   }
 
-  double compaction_cost(const Form& f, int prod, int x, const Step& consumer, double d) const {
-    if (f.written) return 0; // another conv's compaction serves
-    const Step c = compaction_step(f, prod, x, consumer, d);
+  // The cheaper way to compact x and its time: fused (the producer's extra time, which may
+  // include a slower kernel that can compact) or separate; zero when already written.
+  std::pair<bool, double> compaction(const Form& f, int prod, int x, const Step& consumer,
+                                     double d) const {
+    if (f.written) return {f.fused, 0};
     const double fill = f.nnz >= 0 ? kLaunchMicros : 0;
-    return fusable(prod, x) ? cost(c) - cost((*steps_)[size_t(prod)]) + fill : cost(c) + fill;
+    const double separate = cost(compaction_step(f, prod, x, consumer, d, false));
+    if (fusable(prod, x)) {
+      const double extra =
+          cost(compaction_step(f, prod, x, consumer, d, true)) - cost((*steps_)[size_t(prod)]);
+      if (!std::isnan(extra) && !(extra > separate)) return {true, extra + fill};
+    }
+    return {false, separate + fill};
   }
 
   // Writes the form: the producer compacts (fused) or a sparse.compact runs before step i;
@@ -223,18 +237,19 @@ private:
       return;
     }
     const Step& consumer = (*steps_)[i];
-    const size_t at = fusable(prod, x) ? size_t(prod) : i;
+    f.fused = compaction(f, prod, x, consumer, d).first;
+    const size_t at = f.fused ? size_t(prod) : i;
     if (f.nnz >= 0) {
       Step z = like(Fn::fill_zero, consumer);
       z.args = {{"dst", f.nnz}};
       before_[at].push_back(created(std::move(z)));
     }
-    if (fusable(prod, x)) {
-      (*steps_)[size_t(prod)] = compaction_step(f, prod, x, consumer, d);
+    if (f.fused) {
+      (*steps_)[size_t(prod)] = compaction_step(f, prod, x, consumer, d, true);
       f.how = fmt::format("fused into {} of {}", fn_name((*steps_)[size_t(prod)].fn),
                           (*steps_)[size_t(prod)].node);
     } else {
-      before_[i].push_back(created(compaction_step(f, prod, x, consumer, d)));
+      before_[i].push_back(created(compaction_step(f, prod, x, consumer, d, false)));
       f.how = "sparse.compact before the conv";
     }
     f.written = true;
@@ -314,7 +329,7 @@ private:
       s.args = {{"x", x}, {"values", fc.values}, {"index", fc.index}, {"count", fc.count}};
       for (const Arg& a : st.args)
         if (a.role != "x") s.args.push_back(a);
-      const double us = cost(s), cus = compaction_cost(fc, prod, x, st, dens);
+      const double us = cost(s), cus = compaction(fc, prod, x, st, dens).second;
       if (!f || us + cus < d.sparse_us + d.compaction_us) {
         f = &fc, sp = s;
         d.sparse_us = us, d.compaction_us = cus;
@@ -382,11 +397,11 @@ private:
     Form& f = form(x, cs, !forced);
     Step sw = like(Fn::conv2d_backward_weight_sparse, st);
     sw.density = dens;
-    sw.args = {{"x", x}, {"values", f.values}, {"index", f.index}, {"count", f.count},
-               {"dy", st.need("dy")}, {"dw", st.need("dw")}};
+    sw.args = {{"x", x},           {"values", f.values},  {"index", f.index},
+               {"count", f.count}, {"dy", st.need("dy")}, {"dw", st.need("dw")}};
     d.sparse_us = cost(sw);
     d.dense_us = cost(st);
-    d.compaction_us = compaction_cost(f, -1, x, st, dens);
+    d.compaction_us = compaction(f, -1, x, st, dens).second;
     if (std::isnan(d.sparse_us)) return keep("no sparse variant fits this layer on the GPU");
     if (forced) {
       write_form(f, -1, x, i, dens, d.compaction);

@@ -15,16 +15,18 @@
 //      the nhwc layout of a weight; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU,
 //      GUARD, THRESHOLD (the dense side of a sparse dispatch: return, writing nothing, unless
 //      the running nonzero count nnz of x exceeds THRESHOLD; conv/sparse.cuh computes y then),
+//      COMPACT, YCS, YCOUNT (compact y as it is written: conv/epilogue.cuh),
 //      TH, TW, TO (block tile: output rows, columns, channels within a group),
 //      CK (input channels staged per step), P, PO (pixels and channels per thread),
 //      THREADS = NP * (TO / PO) with NP >= ceil(TH * TW / P) pixel groups (TO a multiple of
 //      PO; the generator rounds NP up so that THREADS is a whole number of warps).
-// Arguments, in order: x, w, [b], [residual], [nnz] (GUARD), y (absent ones are not passed).
+// Arguments, in order: x, w, [b], [residual], [nnz] (GUARD), y, [y_values, y_index, y_count,
+//      [y_nnz]] (COMPACT) (absent ones are not passed).
 // Grid: x = ceil(OH / TH) * ceil(OW / TW) spatial tiles, y = G * ceil((O / G) / TO),
 //       z = N. Block: THREADS x 1 x 1.
 #pragma once
 
-#include "conv/index.cuh"
+#include "conv/epilogue.cuh"
 
 namespace kiln::conv {
 
@@ -142,26 +144,7 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
     sync_threads();
   }
 
-  // Epilogue: + bias, + residual, relu; one store per output.
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int p = pg + i * NP;
-    const int oh = oh0 + p / TW, ow = ow0 + p % TW;
-    if (p >= TH * TW || oh >= Cfg::OH || ow >= Cfg::OW) continue;
-#pragma unroll
-    for (int j = 0; j < PO; ++j) {
-      const int og = o0 + cq + j * NCO;
-      if (og >= Og) continue;
-      const int oc = g * Og + og;
-      const I at = Cfg::NHWC ? ((I(n) * Cfg::OH + oh) * Cfg::OW + ow) * Cfg::O + oc
-                             : ((I(n) * Cfg::O + oc) * Cfg::OH + oh) * Cfg::OW + ow;
-      float v = acc[i][j];
-      if (Cfg::HAS_BIAS) v += to_float(arg<const T>(a, kB)[oc]);
-      if (Cfg::HAS_RESIDUAL) v += to_float(arg<const T>(a, kR)[at]);
-      if (Cfg::RELU) v = v > 0.f ? v : 0.f;
-      arg<T>(a, kY)[at] = from_float<T>(v);
-    }
-  }
+  conv_epilogue<Cfg, NP, NCO, P, PO, kB, kR, kY>(a, acc, n, g, oh0, ow0, o0, pg, cq);
 }
 
 } // namespace kiln::conv

@@ -21,14 +21,15 @@
 //      CS (slice size of the form), NHWC (layout of y and residual), W_OHWI (w stored
 //      [O][KH][KW][C/G]; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU, GUARD, THRESHOLD,
 //      TH, TW, TO, PO, P, SC (slices per chunk), THREADS = PG * (TO / PO), PG * P >= TH * TW.
-// Arguments, in order: values, index, count, w, [b], [residual], [nnz] (GUARD), y.
+// Arguments, in order: values, index, count, w, [b], [residual], [nnz] (GUARD), y,
+//      [y_values, y_index, y_count, [y_nnz]] (COMPACT).
 // Grid: x = ceil(OH / TH) * ceil(OW / TW), y = G * ceil((O / G) / TO), z = N.
 // Dynamic shared memory: up16(4 * KH * KW * KC * TO) + 2 * up16(4 * UNITS * CS) + 4 * UNITS
 //      bytes (up16: rounded up to a multiple of 16), UNITS = SC * ((TH - 1) * SH + (KH - 1) *
 //      DH + 1) * ((TW - 1) * SW + (KW - 1) * DW + 1).
 #pragma once
 
-#include "conv/index.cuh"
+#include "conv/epilogue.cuh"
 
 namespace kiln::conv {
 
@@ -60,11 +61,12 @@ template <class Cfg> KILN_FN void sparse_forward(const KernelArgs& a) {
   const Global<const T> w = arg<const T>(a, 3);
 
   // Dynamic shared memory, each array 16-byte aligned.
-  constexpr int W_BYTES = (4 * KK * KC * TO + 15) / 16 * 16, E_BYTES = (4 * UNITS * CS + 15) / 16 * 16;
-  const Shared<float> ws = dynamic_shared<float>(0);                      // [KK][KC][TO]
-  const Shared<float> vs = dynamic_shared<float>(W_BYTES);                // [UNITS][CS] values
-  const Shared<int> cs_ = dynamic_shared<int>(W_BYTES + E_BYTES);         // their chunk channel
-  const Shared<int> ns = dynamic_shared<int>(W_BYTES + 2 * E_BYTES);      // [UNITS] counts
+  constexpr int W_BYTES = (4 * KK * KC * TO + 15) / 16 * 16,
+                E_BYTES = (4 * UNITS * CS + 15) / 16 * 16;
+  const Shared<float> ws = dynamic_shared<float>(0);                 // [KK][KC][TO]
+  const Shared<float> vs = dynamic_shared<float>(W_BYTES);           // [UNITS][CS] values
+  const Shared<int> cs_ = dynamic_shared<int>(W_BYTES + E_BYTES);    // their chunk channel
+  const Shared<int> ns = dynamic_shared<int>(W_BYTES + 2 * E_BYTES); // [UNITS] counts
 
   const int tile = int(blockIdx.x);
   const int oh0 = (tile / TILES_W) * TH, ow0 = (tile % TILES_W) * TW;
@@ -149,26 +151,7 @@ template <class Cfg> KILN_FN void sparse_forward(const KernelArgs& a) {
     sync_threads();
   }
 
-  // Epilogue: + bias, + residual, relu; one store per output.
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int p = pg + i * PG;
-    const int oh = oh0 + p / TW, ow = ow0 + p % TW;
-    if (p >= TH * TW || oh >= Cfg::OH || ow >= Cfg::OW) continue;
-#pragma unroll
-    for (int j = 0; j < PO; ++j) {
-      const int og = o0 + cq + j * NCO;
-      if (og >= Og) continue;
-      const int oc = g * Og + og;
-      const I at = Cfg::NHWC ? ((I(n) * Cfg::OH + oh) * Cfg::OW + ow) * Cfg::O + oc
-                             : ((I(n) * Cfg::O + oc) * Cfg::OH + oh) * Cfg::OW + ow;
-      float v = acc[i][j];
-      if (Cfg::HAS_BIAS) v += to_float(arg<const T>(a, kB)[oc]);
-      if (Cfg::HAS_RESIDUAL) v += to_float(arg<const T>(a, kR)[at]);
-      if (Cfg::RELU) v = v > 0.f ? v : 0.f;
-      arg<T>(a, kY)[at] = from_float<T>(v);
-    }
-  }
+  conv_epilogue<Cfg, PG, NCO, P, PO, kB, kR, kY>(a, acc, n, g, oh0, ow0, o0, pg, cq);
 }
 
 } // namespace kiln::conv

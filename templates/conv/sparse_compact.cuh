@@ -7,11 +7,10 @@
 // pass over the tensor.
 //
 // A block takes (tile of TP pixels, slice) jobs in turn. It stages the job's TP x CS values
-// in shared memory (reads and dense writes coalesced in either layout), then each warp
-// compacts units: lanes hold a unit's channels, a ballot marks the nonzeros and each
-// nonzero's slot is the count of nonzero lanes below it, so nonzeros keep channel order and
-// every output is written by exactly one thread: the result does not depend on timing.
-// The count total is an integer (exact in any order): one atomic add per block.
+// in shared memory (reads and dense writes coalesced in either layout), then its warps
+// compact them (conv/compact_staged.cuh: ballots, nonzeros in channel order, each output
+// written by one thread). The count total is an integer (exact in any order): one atomic
+// add per block.
 //
 // Cfg: T (float, f16, bf16), N, C, H, W (x), NHWC (layout of x and y; false: NCHW),
 //      CS (slice: 1, 2, 4, 8, 16 or 32, or a multiple of 32 up to 224),
@@ -24,6 +23,7 @@
 // Grid: any (a grid-stride loop over the jobs). Block: THREADS x 1 x 1.
 #pragma once
 
+#include "conv/compact_staged.cuh"
 #include "conv/index.cuh"
 
 namespace kiln::conv {
@@ -34,11 +34,8 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
   using T = typename Cfg::T;
   constexpr int C = Cfg::C, CS = Cfg::CS, SL = ceil_div(C, CS), TP = Cfg::TP;
   constexpr int THREADS = Cfg::THREADS, WARPS = THREADS / 32, PITCH = CS + 1;
-  constexpr int SEG = CS < 32 ? CS : 32; // lanes per unit
-  constexpr int UPW = 32 / SEG;          // units a warp compacts at once
-  constexpr int CHUNKS = CS / SEG;       // lane-widths per unit
+  constexpr int UPW = 32 / (CS < 32 ? CS : 32); // units a warp compacts at once
   constexpr bool BN = Cfg::PRE == COMPACT_BATCHNORM, DENSE_OUT = Cfg::PRE != COMPACT_NONE;
-  static_assert(32 % SEG == 0 && CS % SEG == 0 && CS <= 255, "CS divides 32 or is a multiple of it");
   static_assert(THREADS % 32 == 0 && TP % UPW == 0, "whole warps; whole units per warp step");
   constexpr i64 HW = i64(Cfg::H) * Cfg::W, P = i64(Cfg::N) * HW;
   constexpr i64 JOBS = ceil_div64(P, TP) * SL;
@@ -49,14 +46,11 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
   const Global<T> values = arg<T>(a, kV);
   const Global<u8> index = arg<u8>(a, kV + 1), count = arg<u8>(a, kV + 2);
 
-  KILN_SHARED_ARRAY(float, xs, TP * PITCH); // [pixel][channel of the slice]
+  KILN_SHARED_ARRAY(float, xs, TP* PITCH);       // [pixel][channel of the slice]
   KILN_SHARED_ARRAY(float, bn, BN ? 2 * CS : 1); // scale, shift of the slice's channels
   KILN_SHARED_ARRAY(int, warp_nnz, WARPS);
 
-  const int t = int(threadIdx.x), lane = t & 31, warp = t >> 5;
-  const int seg = lane / SEG, li = lane % SEG;
-  const u32 seg_mask = SEG == 32 ? 0xffffffffu : ((1u << SEG) - 1u) << (seg * SEG);
-  const u32 below = (1u << lane) - 1u; // the lanes under this one
+  const int t = int(threadIdx.x);
   int counted = 0;
 
   for (i64 job = blockIdx.x; job < JOBS; job += gridDim.x) {
@@ -97,44 +91,12 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
       xs[p * PITCH + i] = v;
     }
     sync_threads();
-    // Compact: a unit per SEG lanes; slot = nonzero lanes below in the unit.
-    for (int pb = warp * UPW; pb < TP; pb += WARPS * UPW) {
-      const int p = pb + seg;
-      const i64 pg = p0 + p;
-      const I unit = I(pg) * SL + s;
-      int base = 0;
-#pragma unroll
-      for (int ch = 0; ch < CHUNKS; ++ch) {
-        const int i = ch * SEG + li;
-        const float v = pg < P ? float(xs[p * PITCH + i]) : 0.f;
-        const bool nz = v != 0.f; // NaN counts as nonzero: it propagates as it would dense
-        const u32 m = ballot(nz) & seg_mask;
-        if (nz) {
-          const I at = unit * CS + base + __popc(m & below);
-          values[at] = from_float<T>(v);
-          index[at] = u8(i);
-        }
-        base += __popc(m);
-      }
-      if (li == 0 && pg < P) {
-        count[unit] = u8(base);
-        counted += base;
-      }
-    }
+    counted += compact_staged<CS, TP, 1, PITCH, THREADS>(
+        xs, [&](int r, int) { return p0 + r < P ? i64(p0 + r) * SL + s : i64(-1); }, values, index,
+        count);
     sync_threads(); // xs is restaged by the next job
   }
-  if constexpr (Cfg::COUNT) {
-    for (int m = 16; m >= 1; m >>= 1)
-      counted += shfl_xor(counted, m);
-    if (lane == 0) warp_nnz[warp] = counted;
-    sync_threads();
-    if (t == 0) {
-      int total = 0;
-      for (int w = 0; w < WARPS; ++w)
-        total += warp_nnz[w];
-      if (total) atomic_add(arg<int>(a, kV + 3).raw(), total);
-    }
-  }
+  if constexpr (Cfg::COUNT) add_block_count<THREADS>(counted, warp_nnz, arg<int>(a, kV + 3));
 }
 
 } // namespace kiln::conv

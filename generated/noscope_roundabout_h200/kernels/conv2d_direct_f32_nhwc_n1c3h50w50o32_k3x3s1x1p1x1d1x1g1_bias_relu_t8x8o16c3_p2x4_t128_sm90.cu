@@ -30,6 +30,9 @@ struct conv2d_direct_f32_nhwc_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16
   static constexpr bool RELU = true;
   static constexpr bool GUARD = false;
   static constexpr int THRESHOLD = 0;
+  static constexpr bool COMPACT = false;
+  static constexpr int YCS = 1;
+  static constexpr bool YCOUNT = false;
   static constexpr int TH = 8;
   static constexpr int TW = 8;
   static constexpr int TO = 16;

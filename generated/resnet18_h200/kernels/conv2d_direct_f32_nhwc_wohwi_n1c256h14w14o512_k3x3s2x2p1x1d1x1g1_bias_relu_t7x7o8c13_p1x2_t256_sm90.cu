@@ -30,6 +30,9 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c256h14w14o512_k3x3s2x2p1x1d1x1g1_bias_rel
   static constexpr bool RELU = true;
   static constexpr bool GUARD = false;
   static constexpr int THRESHOLD = 0;
+  static constexpr bool COMPACT = false;
+  static constexpr int YCS = 1;
+  static constexpr bool YCOUNT = false;
   static constexpr int TH = 7;
   static constexpr int TW = 7;
   static constexpr int TO = 8;

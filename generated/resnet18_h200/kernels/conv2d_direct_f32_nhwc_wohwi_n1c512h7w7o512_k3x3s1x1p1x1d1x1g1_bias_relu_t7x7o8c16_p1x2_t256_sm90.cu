@@ -30,6 +30,9 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c512h7w7o512_k3x3s1x1p1x1d1x1g1_bias_relu_
   static constexpr bool RELU = true;
   static constexpr bool GUARD = false;
   static constexpr int THRESHOLD = 0;
+  static constexpr bool COMPACT = false;
+  static constexpr int YCS = 1;
+  static constexpr bool YCOUNT = false;
   static constexpr int TH = 7;
   static constexpr int TW = 7;
   static constexpr int TO = 8;

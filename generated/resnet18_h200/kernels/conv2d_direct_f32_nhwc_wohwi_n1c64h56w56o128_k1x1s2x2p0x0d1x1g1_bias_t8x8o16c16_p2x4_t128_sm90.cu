@@ -30,6 +30,9 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c64h56w56o128_k1x1s2x2p0x0d1x1g1_bias_t8x8
   static constexpr bool RELU = false;
   static constexpr bool GUARD = false;
   static constexpr int THRESHOLD = 0;
+  static constexpr bool COMPACT = false;
+  static constexpr int YCS = 1;
+  static constexpr bool YCOUNT = false;
   static constexpr int TH = 8;
   static constexpr int TW = 8;
   static constexpr int TO = 16;

@@ -53,7 +53,8 @@ struct Conv {
   // The slice size kiln plans for this convolution's input.
   int64_t cs() const {
     int64_t cs = 1;
-    while (cs < std::min<int64_t>(32, c / groups)) cs *= 2;
+    while (cs < std::min<int64_t>(32, c / groups))
+      cs *= 2;
     return cs;
   }
   std::string name() const {
@@ -65,7 +66,8 @@ struct Conv {
 
 std::vector<ArgSpec> form(const Shape& x, int64_t cs, DType t, const FormRoles& roles = kFormOfX) {
   const SparseForm f = SparseForm::of(x, cs);
-  return {{roles.values, f.values_shape(), t}, {roles.index, f.values_shape(), DType::u8},
+  return {{roles.values, f.values_shape(), t},
+          {roles.index, f.values_shape(), DType::u8},
           {roles.count, f.count_shape(), DType::u8}};
 }
 
@@ -82,7 +84,8 @@ StepSpec sparse_forward(const Conv& cv, DType t, Layout lay, int epi, Guard guar
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(epi & kBias);
   s.args = {{"x", cv.x(), t, lay}};
-  for (const ArgSpec& a : form(cv.x(), cv.cs(), t)) s.args.push_back(a);
+  for (const ArgSpec& a : form(cv.x(), cv.cs(), t))
+    s.args.push_back(a);
   s.args.push_back({"w", cv.wt(), t, wlay});
   if (epi & kBias) s.args.push_back({"b", {cv.o}, t});
   if (epi & kRes) s.args.push_back({"residual", cv.y(), t, lay});
@@ -94,15 +97,38 @@ StepSpec sparse_forward(const Conv& cv, DType t, Layout lay, int epi, Guard guar
   return s;
 }
 
+// A conv that compacts its own output (y's form with slices of ycs) for the next sparse conv:
+// the dense direct kernel's epilogue, or the sparse kernel's.
+StepSpec compacting(const Conv& cv, DType t, Layout lay, int64_t ycs, bool count, bool sparse) {
+  StepSpec s = sparse ? sparse_forward(cv, t, lay, kBias | kRelu) : StepSpec{};
+  if (!sparse) {
+    s.fn = Fn::conv2d_forward;
+    s.op = OpKind::conv2d;
+    s.attrs = cv.attrs(true);
+    s.args = {{"x", cv.x(), t, lay}, {"w", cv.wt(), t}, {"b", {cv.o}, t}, {"y", cv.y(), t, lay}};
+    s.relu = true;
+  }
+  s.label = fmt::format("forward{} {} {} {} compacting y cs{}{}", sparse ? "_sparse" : "",
+                        cv.name(), dtype_name(t), layout_name(lay), ycs, count ? " nnz" : "");
+  for (const ArgSpec& a : form(cv.y(), ycs, t, kFormOfY))
+    s.args.push_back(a);
+  if (count) s.args.push_back({"y_nnz", {1}, DType::i32});
+  return s;
+}
+
 // The dense side of a dispatch: conv2d.forward guarded by the input's nonzero count.
 StepSpec dense_guarded(const Conv& cv, DType t, Layout lay) {
   StepSpec s;
-  s.label = fmt::format("forward dense-guarded {} {} {}", cv.name(), dtype_name(t), layout_name(lay));
+  s.label =
+      fmt::format("forward dense-guarded {} {} {}", cv.name(), dtype_name(t), layout_name(lay));
   s.fn = Fn::conv2d_forward;
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(true);
-  s.args = {{"x", cv.x(), t, lay}, {"w", cv.wt(), t, lay}, {"b", {cv.o}, t},
-            {"nnz", {1}, DType::i32}, {"y", cv.y(), t, lay}};
+  s.args = {{"x", cv.x(), t, lay},
+            {"w", cv.wt(), t, lay},
+            {"b", {cv.o}, t},
+            {"nnz", {1}, DType::i32},
+            {"y", cv.y(), t, lay}};
   s.guard = Guard::dense;
   s.threshold = numel(cv.x()) / 2;
   return s;
@@ -116,7 +142,8 @@ StepSpec sparse_weight(const Conv& cv, DType t, bool acc, Guard guard = Guard::n
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(false);
   s.args = {{"x", cv.x(), t}};
-  for (const ArgSpec& a : form(cv.x(), cv.cs(), t)) s.args.push_back(a);
+  for (const ArgSpec& a : form(cv.x(), cv.cs(), t))
+    s.args.push_back(a);
   s.args.push_back({"dy", cv.y(), t});
   if (guard != Guard::none) s.args.push_back({"nnz", {1}, DType::i32});
   s.args.push_back({"dw", cv.wt(), t});
@@ -143,17 +170,22 @@ enum Pre { kCompact, kReluPre, kBnPre, kBnReluPre };
 // A compaction of x [n, c, h, w] with slices of cs: alone, or fused into its producer.
 StepSpec compaction(Shape x, int64_t cs, DType t, Layout lay, Pre pre, bool count) {
   StepSpec s;
-  const char* what[] = {"sparse.compact", "relu+compact", "batchnorm+compact", "batchnorm+relu+compact"};
+  const char* what[] = {"sparse.compact", "relu+compact", "batchnorm+compact",
+                        "batchnorm+relu+compact"};
   s.label = fmt::format("{} {} cs{} {} {}{}", what[pre], shape_str(x), cs, dtype_name(t),
                         layout_name(lay), count ? " nnz" : "");
-  s.fn = pre == kCompact ? Fn::sparse_compact : pre == kReluPre ? Fn::relu_forward : Fn::batchnorm_forward;
+  s.fn = pre == kCompact   ? Fn::sparse_compact
+         : pre == kReluPre ? Fn::relu_forward
+                           : Fn::batchnorm_forward;
   s.op = pre == kCompact || pre == kReluPre ? OpKind::relu : OpKind::batchnorm;
   s.args = {{"x", x, t, lay}};
   if (pre == kBnPre || pre == kBnReluPre)
-    for (const char* r : {"weight", "bias", "running_mean", "running_var"}) s.args.push_back({r, {x[1]}, t});
+    for (const char* r : {"weight", "bias", "running_mean", "running_var"})
+      s.args.push_back({r, {x[1]}, t});
   if (pre != kCompact) s.args.push_back({"y", x, t, lay});
   const FormRoles& roles = pre == kCompact ? kFormOfX : kFormOfY;
-  for (const ArgSpec& a : form(x, cs, t, roles)) s.args.push_back(a);
+  for (const ArgSpec& a : form(x, cs, t, roles))
+    s.args.push_back(a);
   if (count) s.args.push_back({roles.nnz, {1}, DType::i32});
   s.relu = pre == kBnReluPre;
   return s;
@@ -190,10 +222,10 @@ std::vector<StepSpec> forward_specs() {
 
 std::vector<StepSpec> weight_specs() {
   return {
-      sparse_weight(k1, f32, false),     sparse_weight(k3, f32, true, Guard::sparse),
-      sparse_weight(k3s2, f16, false),   sparse_weight(k7s2, f32, false),
-      sparse_weight(k3d2, f32, true),    sparse_weight(k3g2, bf16, false),
-      sparse_weight(asym, f32, false),   sparse_weight(k1s2g2, f32, true),
+      sparse_weight(k1, f32, false),   sparse_weight(k3, f32, true, Guard::sparse),
+      sparse_weight(k3s2, f16, false), sparse_weight(k7s2, f32, false),
+      sparse_weight(k3d2, f32, true),  sparse_weight(k3g2, bf16, false),
+      sparse_weight(asym, f32, false), sparse_weight(k1s2g2, f32, true),
   };
 }
 
@@ -214,8 +246,14 @@ std::vector<StepSpec> compaction_specs() {
 // The dense side of dispatches, on the families that serve conv2d.forward and its weight
 // gradient (direct, implicit GEMM on tensor cores, backward weight).
 std::vector<StepSpec> guard_specs() {
-  return {dense_guarded(k3, f32, nhwc), dense_guarded(k3s2, f16, nhwc),
-          dense_guarded(k5, f32, nchw), dense_weight_guarded(k3d2, f32)};
+  return {dense_guarded(k3, f32, nhwc),
+          dense_guarded(k3s2, f16, nhwc),
+          dense_guarded(k5, f32, nchw),
+          dense_weight_guarded(k3d2, f32),
+          compacting(k3, f32, nhwc, 32, true, false),
+          compacting(k3g2, bf16, nchw, 8, false, false),
+          compacting(k3s2, f32, nchw, 4, true, true),
+          compacting(wide, f16, nhwc, 32, true, true)};
 }
 
 std::vector<Built> ours(std::vector<Built> built) {
@@ -254,11 +292,14 @@ std::vector<std::vector<std::byte>> run_once(const Built& b, const BackendFactor
     if (a.role == "values" || a.role == "index" || a.role == "count") {
       // A valid form: every unit empty but the first slot of each, channel 0.
       if (a.role == "count")
-        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, 1);
+        for (int64_t i = 0; i < t.numel(); ++i)
+          t.set(i, 1);
       if (a.role == "values")
-        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, 0.5);
+        for (int64_t i = 0; i < t.numel(); ++i)
+          t.set(i, 0.5);
     }
-    if (a.role == "nnz") t.set(0, double(pass == (st.guard == Guard::dense) ? st.threshold + 1 : st.threshold));
+    if (a.role == "nnz")
+      t.set(0, double(pass == (st.guard == Guard::dense) ? st.threshold + 1 : st.threshold));
     ex.write(a.buffer, to_memory_order(t, buf.layout));
   }
   ex.run("forward");
@@ -330,7 +371,8 @@ TEST_CASE("sparse group variants match the reference on the emulator at every de
       const KernelCheck r = emu_check(b, emu, 1, d);
       INFO(r.node << " at density " << d << ": " << r.kernel << " rel " << r.rel << " " << r.error);
       CHECK(r.pass);
-      if (getenv("KILN_TEST_VERBOSE")) MESSAGE(r.node << " d=" << d << " rel " << r.rel << " max " << r.max_abs);
+      if (getenv("KILN_TEST_VERBOSE"))
+        MESSAGE(r.node << " d=" << d << " rel " << r.rel << " max " << r.max_abs);
       ++runs;
     }
   MESSAGE(built.size() << " variants, " << runs << " runs in " << seconds_since(t0) << " s");
@@ -346,11 +388,13 @@ TEST_CASE("guarded kernels write nothing when the guard fails; bit-identical run
     ++guarded;
     int64_t changed = 0;
     for (const auto& out : run_once(b, emu, false, 0xa5))
-      for (std::byte x : out) changed += x != std::byte(0xa5);
+      for (std::byte x : out)
+        changed += x != std::byte(0xa5);
     CHECK(changed == 0);
     bool wrote = false;
     for (const auto& out : run_once(b, emu, true, 0xa5))
-      for (std::byte x : out) wrote |= x != std::byte(0xa5);
+      for (std::byte x : out)
+        wrote |= x != std::byte(0xa5);
     CHECK(wrote);
   }
   CHECK(guarded >= 8);

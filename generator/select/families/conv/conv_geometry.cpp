@@ -42,7 +42,7 @@ bool uniform_storage(const StepInfo& s) {
   DType t = DType::f64;
   for (const Arg& a : s.step.args) {
     const DType d = s.plan.buffers[a.buffer].dtype;
-    if (a.role == "nnz" || a.role == "index" || a.role == "count") continue; // integers
+    if (d == DType::u8 || d == DType::i32) continue; // sparse forms' indices and counts
     if (d != DType::f32 && d != DType::f16 && d != DType::bf16) return false;
     if (t != DType::f64 && d != t) return false;
     t = d;
@@ -57,6 +57,43 @@ void cfg_guard(Variant& v, const Step& st) {
 
 std::string guard_tag(const Step& st) {
   return st.guard == Guard::dense ? fmt::format("_gd{}", st.threshold) : "";
+}
+
+OutputForm::OutputForm(const StepInfo& s) {
+  compact = s.has("y_values");
+  if (!compact) return;
+  ycs = s.shape("y_values")[2];
+  count = s.has("y_nnz");
+}
+
+bool OutputForm::fits(int64_t to, int64_t og, int64_t groups) const {
+  return !compact || (ycs <= 32 ? 32 % ycs == 0 : ycs % 32 == 0) && to % ycs == 0 &&
+                         (groups == 1 || og % ycs == 0);
+}
+
+void OutputForm::cfg(Variant& v) const {
+  cfg_bool(v, "COMPACT", compact);
+  cfg_int(v, "YCS", compact ? ycs : 1);
+  cfg_bool(v, "YCOUNT", count);
+}
+
+void OutputForm::add_args(Variant& v) const {
+  if (!compact) return;
+  for (const char* r : {"y_values", "y_index", "y_count"})
+    v.args.push_back(r);
+  if (count) v.args.push_back("y_nnz");
+}
+
+std::string OutputForm::tag() const {
+  return compact ? fmt::format("_ycs{}{}", ycs, count ? "c" : "") : "";
+}
+
+int64_t OutputForm::smem(int64_t th, int64_t tw, int64_t to) const {
+  return compact ? (th * tw * (to + 1) * 4 + 15) / 16 * 16 + (count ? 32 : 0) : 0;
+}
+
+double OutputForm::bytes(double y_elems, int64_t esize, double d) const {
+  return compact ? y_elems * d * double(esize + 1) + y_elems / double(ycs) : 0;
 }
 
 std::string tile_name(const ImageTile& t, char chan, char staged) {

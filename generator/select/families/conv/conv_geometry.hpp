@@ -42,6 +42,25 @@ bool uniform_storage(const StepInfo& s);
 void cfg_guard(Variant& v, const Step& st);
 std::string guard_tag(const Step& st);
 
+// The compacted form of y a conv epilogue writes as it writes y (conv/epilogue.cuh), when
+// the step has y_values: its slice size and whether it counts y's nonzeros into y_nnz.
+struct OutputForm {
+  bool compact = false;
+  int64_t ycs = 0;
+  bool count = false;
+
+  explicit OutputForm(const StepInfo& s);
+  // Whether a block tile of `to` channels (of og per group, in `groups` groups) holds whole
+  // slices of the form, as the epilogue needs.
+  bool fits(int64_t to, int64_t og, int64_t groups) const;
+  void cfg(Variant& v) const;      // COMPACT, YCS, YCOUNT
+  void add_args(Variant& v) const; // y_values, y_index, y_count, [y_nnz], after y
+  std::string tag() const;         // "_ycs32c": in instance names
+  int64_t smem(int64_t th, int64_t tw, int64_t to) const; // the staged tile, bytes
+  // The bytes the form adds at output density d: nonzero values and index bytes, counts.
+  double bytes(double y_elems, int64_t esize, double d) const;
+};
+
 inline int64_t pow2_at_least(int64_t x) {
   int64_t p = 1;
   while (p < x)

@@ -23,6 +23,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
   const DType t = s.dtype("x");
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
+  const OutputForm form(s);
 
   std::vector<Variant> out;
   std::set<std::string> names;
@@ -33,14 +34,16 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
       return ih * iw + KK * u.tc;
     };
     if (!fit_image_tile(tile, g.OH, g.OW, Og, Cg, per_chan)) continue;
+    if (!form.fits(tile.tc, Og, g.G)) continue;
     Variant v;
     v.family = "conv2d_direct";
     v.header = "conv/direct.cuh";
     v.function = "kiln::conv::direct";
-    v.name = fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}{}_{}", dtype_tag(t), layout_name(lay),
-                         w_ohwi ? "_wohwi" : "", geom_name(g), bias ? "_bias" : "",
-                         residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o', 'c'),
-                         tile.threads(), guard_tag(st), s.arch_tag());
+    v.name =
+        fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}{}{}_{}", dtype_tag(t), layout_name(lay),
+                    w_ohwi ? "_wohwi" : "", geom_name(g), bias ? "_bias" : "",
+                    residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o', 'c'),
+                    tile.threads(), guard_tag(st), form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue; // fitting made two configurations one
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -50,6 +53,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "HAS_RESIDUAL", residual);
     cfg_bool(v, "RELU", st.relu);
     cfg_guard(v, st);
+    form.cfg(v);
     cfg_int(v, "TH", tile.th);
     cfg_int(v, "TW", tile.tw);
     cfg_int(v, "TO", tile.tc);
@@ -62,11 +66,12 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     if (residual) v.args.push_back("residual");
     if (st.guard == Guard::dense) v.args.push_back("nnz");
     v.args.push_back("y");
+    form.add_args(v);
     const int64_t tiles = ((g.OH + tile.th - 1) / tile.th) * ((g.OW + tile.tw - 1) / tile.tw);
     const int64_t otiles = (Og + tile.tc - 1) / tile.tc;
     v.grid = {tiles, g.G * otiles, g.N};
     v.block = {tile.threads(), 1, 1};
-    v.static_smem = per_chan(tile) * tile.ck * 4;
+    v.static_smem = per_chan(tile) * tile.ck * 4 + form.smem(tile.th, tile.tw, tile.tc);
     v.registers_per_thread = int(30 + tile.p * tile.pc + tile.pc + 2 * tile.p);
     // Roofline: blocks read x once per channel tile (with its halo; from DRAM each time when
     // x does not stay in L2), w and bias stay in L2, y is written once, the residual read once.
@@ -75,7 +80,8 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     const double halo = std::max(1.0, patch / double(tile.th * g.SH * tile.tw * g.SW));
     const double y_elems = double(g.N * g.O * g.OH * g.OW);
     v.bytes = dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles) * halo) +
-              double(esize) * (double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1));
+              double(esize) * (double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1)) +
+              form.bytes(y_elems, esize, st.density >= 0 ? st.density : 0.5);
     v.flops = 2 * g.macs();
     v.efficiency =
         micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, g.OH, g.OW, Og, Cg);

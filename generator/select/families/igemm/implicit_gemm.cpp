@@ -48,7 +48,10 @@ const std::vector<IgemmTile>& igemm_tiles() {
 
 std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_forward || st.accumulate || st.guard == Guard::sparse) return {};
+  // A conv that compacts its output is the register-tiled families' (conv/epilogue.cuh).
+  if (st.fn != Fn::conv2d_forward || st.accumulate || st.guard == Guard::sparse ||
+      st.arg("y_values") >= 0)
+    return {};
   const Attrs& a = st.attrs;
   if (a.groups != 1) return {};
   const Buffer& xb = s.arg("x");

@@ -46,6 +46,7 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
   const bool bias = s.has("b"), residual = s.has("residual"), guard = st.guard == Guard::sparse;
   const double d = planned_density(st);
+  const OutputForm form(s);
   // The slices of one group's channels (a group may start inside a slice).
   const int64_t group_slices = (Cg + cs - 1) / cs + (Cg % cs != 0 && g.G > 1 ? 1 : 0);
 
@@ -55,10 +56,13 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     const int64_t th = std::min(tile.th, g.OH), tw = std::min(tile.tw, g.OW);
     const int64_t to = std::min(tile.to, pow2_at_least(Og));
     const int64_t po = to >= 32 ? to / 32 : 1, nco = to / po;
-    int64_t pg = std::max<int64_t>(std::min(kMaxThreads / nco, pow2_at_least(th * tw)), 32 / std::min<int64_t>(nco, 32));
+    if (!form.fits(to, Og, g.G)) continue;
+    int64_t pg = std::max<int64_t>(std::min(kMaxThreads / nco, pow2_at_least(th * tw)),
+                                   32 / std::min<int64_t>(nco, 32));
     const int64_t p = (th * tw + pg - 1) / pg;
     const int64_t threads = pg * nco;
-    const int64_t ih = (th - 1) * g.SH + (g.KH - 1) * g.DH + 1, iw = (tw - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+    const int64_t ih = (th - 1) * g.SH + (g.KH - 1) * g.DH + 1,
+                  iw = (tw - 1) * g.SW + (g.KW - 1) * g.DW + 1;
     const int64_t patch = ih * iw;
     const auto smem = [&](int64_t sc) {
       return up16(4 * KK * sc * cs * to) + 2 * up16(4 * patch * sc * cs) + 4 * patch * sc;
@@ -71,11 +75,11 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     v.family = "conv2d_sparse";
     v.header = "conv/sparse.cuh";
     v.function = "kiln::conv::sparse_forward";
-    v.name = fmt::format("conv2d_sparse_{}_{}{}_{}_cs{}{}{}{}_t{}x{}o{}_p{}x{}_sc{}_t{}{}_{}", dtype_tag(t),
-                         layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
+    v.name = fmt::format("conv2d_sparse_{}_{}{}_{}_cs{}{}{}{}_t{}x{}o{}_p{}x{}_sc{}_t{}{}{}_{}",
+                         dtype_tag(t), layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
                          bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "", th,
                          tw, to, p, po, sc, threads,
-                         guard ? fmt::format("_gs{}", st.threshold) : "", s.arch_tag());
+                         guard ? fmt::format("_gs{}", st.threshold) : "", form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -87,6 +91,7 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "RELU", st.relu);
     cfg_bool(v, "GUARD", guard);
     cfg_int(v, "THRESHOLD", guard ? st.threshold : 0);
+    form.cfg(v);
     cfg_int(v, "TH", th);
     cfg_int(v, "TW", tw);
     cfg_int(v, "TO", to);
@@ -99,12 +104,14 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     if (residual) v.args.push_back("residual");
     if (guard) v.args.push_back("nnz");
     v.args.push_back("y");
+    form.add_args(v);
     const int64_t tiles = ((g.OH + th - 1) / th) * ((g.OW + tw - 1) / tw);
     const int64_t otiles = (Og + to - 1) / to;
     const int64_t chunks = (group_slices + sc - 1) / sc;
     v.grid = {tiles, g.G * otiles, g.N};
     v.block = {threads, 1, 1};
     v.dynamic_smem = smem(sc);
+    v.static_smem = form.smem(th, tw, to);
     v.registers_per_thread = int(40 + p * po);
     // Useful work: the nonzeros' multiply-adds. Bytes: the compacted input (nonzero values
     // and index bytes, a count byte per unit) read once per output-channel tile (the halo
@@ -115,16 +122,18 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     const double compacted = x_elems * d * double(esize + 1) + x_elems / double(cs);
     const double y_elems = double(g.N * g.O * g.OH * g.OW);
     const double blocks = double(tiles * g.G * otiles * g.N);
-    const double staged = blocks * double(chunks) *
-                          (double(KK * sc * cs * to * esize) + double(patch * sc) * (cs * d * (esize + 1) + 1));
-    v.bytes = dram_reads(s.gpu, compacted, double(otiles)) + double(esize) * (double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1)) +
-              staged / 3;
+    const double staged =
+        blocks * double(chunks) *
+        (double(KK * sc * cs * to * esize) + double(patch * sc) * (cs * d * (esize + 1) + 1));
+    v.bytes = dram_reads(s.gpu, compacted, double(otiles)) +
+              double(esize) * (double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1)) + staged / 3 +
+              form.bytes(y_elems, esize, 0.5);
     v.flops = 2 * g.macs() * d;
     // A nonzero costs each lane PO weight loads from shared memory and PO multiply-adds:
     // shared-memory bandwidth caps it near a quarter of the FP32 peak; lanes of several
     // pixels in one warp (narrow TO) diverge on their lists' lengths.
-    const double util = double(g.OH * g.OW) / double(tiles * th * tw) * double(Og) / double(otiles * to) *
-                        double(Cg) / double(group_slices * cs);
+    const double util = double(g.OH * g.OW) / double(tiles * th * tw) * double(Og) /
+                        double(otiles * to) * double(Cg) / double(group_slices * cs);
     v.math = "fp32";
     v.efficiency = overlapped_efficiency(
         s.gpu, v, std::min(0.25, double(po) / double(2 * po + 3)) * (nco < 32 ? 0.6 : 1.0) * util);
