@@ -9,6 +9,7 @@
 #include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
 #include "runtime/weights.hpp"
@@ -20,12 +21,27 @@ namespace kiln::cli {
 
 namespace {
 
+// This kiln's own identity: a generated directory depends on the generator's code, which a
+// rebuild changes without changing KILN_VERSION.
+const std::string& kiln_identity() {
+  static const std::string id = [] {
+    try {
+      const auto bytes = io::read_file("/proc/self/exe");
+      return content_hash(
+          std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    } catch (const Error&) {
+      return std::string(KILN_VERSION);
+    }
+  }();
+  return id;
+}
+
 // Where a configuration's generated directory is kept.
 std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   const std::string key = cache_key(
-      {model_to_text(m), g.identity(), KILN_VERSION, templates_hash(), o.train ? "train" : "infer",
-       o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln", std::to_string(o.slots),
-       fmt::format("{}", o.lr), "sparse " + std::to_string(int(o.sparse)),
+      {model_to_text(m), g.identity(), KILN_VERSION, kiln_identity(), templates_hash(),
+       o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
+       std::to_string(o.slots), fmt::format("{}", o.lr), "sparse " + std::to_string(int(o.sparse)),
        o.profile ? profile_to_text(*o.profile) : ""});
   return KernelCache::default_dir() + "/runs/" + key;
 }
