@@ -68,9 +68,11 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
       return up16(4 * KK * sc * cs * to) + 2 * up16(4 * patch * sc * cs) + 4 * patch * sc;
     };
     int64_t sc = std::max<int64_t>(1, group_slices);
-    while (sc > 1 && smem(sc) > kSmemTarget)
+    const int64_t budget = std::min(kSmemTarget, s.gpu.shared_memory_per_block_optin);
+    const int64_t fixed = form.smem(th, tw, to); // the epilogue's staged tile
+    while (sc > 1 && smem(sc) + fixed > budget)
       sc = (sc + 1) / 2;
-    if (smem(sc) > s.gpu.shared_memory_per_block_optin) continue;
+    if (smem(sc) + fixed > s.gpu.shared_memory_per_block_optin) continue;
     Variant v;
     v.family = "conv2d_sparse";
     v.header = "conv/sparse.cuh";
