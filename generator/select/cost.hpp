@@ -14,7 +14,7 @@ struct CostEstimate {
   double micros = 0;  // estimated time
   double floor_micros = 0; // the roofline floor
   Occupancy occ;
-  double fill = 0;    // fraction of SM slots the grid keeps busy over its waves
+  double fill = 0;    // fraction of SM block slots the grid keeps busy over its waves
 };
 
 double peak_tflops(const GpuDesc& g, const std::string& math);

@@ -2,7 +2,7 @@
 // model: noscope_roundabout; gpu: NVIDIA H200 (sm_90)
 // node: conv2+relu2 (conv2d.forward)
 // variant: conv2d_implicit_gemm: implicit GEMM M=2500 N=32 K=288: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments
-// chosen: cheapest of 9 valid variants: est. 10.2 us (floor 0.1 us), 7 blocks/SM (shared memory bound), fill 4%
+// chosen: cheapest of 9 valid variants: est. 5.1 us (floor 0.1 us), 7 blocks/SM (shared memory bound), fill 30%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h50w50_o32k3x3s1x1p1x1d1x1_bias_relu_sm90_cfg {

@@ -2,7 +2,7 @@
 // model: noscope_roundabout; gpu: NVIDIA H200 (sm_90)
 // node: pool1 (maxpool2d.forward)
 // variant: maxpool2d: one output per thread in memory order, window read from global memory (L1 reuse)
-// chosen: cheapest of 1 valid variant: est. 3.4 us (floor 0.1 us), 8 blocks/SM (registers bound), fill 7%
+// chosen: cheapest of 1 valid variant: est. 2.4 us (floor 0.1 us), 8 blocks/SM (registers bound), fill 60%
 #include "pool/pool2d.cuh"
 
 struct maxpool2d_fwd_f32_nhwc_n1c32h50w50_k2x2s2x2p0x0_direct_t256_sm90_cfg {

@@ -2,7 +2,7 @@
 // model: noscope_roundabout; gpu: NVIDIA H200 (sm_90)
 // node: pool2 (maxpool2d.forward)
 // variant: maxpool2d: one output per thread in memory order, window read from global memory (L1 reuse)
-// chosen: cheapest of 1 valid variant: est. 3.5 us (floor 0.0 us), 8 blocks/SM (registers bound), fill 3%
+// chosen: cheapest of 1 valid variant: est. 2.4 us (floor 0.0 us), 8 blocks/SM (registers bound), fill 27%
 #include "pool/pool2d.cuh"
 
 struct maxpool2d_fwd_f32_nhwc_n1c64h25w25_k2x2s2x2p0x0_direct_t256_sm90_cfg {

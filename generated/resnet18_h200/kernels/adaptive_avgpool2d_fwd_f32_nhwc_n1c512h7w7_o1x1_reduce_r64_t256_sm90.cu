@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: avgpool (adaptive_avgpool2d.forward)
 // variant: adaptive_avgpool2d: block-level tree reduction per output: channels across threads, window rows split R ways, partial sums added in shared memory
-// chosen: cheapest of 2 valid variants: est. 2.3 us (floor 0.0 us), 8 blocks/SM (registers bound), fill 12%
+// chosen: cheapest of 2 valid variants: est. 2.1 us (floor 0.0 us), 8 blocks/SM (registers bound), fill 97%
 #include "pool/adaptive_avgpool2d.cuh"
 
 struct adaptive_avgpool2d_fwd_f32_nhwc_n1c512h7w7_o1x1_reduce_r64_t256_sm90_cfg {

@@ -3,7 +3,7 @@
 // node: layer4.0.conv2+layer4.0.bn2+layer4.0.add+layer4.0.relu2 (conv2d.forward)
 // node: layer4.1.conv2+layer4.1.bn2+layer4.1.add+layer4.1.relu2 (conv2d.forward)
 // variant: conv2d_direct: 7x7 output pixels x 8 channels per block, 16 input channels staged per step, 1x2 outputs per thread
-// chosen: cheapest of 7 valid variants: est. 241.4 us (floor 3.5 us), 6 blocks/SM (registers bound), fill 8%
+// chosen: cheapest of 7 valid variants: est. 93.2 us (floor 3.5 us), 6 blocks/SM (registers bound), fill 48%
 #include "conv/direct.cuh"
 
 struct conv2d_direct_f32_nhwc_wohwi_n1c512h7w7o512_k3x3s1x1p1x1d1x1g1_bias_res_relu_t7x7o8c16_p1x2_t256_sm90_cfg {

@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer2.0.downsample.0+layer2.0.downsample.1 (conv2d.forward)
 // variant: conv2d_direct: 8x8 output pixels x 16 channels per block, 16 input channels staged per step, 2x4 outputs per thread
-// chosen: cheapest of 9 valid variants: est. 11.5 us (floor 0.3 us), 10 blocks/SM (registers bound), fill 10%
+// chosen: cheapest of 9 valid variants: est. 4.8 us (floor 0.3 us), 10 blocks/SM (registers bound), fill 97%
 #include "conv/direct.cuh"
 
 struct conv2d_direct_f32_nhwc_wohwi_n1c64h56w56o128_k1x1s2x2p0x0d1x1g1_bias_t8x8o16c16_p2x4_t128_sm90_cfg {

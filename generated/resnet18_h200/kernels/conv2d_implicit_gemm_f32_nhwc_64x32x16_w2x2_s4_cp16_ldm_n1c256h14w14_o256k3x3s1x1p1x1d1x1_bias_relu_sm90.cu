@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer3.1.conv1+layer3.1.bn1+layer3.1.relu1 (conv2d.forward)
 // variant: conv2d_implicit_gemm: implicit GEMM M=196 N=256 K=2304: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments
-// chosen: cheapest of 8 valid variants: est. 55.2 us (floor 0.6 us), 7 blocks/SM (shared memory bound), fill 3%
+// chosen: cheapest of 8 valid variants: est. 22.0 us (floor 0.6 us), 7 blocks/SM (shared memory bound), fill 24%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o256k3x3s1x1p1x1d1x1_bias_relu_sm90_cfg {

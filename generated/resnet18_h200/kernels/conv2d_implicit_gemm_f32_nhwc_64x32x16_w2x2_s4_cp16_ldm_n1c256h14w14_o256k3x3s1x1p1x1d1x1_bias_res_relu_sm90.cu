@@ -3,7 +3,7 @@
 // node: layer3.0.conv2+layer3.0.bn2+layer3.0.add+layer3.0.relu2 (conv2d.forward)
 // node: layer3.1.conv2+layer3.1.bn2+layer3.1.add+layer3.1.relu2 (conv2d.forward)
 // variant: conv2d_implicit_gemm: implicit GEMM M=196 N=256 K=2304: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments
-// chosen: cheapest of 8 valid variants: est. 59.1 us (floor 0.6 us), 7 blocks/SM (shared memory bound), fill 3%
+// chosen: cheapest of 8 valid variants: est. 23.5 us (floor 0.6 us), 7 blocks/SM (shared memory bound), fill 24%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o256k3x3s1x1p1x1d1x1_bias_res_relu_sm90_cfg {

@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: conv1+bn1+relu (conv2d.forward)
 // variant: conv2d_implicit_gemm: implicit GEMM M=12544 N=64 K=147: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), element loads, ldmatrix fragments
-// chosen: cheapest of 8 valid variants: est. 12.1 us (floor 0.8 us), 7 blocks/SM (shared memory bound), fill 42%
+// chosen: cheapest of 8 valid variants: est. 9.4 us (floor 0.8 us), 7 blocks/SM (shared memory bound), fill 99%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ld_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90_cfg {

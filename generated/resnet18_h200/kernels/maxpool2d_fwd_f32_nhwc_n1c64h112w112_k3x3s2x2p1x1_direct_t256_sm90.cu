@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: maxpool (maxpool2d.forward)
 // variant: maxpool2d: one output per thread in memory order, window read from global memory (L1 reuse)
-// chosen: cheapest of 1 valid variant: est. 3.4 us (floor 0.8 us), 8 blocks/SM (registers bound), fill 74%
+// chosen: cheapest of 1 valid variant: est. 3.1 us (floor 0.8 us), 8 blocks/SM (registers bound), fill 99%
 #include "pool/pool2d.cuh"
 
 struct maxpool2d_fwd_f32_nhwc_n1c64h112w112_k3x3s2x2p1x1_direct_t256_sm90_cfg {
