@@ -74,7 +74,7 @@ enum class StepKind { launch, library, reference, free };
 // threshold, a `sparse` one only when nnz <= threshold; otherwise it leaves its outputs
 // untouched. Kernels test the guard themselves on the device (no copy to the host, nothing
 // for a CUDA graph to branch on); the reference backend tests it on the host.
-enum class Guard { none, dense, sparse };
+enum class Guard { none, dense, sparse }; // on conv steps (and partial.sum, a conv's completion)
 std::string_view guard_name(Guard g);
 inline bool guard_passes(Guard g, int64_t threshold, int64_t nnz) {
   return g == Guard::none || (g == Guard::dense ? nnz > threshold : nnz <= threshold);

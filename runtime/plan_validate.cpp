@@ -71,11 +71,34 @@ void check_shapes(const Ctx& c) {
     c.expect("w", c.param(c.shape("dx"), "weight").shape);
     break;
   case Fn::conv2d_backward_weight:
-  case Fn::conv2d_backward_weight_sparse:
   case Fn::linear_backward_weight:
     c.expect("dy", c.forward(c.shape("x")));
     c.expect("dw", c.param(c.shape("x"), "weight").shape);
     break;
+  case Fn::conv2d_backward_weight_sparse: {
+    c.expect("dy", c.forward(c.shape("x")));
+    const Shape w = c.param(c.shape("x"), "weight").shape;
+    if ((s.arg("dw") >= 0) == (s.arg("partial") >= 0))
+      c.fail("writes either dw or partial (the sums over ranges of rows), not both");
+    if (s.arg("dw") >= 0) {
+      c.expect("dw", w);
+    } else {
+      const Shape& p = c.shape("partial");
+      const Shape& x = c.shape("x");
+      if (p.size() != 5 || Shape(p.begin() + 1, p.end()) != w || p[0] < 1 || p[0] > x[0] * x[2])
+        c.fail(cat("\"partial\" ", shape_str(p), " is not [S, ", shape_str(w).substr(1),
+                   " with 1 <= S <= N*H = ", x[0] * x[2]));
+      if (s.accumulate) c.fail("partial sums are written, not accumulated (partial.sum may)");
+    }
+    break;
+  }
+  case Fn::partial_sum: {
+    const Shape& p = c.shape("partial");
+    if (p.size() < 2 || Shape(p.begin() + 1, p.end()) != c.shape("dst"))
+      c.fail(cat("\"dst\" ", shape_str(c.shape("dst")), " is not \"partial\" ", shape_str(p),
+                 " without its first axis"));
+    break;
+  }
   case Fn::bias_backward: c.expect("db", c.channels("dy")); break;
   case Fn::batchnorm_forward:
     c.expect("y", c.forward(c.shape("x")));
@@ -352,7 +375,7 @@ void validate_plan(const Plan& p) {
       }
       const bool conv = s.fn == Fn::conv2d_forward || s.fn == Fn::conv2d_forward_sparse ||
                         s.fn == Fn::conv2d_backward_weight ||
-                        s.fn == Fn::conv2d_backward_weight_sparse;
+                        s.fn == Fn::conv2d_backward_weight_sparse || s.fn == Fn::partial_sum;
       if (s.guard != Guard::none) {
         if (!conv) throw Error("", where, cat(fn_name(s.fn), " cannot be guarded"));
         if (s.arg("nnz") < 0) throw Error("", where, "a guarded step reads \"nnz\"");

@@ -24,6 +24,8 @@ constexpr sv y_compacted[] = {"y", "y_values", "y_index", "y_count", "y_nnz"};
 constexpr sv b_res_nnz_form[] = {"b", "residual", "nnz", "y_values", "y_index", "y_count", "y_nnz"};
 constexpr sv sparse_conv_in[] = {"x", "values", "index", "count", "w", "b", "residual", "nnz"};
 constexpr sv sparse_dw_in[] = {"x", "values", "index", "count", "dy", "nnz"};
+constexpr sv dw_or_partial[] = {"dw", "partial"}, nnz_dw_partial[] = {"nnz", "dw", "partial"};
+constexpr sv partial_nnz[] = {"partial", "nnz"};
 constexpr sv fold_in[] = {"w", "b", "weight", "bias", "running_mean", "running_var"};
 constexpr sv fold_out[] = {"w_out", "b_out"};
 constexpr sv dy_w[] = {"dy", "w"}, dx[] = {"dx"};
@@ -39,7 +41,7 @@ constexpr sv probs_target[] = {"probs", "target"}, dlogits[] = {"dlogits"};
 constexpr sv src[] = {"src"}, dst[] = {"dst"};
 constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
 
-const std::array<Entry, 36> table = {{
+const std::array<Entry, 37> table = {{
     {Fn::conv2d_forward, "conv2d.forward", x_w_b_res_nnz, y_compacted, b_res_nnz_form, y_nnz},
     {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
@@ -76,7 +78,9 @@ const std::array<Entry, 36> table = {{
     {Fn::sparse_compact, "sparse.compact", x, compacted, nnz, nnz},
     {Fn::conv2d_forward_sparse, "conv2d.forward_sparse", sparse_conv_in, y_compacted, b_res_nnz_form,
      y_nnz},
-    {Fn::conv2d_backward_weight_sparse, "conv2d.backward_weight_sparse", sparse_dw_in, dw, nnz},
+    {Fn::conv2d_backward_weight_sparse, "conv2d.backward_weight_sparse", sparse_dw_in,
+     dw_or_partial, nnz_dw_partial},
+    {Fn::partial_sum, "partial.sum", partial_nnz, dst, nnz},
 }};
 
 bool listed(std::span<const sv> roles, std::string_view role) {

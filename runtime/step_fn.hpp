@@ -59,8 +59,11 @@ enum class Fn {
   // [nnz: guard] -> y, [compacted y]: conv2d.forward computed from the compacted x.
   conv2d_forward_sparse,
   // x (shape), values, index, count, dy, [nnz: guard] -> dw: conv2d.backward_weight from the
-  // compacted x.
+  // compacted x. Or -> partial [S, *dw]: the sums over S contiguous ranges of the input's
+  // rows (row r = n * H + h; range s = [s * N*H / S, (s + 1) * N*H / S)), which partial.sum
+  // then adds up, so the reduction over the input spreads over S times more blocks.
   conv2d_backward_weight_sparse,
+  partial_sum, // partial [S, ...] -> dst [...]: the sum over the first axis, in order
 };
 
 std::string_view fn_name(Fn f);

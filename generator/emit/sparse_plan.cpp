@@ -167,7 +167,7 @@ private:
     const auto key = std::make_tuple(p_.base(x), cs, nnz);
     auto it = forms_.find(key);
     if (it != forms_.end()) return it->second;
-    const Buffer& xb = p_.buffers[x];
+    const Buffer xb = p_.buffers[x]; // a copy: new buffers may move the plan's
     const SparseForm f = SparseForm::of(xb.shape, cs);
     const std::string base = fmt::format("sparse:{}.cs{}", xb.name, cs);
     Form fm;
@@ -264,14 +264,53 @@ private:
   // The density at which the sparse step's time reaches the dense step's: where the
   // dispatch switches. 1 when the sparse step is never slower.
   double crossover(Step sparse, double dense_us) const {
-    sparse.density = 1.0;
-    if (cost(sparse) <= dense_us) return 1.0;
+    return crossover([&](double d) { return sparse.density = d, cost(sparse); }, dense_us);
+  }
+  template <class CostAt> double crossover(CostAt sparse_us, double dense_us) const {
+    if (sparse_us(1.0) <= dense_us) return 1.0;
     double lo = 0, hi = 1;
     for (int k = 0; k < 40; ++k) {
-      sparse.density = (lo + hi) / 2;
-      (cost(sparse) <= dense_us ? lo : hi) = sparse.density;
+      const double mid = (lo + hi) / 2;
+      (sparse_us(mid) <= dense_us ? lo : hi) = mid;
     }
     return lo;
+  }
+
+  // The sparse weight gradient writing dw at once, or split over S ranges of the input's rows
+  // into partial sums (float [S, *dw]) that partial.sum completes: more blocks reduce the
+  // input when the grid is small. The cheapest, with its time.
+  struct Split {
+    Step weight, sum; // sum: partial.sum, when split
+    int64_t splits = 1;
+    double us = NAN;
+  };
+  Split split_weight(const Step& sw, const Step& dense) {
+    // Copies: new buffers may move the plan's.
+    const Shape x = p_.buffers[sw.need("x")].shape, w = p_.buffers[dense.need("dw")].shape;
+    const std::string dw_name = p_.buffers[dense.need("dw")].name;
+    Split best;
+    for (int64_t n = 1; n <= std::min<int64_t>(x[0] * x[2], 256); n *= 2) {
+      if (n > 1 && double(n) * double(numel(w)) * 4 > 64.0 * (1 << 20)) break; // partial memory
+      Split c;
+      c.splits = n;
+      c.weight = sw;
+      if (n > 1) {
+        Shape ps = w;
+        ps.insert(ps.begin(), n);
+        const std::string name = fmt::format("sparse:{}.partial{}", dw_name, n);
+        const int pb =
+            p_.find_buffer(name) >= 0 ? p_.find_buffer(name) : buffer(name, ps, DType::f32);
+        for (Arg& a : c.weight.args)
+          if (a.role == "dw") a = {"partial", pb};
+        c.weight.accumulate = false;
+        c.sum = like(Fn::partial_sum, dense);
+        c.sum.accumulate = dense.accumulate;
+        c.sum.args = {{"partial", pb}, {"dst", dense.need("dw")}};
+      }
+      c.us = cost(c.weight) + (n > 1 ? cost(c.sum) : 0);
+      if (!std::isnan(c.us) && (std::isnan(best.us) || c.us < best.us)) best = c;
+    }
+    return best;
   }
 
   bool storage_ok(const Step& s) const {
@@ -389,25 +428,30 @@ private:
       d.reason = std::move(why);
       decisions_.push_back(d);
     };
-    if (st.accumulate || !storage_ok(st))
-      return keep("not a kernel the sparse family replaces (f64 or accumulating)");
+    if (!storage_ok(st)) return keep("not a kernel the sparse family replaces (f64)");
     const int x = st.need("x");
     const double dens = d.density >= 0 ? d.density : 0.5;
     const int64_t cs = sparse_slice(p_.buffers[x].shape[1] / st.attrs.groups);
     Form& f = form(x, cs, !forced);
     Step sw = like(Fn::conv2d_backward_weight_sparse, st);
     sw.density = dens;
+    sw.accumulate = st.accumulate;
     sw.args = {{"x", x},           {"values", f.values},  {"index", f.index},
                {"count", f.count}, {"dy", st.need("dy")}, {"dw", st.need("dw")}};
-    d.sparse_us = cost(sw);
+    Split split = split_weight(sw, st);
+    d.sparse_us = split.us;
     d.dense_us = cost(st);
     d.compaction_us = compaction(f, -1, x, st, dens).second;
     if (std::isnan(d.sparse_us)) return keep("no sparse variant fits this layer on the GPU");
+    const std::string how =
+        split.splits > 1 ? fmt::format(", reduced in {} ranges of rows then summed", split.splits)
+                         : "";
     if (forced) {
       write_form(f, -1, x, i, dens, d.compaction);
       d.path = "sparse";
-      d.reason = "its forward is forced sparse";
-      st = sw;
+      d.reason = "its forward is forced sparse" + how;
+      st = split.weight;
+      if (split.splits > 1) after_[i].push_back(created(std::move(split.sum)));
       decisions_.push_back(d);
       return;
     }
@@ -418,21 +462,28 @@ private:
       return keep(fmt::format("predicted win too small at density {:.3f}: dense {:.1f} us, "
                               "sparse {:.1f} us + compaction {:.1f} us",
                               dens, d.dense_us, d.sparse_us, d.compaction_us));
-    d.threshold = crossover(sw, d.dense_us);
+    const double sum_us = split.splits > 1 ? cost(split.sum) : 0;
+    d.threshold =
+        crossover([&](double at) { return split.weight.density = at, cost(split.weight) + sum_us; },
+                  d.dense_us);
     d.threshold_nnz = int64_t(std::floor(d.threshold * double(numel(p_.buffers[x].shape))));
     write_form(f, -1, x, i, dens, d.compaction);
     d.path = "dispatch";
     d.reason = fmt::format("predicted {:.1f} us sparse + {:.1f} us compaction against {:.1f} us "
-                           "dense at density {:.3f}; the sparse kernel runs while the density "
-                           "is at most {:.3f}",
-                           d.sparse_us, d.compaction_us, d.dense_us, dens, d.threshold);
-    sw.guard = Guard::sparse;
-    sw.threshold = d.threshold_nnz;
-    sw.args.push_back({"nnz", f.nnz});
+                           "dense at density {:.3f}; the sparse kernels run while the density "
+                           "is at most {:.3f}{}",
+                           d.sparse_us, d.compaction_us, d.dense_us, dens, d.threshold, how);
+    split.weight.density = dens;
+    for (Step* s : {&split.weight, &split.sum}) {
+      s->guard = Guard::sparse;
+      s->threshold = d.threshold_nnz;
+      s->args.push_back({"nnz", f.nnz});
+    }
     st.guard = Guard::dense;
     st.threshold = d.threshold_nnz;
     st.args.push_back({"nnz", f.nnz});
-    after_[i].push_back(created(std::move(sw)));
+    after_[i].push_back(created(std::move(split.weight)));
+    if (split.splits > 1) after_[i].push_back(created(std::move(split.sum)));
     decisions_.push_back(d);
   }
 

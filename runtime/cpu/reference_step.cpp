@@ -299,8 +299,38 @@ template <class T> void run(const Bound<T>& c) {
   }
   case Fn::conv2d_backward_weight_sparse: {
     const Shape& xs = c.p.buffers[s.need("x")].shape;
-    const std::vector<T> x = decompacted(c, xs);
-    conv2d_backward_weight<T>(a, CView<T>{x.data(), xs}, c.in("dy"), c.out("dw"), acc);
+    std::vector<T> x = decompacted(c, xs);
+    if (s.arg("dw") >= 0) {
+      conv2d_backward_weight<T>(a, CView<T>{x.data(), xs}, c.in("dy"), c.out("dw"), acc);
+      break;
+    }
+    // Partial sums: range r of the input's rows (n * H + h) contributes partial[r] alone.
+    View<T> part = c.out("partial");
+    const int64_t S = part.shape[0], R = xs[0] * xs[2], C = xs[1], H = xs[2], W = xs[3];
+    const Shape w(part.shape.begin() + 1, part.shape.end());
+    std::vector<T> xr(x.size());
+    for (int64_t r = 0; r < S; ++r) {
+      std::fill(xr.begin(), xr.end(), T(0));
+      for (int64_t row = r * R / S; row < (r + 1) * R / S; ++row)
+        for (int64_t ch = 0; ch < C; ++ch) {
+          const int64_t at = ((row / H * C + ch) * H + row % H) * W;
+          std::copy_n(x.begin() + at, W, xr.begin() + at);
+        }
+      conv2d_backward_weight<T>(a, CView<T>{xr.data(), xs}, c.in("dy"),
+                                View<T>{part.data + r * numel(w), w}, false);
+    }
+    break;
+  }
+  case Fn::partial_sum: {
+    CView<T> part = c.in("partial");
+    View<T> dst = c.out("dst");
+    const int64_t S = part.shape[0], n = numel(dst.shape);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = acc ? double(dst.data[i]) : 0.0;
+      for (int64_t r = 0; r < S; ++r)
+        v += double(part.data[r * n + i]);
+      dst.data[i] = T(v);
+    }
     break;
   }
   }

@@ -122,4 +122,32 @@ worst = max(kt.rel(gs[k], gc[k]) for k in gc)
 print(f"training step with sparse c1: worst gradient relative difference to cpu {worst:.2e} "
       f"(dense step: {max(kt.rel(gd[k], gc[k]) for k in gc):.2e})")
 kt.check(worst < 1e-5, f"sparse training gradients differ: {worst}")
+
+# 4. A training step whose forward and weight gradient both dispatch (T4, density 0.2).
+disp = dict(model, input={"shape": [8, 64, 16, 16]}, layers=[dict(l) for l in model["layers"]])
+disp["layers"][1] = dict(disp["layers"][1], hints={"activation_density": 0.2})
+json.dump(disp, open(path("train_disp.json"), "w"))
+kt.kiln("generate", path("train_disp.json"), "--gpu", "t4", "--train", "-o", path("trd"))
+paths = {(c["fn"], c["path"]) for c in manifest(path("trd"))["sparse"]["convs"] if c["layer"] == "c1"}
+kt.check(paths == {("conv2d.forward", "dispatch"), ("conv2d.backward_weight", "dispatch")},
+         f"c1's forward and weight gradient dispatch: {paths}")
+guarded = [(s["fn"], s["guard"]) for ph in plan(path("trd"))["phases"].values() for s in ph if s.get("guard")]
+print(f"guarded training steps: {guarded}")
+kt.check(("conv2d.backward_weight", "dense") in guarded and ("conv2d.backward_weight_sparse", "sparse") in guarded,
+         "the weight gradient dispatches")
+out, _ = kt.kiln("check", path("trd"), "--device", "emu")
+print(out.splitlines()[-1])
+kt.check(" 0 failed" in out.splitlines()[-1], "kiln check failed on the dispatching training plan")
+np.save(path("t8.npy"), np.arange(8, dtype=np.int64) % 10)
+for density in (0.25, 0.95):
+    a = np.abs(rng.standard_normal((8, 64, 16, 16))).astype(np.float32) + 0.1
+    a[rng.random_sample(a.shape) >= density] *= -1
+    np.save(path("x8.npy"), a)
+    for dev in ("emu", "cpu"):
+        kt.kiln("run", path("train_disp.json"), "--device", dev, *(["--gpu", "t4"] if dev == "emu" else []),
+                "--input", path("x8.npy"), "--train", "--target", path("t8.npy"), "--grads", path(f"gd_{dev}.safetensors"))
+    ge, gc = kt.read_safetensors(path("gd_emu.safetensors")), kt.read_safetensors(path("gd_cpu.safetensors"))
+    worst = max(kt.rel(ge[k], gc[k]) for k in gc)
+    print(f"dispatching training step at input density {density}: worst gradient difference to cpu {worst:.2e}")
+    kt.check(worst < 1e-5, f"dispatching training gradients differ at density {density}: {worst}")
 kt.finish()

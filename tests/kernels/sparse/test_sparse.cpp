@@ -26,7 +26,7 @@ using namespace kiln::test;
 namespace {
 
 const std::set<std::string> kFamilies = {"sparse_compact", "conv2d_sparse",
-                                         "conv2d_backward_weight_sparse"};
+                                         "conv2d_backward_weight_sparse", "partial_sum"};
 constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
 constexpr Layout nchw = Layout::nchw, nhwc = Layout::nhwc;
 const double kDensities[] = {0.0, 0.01, 0.1, 0.4, 0.7, 1.0};
@@ -134,10 +134,12 @@ StepSpec dense_guarded(const Conv& cv, DType t, Layout lay) {
   return s;
 }
 
-StepSpec sparse_weight(const Conv& cv, DType t, bool acc, Guard guard = Guard::none) {
+StepSpec sparse_weight(const Conv& cv, DType t, bool acc, Guard guard = Guard::none,
+                       int64_t splits = 1) {
   StepSpec s;
-  s.label = fmt::format("backward_weight_sparse {} {}{}{}", cv.name(), dtype_name(t),
-                        acc ? " accumulate" : "", guard == Guard::sparse ? " guarded" : "");
+  s.label = fmt::format("backward_weight_sparse {} {}{}{}{}", cv.name(), dtype_name(t),
+                        acc ? " accumulate" : "", guard == Guard::sparse ? " guarded" : "",
+                        splits > 1 ? fmt::format(" split {}", splits) : "");
   s.fn = Fn::conv2d_backward_weight_sparse;
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(false);
@@ -146,10 +148,35 @@ StepSpec sparse_weight(const Conv& cv, DType t, bool acc, Guard guard = Guard::n
     s.args.push_back(a);
   s.args.push_back({"dy", cv.y(), t});
   if (guard != Guard::none) s.args.push_back({"nnz", {1}, DType::i32});
-  s.args.push_back({"dw", cv.wt(), t});
+  if (splits > 1) {
+    Shape ps = cv.wt();
+    ps.insert(ps.begin(), splits);
+    s.args.push_back({"partial", ps, DType::f32});
+  } else {
+    s.args.push_back({"dw", cv.wt(), t});
+  }
   s.accumulate = acc;
   s.guard = guard;
   s.threshold = guard != Guard::none ? numel(cv.x()) / 2 : 0;
+  return s;
+}
+
+// The completion of a split weight gradient: dw (+)= the sum of the partial sums.
+StepSpec partial_sum(const Conv& cv, int64_t splits, DType t, bool acc, Guard guard) {
+  StepSpec s;
+  s.label = fmt::format("partial.sum {} of {} {}{}{}", splits, shape_str(cv.wt()), dtype_name(t),
+                        acc ? " accumulate" : "", guard == Guard::sparse ? " guarded" : "");
+  s.fn = Fn::partial_sum;
+  s.op = OpKind::conv2d;
+  s.attrs = cv.attrs(false);
+  Shape ps = cv.wt();
+  ps.insert(ps.begin(), splits);
+  s.args = {{"partial", ps, DType::f32}};
+  if (guard != Guard::none) s.args.push_back({"nnz", {1}, DType::i32});
+  s.args.push_back({"dst", cv.wt(), t});
+  s.accumulate = acc;
+  s.guard = guard;
+  s.threshold = 100;
   return s;
 }
 
@@ -226,6 +253,12 @@ std::vector<StepSpec> weight_specs() {
       sparse_weight(k3s2, f16, false), sparse_weight(k7s2, f32, false),
       sparse_weight(k3d2, f32, true),  sparse_weight(k3g2, bf16, false),
       sparse_weight(asym, f32, false), sparse_weight(k1s2g2, f32, true),
+      // Split over ranges of the input's rows: 3 (ranges end inside images and tiles), and
+      // one range per row of both images.
+      sparse_weight(k3s2, f32, false, Guard::sparse, 3),
+      sparse_weight(k1s2g2, f16, false, Guard::none, 18),
+      partial_sum(k3, 3, f32, false, Guard::none),
+      partial_sum(k3g2, 5, bf16, true, Guard::sparse),
   };
 }
 

@@ -28,11 +28,18 @@ constexpr int64_t kMaxAccumulators = 64; // CPW * KK * PO registers per thread
 std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
   if (st.fn != Fn::conv2d_backward_weight_sparse || st.guard == Guard::dense) return {};
-  if (!uniform_storage(s)) return {};
-  const Layout lay = s.layout("dy");
-  const bool w_ohwi = s.layout("dw") == Layout::nhwc;
-  const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("dy"));
+  // Partial sums over SPLITS ranges of rows (float, OIHW order), or dw itself.
+  const int64_t splits = s.has("partial") ? s.shape("partial")[0] : 1;
+  if (splits > 1 && s.dtype("partial") != DType::f32) return {};
+  for (const Arg& a : st.args) {
+    const DType d = s.plan.buffers[a.buffer].dtype;
+    if (a.role != "partial" && is_float(d) && d != s.dtype("dy")) return {};
+  }
   const DType t = s.dtype("dy");
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16) return {};
+  const Layout lay = s.layout("dy");
+  const bool w_ohwi = splits == 1 && s.layout("dw") == Layout::nhwc;
+  const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("dy"));
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t cs = s.shape("values")[2];
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
@@ -62,11 +69,11 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
       v.family = "conv2d_backward_weight_sparse";
       v.header = "conv/sparse_backward_weight.cuh";
       v.function = "kiln::conv::sparse_backward_weight";
-      v.name =
-          fmt::format("conv2d_backward_weight_sparse_{}_{}{}_{}_cs{}{}_o{}c{}k{}_r{}x{}_t{}{}_{}",
-                      dtype_tag(t), layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
-                      st.accumulate ? "_acc" : "", to, kc, kt, rh, rw, threads,
-                      guard ? fmt::format("_gs{}", st.threshold) : "", s.arch_tag());
+      v.name = fmt::format(
+          "conv2d_backward_weight_sparse_{}_{}{}_{}_cs{}{}{}_o{}c{}k{}_r{}x{}_t{}{}_{}",
+          dtype_tag(t), layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
+          st.accumulate ? "_acc" : "", splits > 1 ? fmt::format("_split{}", splits) : "", to, kc,
+          kt, rh, rw, threads, guard ? fmt::format("_gs{}", st.threshold) : "", s.arch_tag());
       if (!names.insert(v.name).second) continue;
       cfg_type(v, "T", cpp_type(t));
       cfg_geom(v, g);
@@ -80,29 +87,35 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
       cfg_int(v, "PO", po);
       cfg_int(v, "CPW", cpw);
       cfg_int(v, "KT", kt);
+      cfg_int(v, "SPLITS", splits);
       cfg_int(v, "RH", rh);
       cfg_int(v, "RW", rw);
       cfg_int(v, "THREADS", threads);
       v.args = {"values", "index", "count", "dy"};
       if (guard) v.args.push_back("nnz");
-      v.args.push_back("dw");
+      v.args.push_back(splits > 1 ? "partial" : "dw");
       const int64_t ctiles = (Cg + kc - 1) / kc, otiles = (Og + to - 1) / to;
       const int64_t ktiles = (KK + kt - 1) / kt;
-      v.grid = {ctiles, g.G * otiles, ktiles};
+      v.grid = {ctiles, g.G * otiles, ktiles * splits};
       v.block = {threads, 1, 1};
       v.dynamic_smem = smem;
       v.registers_per_thread = int(40 + cpw * kt * po);
-      // Every block walks the whole input: it stages dy's window per tile (from L2 when dy
-      // fits there) and its channels' nonzeros; the useful multiply-adds are the nonzeros'.
+      // Every block walks its rows of the input (all, or a split's): it stages dy's window per
+      // tile (from L2 when dy fits there) and its channels' nonzeros; the useful multiply-adds
+      // are the nonzeros'. A split's tiles may end early at its edge.
       const double x_elems = double(g.N * g.C * g.H * g.W),
                    y_elems = double(g.N * g.O * g.OH * g.OW);
-      const double tiles = double(g.N) * double((g.H + rh - 1) / rh) * double((g.W + rw - 1) / rw);
-      const double blocks = double(ctiles * g.G * otiles * ktiles);
-      const double dy_staged = blocks * tiles * double(orh * orw * to * esize);
+      const double tiles = (double(g.N) * double((g.H + rh - 1) / rh) + double(splits - 1)) *
+                           double((g.W + rw - 1) / rw);
+      const double blocks = double(ctiles * g.G * otiles * ktiles * splits);
+      // The splits of one dw tile walk the input once between them.
+      const double dy_staged = blocks / double(splits) * tiles * double(orh * orw * to * esize);
       v.bytes =
           dram_reads(s.gpu, y_elems * double(esize), double(ctiles)) +
           dram_reads(s.gpu, x_elems * (d * double(esize + 1) + 1.0 / double(cs)), double(otiles)) +
-          double(g.O * Cg * KK * esize) * (st.accumulate ? 2 : 1) + dy_staged / 3;
+          double(g.O * Cg * KK) *
+              (splits > 1 ? 4.0 * double(splits) : double(esize * (st.accumulate ? 2 : 1))) +
+          dy_staged / 3;
       v.flops = 2 * g.macs() * d;
       // Every block scans its channels' values at every pixel (a load and a test each) and
       // works on the nonzeros: with fewer taps per block the scan weighs more.
@@ -111,16 +124,58 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
       const double work = d * double(kt) * double(2 * po + 2), scan = 3.0;
       v.math = "fp32";
       v.efficiency = overlapped_efficiency(s.gpu, v, 0.3 * util * work / (work + scan));
-      v.math = "fp32";
       v.note = fmt::format(
           "dw tile {} output x {} input channels x {} taps per block, input walked "
           "in {}x{} pixel tiles; nonzeros only, one fixed order{}",
           to, kc, kt, rh, rw, guard ? fmt::format("; runs only when nnz <= {}", st.threshold) : "");
-      v.layouts = {{"dy", lay}, {"dw", w_ohwi ? Layout::nhwc : Layout::nchw}};
+      v.layouts = {{"dy", lay}};
+      if (splits == 1) v.layouts.push_back({"dw", w_ohwi ? Layout::nhwc : Layout::nchw});
       out.push_back(std::move(v));
     }
   drop_underfilled(out, s.gpu);
   return out;
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
+  const Step& st = s.step;
+  if (st.fn != Fn::partial_sum || st.guard == Guard::dense) return {};
+  const DType t = s.dtype("dst");
+  if (s.dtype("partial") != DType::f32 || (t != DType::f32 && t != DType::f16 && t != DType::bf16))
+    return {};
+  const int64_t slices = s.shape("partial")[0], count = numel(s.shape("dst"));
+  const bool guard = st.guard == Guard::sparse;
+  constexpr int64_t threads = 256;
+  Variant v;
+  v.family = "partial_sum";
+  v.header = "conv/partial_sum.cuh";
+  v.function = "kiln::conv::partial_sum";
+  v.name = fmt::format("partial_sum_{}_c{}x{}{}{}_t{}_{}", dtype_tag(t), slices, count,
+                       st.accumulate ? "_acc" : "", guard ? fmt::format("_gs{}", st.threshold) : "",
+                       threads, s.arch_tag());
+  cfg_type(v, "T", cpp_type(t));
+  cfg_int(v, "COUNT", count);
+  cfg_int(v, "SLICES", slices);
+  cfg_bool(v, "ACCUMULATE", st.accumulate);
+  cfg_bool(v, "GUARD", guard);
+  cfg_int(v, "THRESHOLD", guard ? st.threshold : 0);
+  cfg_int(v, "THREADS", threads);
+  v.args = {"partial"};
+  if (guard) v.args.push_back("nnz");
+  v.args.push_back("dst");
+  v.block = {threads, 1, 1};
+  v.grid = {std::max<int64_t>(1, std::min<int64_t>((count + threads - 1) / threads,
+                                                   s.gpu.sm_count * 8)),
+            1, 1};
+  v.registers_per_thread = 24;
+  v.bytes = double(count) * (4.0 * double(slices) + double(dtype_size(t)) * (st.accumulate ? 2 : 1));
+  v.flops = double(count * slices);
+  v.efficiency = 0.8;
+  v.note = fmt::format("grid-stride sum of {} partial sums per element, in order", slices);
+  return {v};
 }
 
 } // namespace kiln

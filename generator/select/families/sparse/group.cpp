@@ -9,7 +9,8 @@ std::vector<const Family*> sparse_families() {
   static const SparseCompactFamily compact;
   static const SparseConvFamily conv;
   static const SparseBackwardWeightFamily backward_weight;
-  return {&compact, &conv, &backward_weight};
+  static const PartialSumFamily partial_sum;
+  return {&compact, &conv, &backward_weight, &partial_sum};
 }
 
 double planned_density(const Step& st) { return st.density >= 0 ? std::min(1.0, st.density) : 0.5; }

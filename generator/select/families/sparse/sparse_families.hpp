@@ -31,6 +31,14 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
+// conv/partial_sum.cuh: partial.sum (completing a split sparse weight gradient), unguarded
+// or on the sparse side of a dispatch.
+class PartialSumFamily final : public Family {
+public:
+  std::string_view name() const override { return "partial_sum"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
 // The density a sparse step is costed at: the one it was planned for, else one half.
 double planned_density(const Step& st);
 
