@@ -356,6 +356,8 @@ TEST_CASE("sparse group variants compile with NVRTC for sm_75, sm_80 and sm_90")
       sparse_forward(k3g2, bf16, nhwc, kRelu),
       sparse_weight(k3, f32, true, Guard::sparse),
       sparse_weight(k7s2, f16, false),
+      sparse_weight(k3s2, bf16, false, Guard::sparse, 4),
+      partial_sum(k3, 4, f16, true, Guard::sparse),
       compaction({2, 40, 7, 9}, 32, f32, nhwc, kBnReluPre, true),
       compaction({1, 5, 11, 9}, 8, bf16, nchw, kReluPre, false),
       compaction({2, 70, 5, 3}, 64, f16, nchw, kCompact, true),
