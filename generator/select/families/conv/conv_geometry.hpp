@@ -35,10 +35,10 @@ void cfg_geom(Variant& v, const ConvGeom& g);
 // Every float argument of the step has one dtype, not f64 (the kernels' storage types).
 bool uniform_storage(const StepInfo& s);
 
-// The dense side of a sparse dispatch (Step::guard == Guard::dense): the GUARD and THRESHOLD
-// cfg constants of the dense conv templates (false and 0 for an unguarded step), and the
-// name's tag ("_gd<threshold>", empty when unguarded). A step guarded for the sparse side is
-// no dense family's.
+// A side of a sparse dispatch (Step::guard): the GUARD and THRESHOLD cfg constants of the
+// templates that test it (false and 0 for an unguarded step), and the name's tag
+// ("_gd<threshold>" on the dense side, "_gs<threshold>" on the sparse side, empty when
+// unguarded). Each family serves one side; the template knows which it is.
 void cfg_guard(Variant& v, const Step& st);
 std::string guard_tag(const Step& st);
 

@@ -80,8 +80,7 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     v.name = fmt::format("conv2d_sparse_{}_{}{}_{}_cs{}{}{}{}_t{}x{}o{}_p{}x{}_sc{}_t{}{}{}_{}",
                          dtype_tag(t), layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
                          bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "", th,
-                         tw, to, p, po, sc, threads,
-                         guard ? fmt::format("_gs{}", st.threshold) : "", form.tag(), s.arch_tag());
+                         tw, to, p, po, sc, threads, guard_tag(st), form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -91,8 +90,7 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "HAS_BIAS", bias);
     cfg_bool(v, "HAS_RESIDUAL", residual);
     cfg_bool(v, "RELU", st.relu);
-    cfg_bool(v, "GUARD", guard);
-    cfg_int(v, "THRESHOLD", guard ? st.threshold : 0);
+    cfg_guard(v, st);
     form.cfg(v);
     cfg_int(v, "TH", th);
     cfg_int(v, "TW", tw);
