@@ -2,8 +2,11 @@
 the generated kernels (kiln run --device gpu) matches the CPU reference within the
 tolerance of its precision, and a training step under rotor at half the store-all peak
 matches the reference's gradients while its live activations stay within the budget; the
-cuDNN-only peer plan; a tiled (SFT) training plan's kernels and step.
+cuDNN-only peer plan; a tiled (SFT) training plan's kernels and step; the sparse family
+(densenet121 all-sparse, a device-side dispatch on either side of its threshold, a training
+step that dispatches).
 Exits 77 (skipped) where no GPU is present."""
+import json
 import os
 import re
 import subprocess
@@ -82,4 +85,52 @@ gg, gc = kt.read_safetensors(path("gg.safetensors")), kt.read_safetensors(path("
 worst = max(kt.rel(gg[k], gc[k]) for k in gc)
 print(f"tiled training step on the GPU: worst gradient relative error {worst:.2e}")
 kt.check(worst < 1e-2, f"tiled gradients differ: {worst}")
+
+# The sparse family on the device: every kernel of densenet121 with every conv that reads a
+# relu forced sparse, its inference against the CPU; a dispatch on either side of its
+# threshold (the guard read on the device, inside the captured graph), and a training step
+# whose forward and weight gradient dispatch.
+kt.kiln("generate", "densenet121", "--gpu", gpu_json, "--batch", "2", "--image", "64x64", "--sparse", "force",
+        "-o", path("sparse"))
+out, _ = kt.kiln("check", path("sparse"), "--device", "gpu")
+print(out.splitlines()[-1])
+x = rng.standard_normal((2, 3, 64, 64)).astype(np.float32)
+np.save(path("x.npy"), x)
+kt.kiln("run", "densenet121", "--device", "gpu", "--gpu", gpu_json, "--sparse", "force", "--input", path("x.npy"),
+        "--output", path("g.npy"))
+kt.kiln("run", "densenet121", "--device", "cpu", "--input", path("x.npy"), "--output", path("c.npy"))
+rel = kt.rel(np.load(path("g.npy")), np.load(path("c.npy")))
+print(f"densenet121 all-sparse on the GPU: inference relative error {rel:.2e}")
+kt.check(rel < 5e-4, f"sparse densenet121 differs: {rel}")
+disp = {"format": "kiln-model/1", "name": "dispatch", "input": {"shape": [8, 64, 16, 16]},
+        "layers": [{"name": "r0", "op": "relu"},
+                   {"name": "c1", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1,
+                    "hints": {"activation_density": 0.2}},
+                   {"name": "r1", "op": "relu"}, {"name": "gp", "op": "global_avgpool"},
+                   {"name": "f", "op": "flatten"}, {"name": "fc", "op": "linear", "out_features": 10}]}
+json.dump(disp, open(path("disp.json"), "w"))
+np.save(path("t.npy"), np.arange(8, dtype=np.int64))
+for density in (0.25, 0.95):
+    a = np.abs(rng.standard_normal((8, 64, 16, 16))).astype(np.float32) + 0.1
+    a[rng.random_sample(a.shape) >= density] *= -1
+    np.save(path("x.npy"), a)
+    # The T4 descriptor plans this dispatch (it has no TF32); the kernels run on this GPU.
+    for mode in ("auto", "force", "off"):
+        kt.kiln("run", path("disp.json"), "--device", "gpu", "--gpu", "t4", "--sparse", mode, "--input", path("x.npy"),
+                "--output", path(f"y_{mode}.npy"))
+    kt.kiln("run", path("disp.json"), "--device", "cpu", "--input", path("x.npy"), "--output", path("y_cpu.npy"))
+    ys = {m: open(path(f"y_{m}.npy"), "rb").read() for m in ("auto", "force", "off")}
+    took = "sparse" if ys["auto"] == ys["force"] else "dense" if ys["auto"] == ys["off"] else "neither"
+    rel = kt.rel(np.load(path("y_auto.npy")), np.load(path("y_cpu.npy")))
+    print(f"dispatch at input density {density} on the GPU: the {took} path, relative error {rel:.2e}")
+    kt.check(took == ("sparse" if density < 0.5 else "dense"), f"the dispatch took the {took} path at {density}")
+    kt.check(rel < 1e-5, f"dispatch output differs: {rel}")
+    kt.kiln("run", path("disp.json"), "--device", "gpu", "--gpu", "t4", "--input", path("x.npy"), "--train",
+            "--target", path("t.npy"), "--grads", path("gg.safetensors"))
+    kt.kiln("run", path("disp.json"), "--device", "cpu", "--input", path("x.npy"), "--train", "--target",
+            path("t.npy"), "--grads", path("gc.safetensors"))
+    gg, gc = kt.read_safetensors(path("gg.safetensors")), kt.read_safetensors(path("gc.safetensors"))
+    worst = max(kt.rel(gg[k], gc[k]) for k in gc)
+    print(f"dispatching training step at {density} on the GPU: worst gradient relative error {worst:.2e}")
+    kt.check(worst < 1e-4, f"dispatching training gradients differ: {worst}")
 kt.finish()
