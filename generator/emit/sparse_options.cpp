@@ -30,6 +30,7 @@ SparseOptions sparse_options(const Model& m, SparseMode mode, const Profile* pro
     }
     if (n.hints.variant == "sparse") o.forced.insert(n.name);
     if (n.hints.variant == "dense") o.kept_dense.insert(n.name);
+    if (n.hints.sparse_threshold) o.threshold[n.name] = *n.hints.sparse_threshold;
   }
   if (profile)
     for (const auto& [layer, d] : profile_densities(*profile, m)) {

@@ -293,7 +293,7 @@ private:
     };
     if (o_.mode == SparseMode::off) return keep("--sparse off");
     if (o_.kept_dense.count(d.layer)) return keep("hints.variant \"dense\"");
-    if (!forced && d.density < 0)
+    if (!forced && d.density < 0 && !o_.threshold.count(d.layer))
       return keep("no density known (kiln profile, then --profile; or hints.activation_density)");
     if (st.accumulate || st.kind == StepKind::library || !storage_ok(st))
       return keep("not a kernel the sparse family replaces (f64 or accumulating)");
@@ -333,19 +333,20 @@ private:
     }
     if (std::isnan(d.dense_us))
       return keep("the dense path is a cuDNN call, which cannot test a guard on the device");
-    const double sparse_total = d.sparse_us + d.compaction_us;
-    const double win = d.dense_us - sparse_total;
-    if (win < std::max(kMinWin * d.dense_us, kMinWinMicros))
+    const auto given = o_.threshold.find(d.layer);
+    const double win = d.dense_us - (d.sparse_us + d.compaction_us);
+    if (given == o_.threshold.end() && win < std::max(kMinWin * d.dense_us, kMinWinMicros))
       return keep(fmt::format("predicted win too small at density {:.3f}: dense {:.1f} us, "
                               "sparse {:.1f} us + compaction {:.1f} us",
                               dens, d.dense_us, d.sparse_us, d.compaction_us));
-    d.threshold = crossover(sp, d.dense_us);
+    d.threshold = given != o_.threshold.end() ? given->second : crossover(sp, d.dense_us);
     d.threshold_nnz = int64_t(std::floor(d.threshold * double(numel(p_.buffers[x].shape))));
     write_form(*f, prod, x, i, dens, d.compaction);
     d.path = "dispatch";
-    d.reason = fmt::format("predicted {:.1f} us sparse + {:.1f} us compaction against {:.1f} us "
+    d.reason = fmt::format("{}predicted {:.1f} us sparse + {:.1f} us compaction against {:.1f} us "
                            "dense at density {:.3f}; the sparse kernel runs while the density "
                            "is at most {:.3f}",
+                           given != o_.threshold.end() ? "hints.sparse_threshold; " : "",
                            d.sparse_us, d.compaction_us, d.dense_us, dens, d.threshold);
     sp.guard = Guard::sparse;
     sp.threshold = d.threshold_nnz;

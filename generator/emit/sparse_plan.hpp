@@ -12,7 +12,8 @@
 // model's two times cross for this layer on this GPU. Nothing is copied to the host and a
 // CUDA graph replays both launches unchanged; the kernel that loses returns at once.
 // Forced layers (hints.variant "sparse", or --sparse force for every conv reading a relu's
-// output) run sparse only. In training steps the weight gradient of a sparse conv reads a
+// output) run sparse only; a layer's hints.sparse_threshold plans a dispatch at that
+// threshold whatever the predicted win. In training steps the weight gradient of a sparse conv reads a
 // compaction of its input the same way where the model says it pays.
 #pragma once
 
@@ -40,6 +41,7 @@ struct SparseOptions {
   std::map<std::string, double> density;      // by conv2d layer
   std::map<std::string, std::string> source;  // "profile" or "hint", by conv2d layer
   std::set<std::string> forced, kept_dense;   // hints.variant "sparse" / "dense"
+  std::map<std::string, double> threshold;    // hints.sparse_threshold, by conv2d layer
 };
 
 // The options for a model: the profile's densities (when given) over the hints'.

@@ -15,7 +15,10 @@ namespace kiln {
 
 struct Hints {
   std::optional<double> activation_density; // expected fraction of nonzeros in the input
-  std::optional<std::string> variant;       // force a kernel family
+  std::optional<std::string> variant;       // "sparse" or "dense": force the family or forbid it
+  // The density at or below which a dispatch takes the sparse path, instead of the cost
+  // model's crossover (a dispatch is then planned whatever the predicted win).
+  std::optional<double> sparse_threshold;
   bool operator==(const Hints&) const = default;
 };
 

@@ -37,7 +37,7 @@ Shape parse_shape(const json& v, const std::string& ptr) {
 // Hints plan the sparse family for a conv2d layer's input (DESIGN.md 4.1, 5.4).
 Hints parse_hints(const json& v, const std::string& ptr, OpKind op) {
   ju::expect_object(v, ptr);
-  ju::reject_unknown_keys(v, ptr, {"activation_density", "variant"});
+  ju::reject_unknown_keys(v, ptr, {"activation_density", "variant", "sparse_threshold"});
   if (op != OpKind::conv2d && !v.empty())
     throw Error("", ptr, cat("hints apply to conv2d layers (they plan the sparse family for the "
                              "layer's input), not to a ", op_name(op)));
@@ -54,6 +54,15 @@ Hints parse_hints(const json& v, const std::string& ptr, OpKind op) {
     if (h.variant != "sparse" && h.variant != "dense")
       throw Error("", p, cat("unknown variant \"", *h.variant, "\" (sparse: always the sparse "
                              "family; dense: never)"));
+  }
+  if (v.contains("sparse_threshold")) {
+    const std::string p = ju::child(ptr, "sparse_threshold");
+    const double t = ju::get_number(v["sparse_threshold"], p);
+    if (!(t >= 0 && t <= 1)) throw Error("", p, cat("must be within [0, 1], got ", t));
+    if (h.variant)
+      throw Error("", p, cat("sets a dispatch's threshold; hints.variant \"", *h.variant,
+                             "\" plans no dispatch"));
+    h.sparse_threshold = t;
   }
   return h;
 }
@@ -262,10 +271,11 @@ nlohmann::ordered_json model_to_json(const Model& m) {
       for (int r : n.inputs) ins.push_back(m.name_of(r));
       l["inputs"] = ins;
     }
-    if (n.hints.activation_density || n.hints.variant) {
+    if (n.hints.activation_density || n.hints.variant || n.hints.sparse_threshold) {
       oj h;
       if (n.hints.activation_density) h["activation_density"] = *n.hints.activation_density;
       if (n.hints.variant) h["variant"] = *n.hints.variant;
+      if (n.hints.sparse_threshold) h["sparse_threshold"] = *n.hints.sparse_threshold;
       l["hints"] = h;
     }
     layers.push_back(l);

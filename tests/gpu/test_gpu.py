@@ -105,7 +105,7 @@ kt.check(rel < 5e-4, f"sparse densenet121 differs: {rel}")
 disp = {"format": "kiln-model/1", "name": "dispatch", "input": {"shape": [8, 64, 16, 16]},
         "layers": [{"name": "r0", "op": "relu"},
                    {"name": "c1", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1,
-                    "hints": {"activation_density": 0.2}},
+                    "hints": {"activation_density": 0.2, "sparse_threshold": 0.5}},
                    {"name": "r1", "op": "relu"}, {"name": "gp", "op": "global_avgpool"},
                    {"name": "f", "op": "flatten"}, {"name": "fc", "op": "linear", "out_features": 10}]}
 json.dump(disp, open(path("disp.json"), "w"))
@@ -114,10 +114,9 @@ for density in (0.25, 0.95):
     a = np.abs(rng.standard_normal((8, 64, 16, 16))).astype(np.float32) + 0.1
     a[rng.random_sample(a.shape) >= density] *= -1
     np.save(path("x.npy"), a)
-    # The T4 descriptor plans this dispatch (it has no TF32); the kernels run on this GPU.
     for mode in ("auto", "force", "off"):
-        kt.kiln("run", path("disp.json"), "--device", "gpu", "--gpu", "t4", "--sparse", mode, "--input", path("x.npy"),
-                "--output", path(f"y_{mode}.npy"))
+        kt.kiln("run", path("disp.json"), "--device", "gpu", "--gpu", gpu_json, "--sparse", mode, "--input",
+                path("x.npy"), "--output", path(f"y_{mode}.npy"))
     kt.kiln("run", path("disp.json"), "--device", "cpu", "--input", path("x.npy"), "--output", path("y_cpu.npy"))
     ys = {m: open(path(f"y_{m}.npy"), "rb").read() for m in ("auto", "force", "off")}
     took = "sparse" if ys["auto"] == ys["force"] else "dense" if ys["auto"] == ys["off"] else "neither"
@@ -125,7 +124,7 @@ for density in (0.25, 0.95):
     print(f"dispatch at input density {density} on the GPU: the {took} path, relative error {rel:.2e}")
     kt.check(took == ("sparse" if density < 0.5 else "dense"), f"the dispatch took the {took} path at {density}")
     kt.check(rel < 1e-5, f"dispatch output differs: {rel}")
-    kt.kiln("run", path("disp.json"), "--device", "gpu", "--gpu", "t4", "--input", path("x.npy"), "--train",
+    kt.kiln("run", path("disp.json"), "--device", "gpu", "--gpu", gpu_json, "--input", path("x.npy"), "--train",
             "--target", path("t.npy"), "--grads", path("gg.safetensors"))
     kt.kiln("run", path("disp.json"), "--device", "cpu", "--input", path("x.npy"), "--train", "--target",
             path("t.npy"), "--grads", path("gc.safetensors"))

@@ -56,6 +56,11 @@ fns = [s["fn"] for s in json.load(open(path("forced/plan.json")))["phases"]["for
 kt.check("conv2d.forward_sparse" in fns and fns.count("conv2d.forward") == 1, f"forced plan: {fns}")
 kt.kiln("generate", model({"variant": "dense", "activation_density": 0.1}, "kept"), "--gpu", "t4", "-o", path("kept"))
 kt.check(decisions(path("kept"))[("c1", "conv2d.forward")]["path"] == "dense", "hints.variant dense keeps it dense")
+# hints.sparse_threshold plans a dispatch at that threshold whatever the prediction.
+kt.kiln("generate", model({"sparse_threshold": 0.25}, "threshold"), "--gpu", "h200", "-o", path("threshold"))
+c1 = decisions(path("threshold"))[("c1", "conv2d.forward")]
+kt.check(c1["path"] == "dispatch" and c1["threshold"] == 0.25 and c1["threshold_nnz"] == int(0.25 * 2 * 64 * 24 * 24)
+         and c1["reason"].startswith("hints.sparse_threshold"), f"threshold hint: {c1}")
 kt.kiln("generate", path("forced.json"), "--gpu", "t4", "--sparse", "off", "-o", path("off"))
 kt.check(all(c["path"] == "dense" and c["reason"] == "--sparse off" for c in decisions(path("off")).values()),
          "--sparse off plans nothing sparse, hints included")
@@ -97,5 +102,13 @@ bad["layers"][2]["hints"] = {"variant": "fast"}
 json.dump(bad, open(path("bad.json"), "w"))
 kt.expect_error(["generate", path("bad.json"), "--gpu", "h200", "-o", path("x")], "/layers/2/hints/variant",
                 "unknown variant \"fast\"")
+bad["layers"][2]["hints"] = {"variant": "sparse", "sparse_threshold": 0.5}
+json.dump(bad, open(path("bad.json"), "w"))
+kt.expect_error(["generate", path("bad.json"), "--gpu", "h200", "-o", path("x")], "/layers/2/hints/sparse_threshold",
+                "plans no dispatch")
+bad["layers"][2]["hints"] = {"sparse_threshold": 1.5}
+json.dump(bad, open(path("bad.json"), "w"))
+kt.expect_error(["generate", path("bad.json"), "--gpu", "h200", "-o", path("x")], "/layers/2/hints/sparse_threshold",
+                "within [0, 1]")
 kt.check(not os.path.exists(path("x")), "nothing is written on failure")
 kt.finish()

@@ -174,6 +174,7 @@ TEST_CASE("saving is canonical and round-trips") {
   const std::string text = model_with_layers(conv + R"(, {"name": "b", "op": "batchnorm", "eps": 0.001},
       {"name": "r", "op": "relu"},
       {"name": "c2", "op": "conv2d", "out_channels": 3, "kernel": 1, "hints": {"activation_density": 0.25, "variant": "sparse"}},
+      {"name": "c3", "op": "conv2d", "out_channels": 3, "kernel": 1, "hints": {"sparse_threshold": 0.625}},
       {"name": "k", "op": "concat", "inputs": ["r", "image"]},
       {"name": "p", "op": "avgpool2d", "kernel": [3, 2], "stride": [2, 1], "ceil_mode": true, "count_include_pad": false},
       {"name": "u", "op": "upsample2d", "scale": 3})");
