@@ -3,17 +3,19 @@
 
 Run: python3 models/make_models.py   (standard library only; deterministic output)
 
-Layer names follow the module paths of the reference implementations (torchvision, and
-milesial/Pytorch-UNet for the U-Net), so a PyTorch state_dict saved as .safetensors loads
-by name: `<layer>.weight`, `<layer>.bias`, `<layer>.running_mean`, `<layer>.running_var`.
-Layers that hold no parameters and have no module of their own (a functional relu, the
-residual add, the concat, flatten) get names in the same dotted style.
+Layer names follow the module paths of the reference implementations (torchvision,
+milesial/Pytorch-UNet for the U-Net, msr-fiddle/folded-cnns for the game-scraping CNNs), so
+a PyTorch state_dict saved as .safetensors loads by name: `<layer>.weight`, `<layer>.bias`,
+`<layer>.running_mean`, `<layer>.running_var`. Layers that hold no parameters and have no
+module of their own (a functional relu, the residual add, the concat, flatten) get names in
+the same dotted style. The NoScope CNNs keep conv1/fc1-style names (see there).
 
 Each model is checked with this script's own shape inference: trainable parameter counts
 (conv and linear weight/bias, batchnorm weight and bias; not the running statistics) and
-multiply-accumulates (conv2d: N*O*OH*OW*(C/groups)*KH*KW; linear: N*in*out) are compared
-with published numbers, or with an independent closed-form count where nothing is
-published. Any mismatch raises and nothing is written.
+multiply-accumulates (conv2d: N*O*OH*OW*(C/groups)*KH*KW; linear: N*in*out) and, for the
+FoldedCNNs models, FLOPs as thop counts them, are compared with published numbers, or with
+an independent closed-form count where nothing is published. Any mismatch raises and
+nothing is written.
 """
 
 import json
@@ -67,6 +69,8 @@ class Model:
         self.shapes = {input_name: list(shape)}
         self.params = 0
         self.macs = 0
+        self.thop = 0          # multiply-accumulates as thop counts them (see _count)
+        self.linear_macs = 0   # of the linear layers alone
         self.prev = input_name
 
     def add(self, name, op, inputs=None, **attrs):
@@ -175,15 +179,22 @@ class Model:
         return y
 
     def _count(self, op, a, ins, out):
+        # thop (0.0.31.post2005241907, the rules FoldedCNNs' NoScope counts reproduce):
+        # nn.Conv2d: output elements * (in/groups * kh * kw + 1 if bias); nn.Linear: output
+        # elements * in_features; nn.ReLU, nn.MaxPool2d and the Flatten module: 0. Other ops
+        # are not counted here: no check below uses them (kiln inspect --json counts them).
         x = ins[0]
         if op == "conv2d":
             k = int2(a["kernel"])
             cg = x[1] // a["groups"]
             self.params += a["out_channels"] * cg * k[0] * k[1] + (a["out_channels"] if a["bias"] else 0)
             self.macs += out[0] * out[1] * out[2] * out[3] * cg * k[0] * k[1]
+            self.thop += out[0] * out[1] * out[2] * out[3] * (cg * k[0] * k[1] + (1 if a["bias"] else 0))
         elif op == "linear":
             self.params += a["out_features"] * x[1] + (a["out_features"] if a["bias"] else 0)
             self.macs += x[0] * x[1] * a["out_features"]
+            self.thop += x[0] * x[1] * a["out_features"]
+            self.linear_macs += x[0] * x[1] * a["out_features"]
         elif op == "batchnorm":
             self.params += 2 * x[1]   # weight, bias; running stats are not trained
 
@@ -402,39 +413,131 @@ def unet_params():
     return total + 64 * 2 + 2
 
 
-# --- NoScope specialized CNNs (Kang et al., VLDB 2017) ----------------------------------
+# --- NoScope specialized CNNs (Kang et al., VLDB 2017), as in FoldedCNNs --------------
+# msr-fiddle/folded-cnns models/noscope.py: noscope_layers() with the parameters of the
+# NoScope paper's Table 2 (model_params): nb_filters, nb_dense, nb_layers (2 or 4), 2
+# classes, 50x50 input. conv 3x3 padding 1 + ReLU, conv + ReLU, maxpool 2; with 4 layers a
+# second pair at twice the width and a second maxpool; then flatten, linear nb_dense, ReLU,
+# linear 2. No dropout (do_dropout=False, as its trainer builds them).
+#
+# Names: the reference is a bare nn.Sequential, so its state_dict keys are indices; kiln's
+# files (and the tests and users that name their weights) use conv1/fc1-style names. The
+# correspondence, for a state_dict to be renamed before loading:
+#   2 layers: 0 conv1, 2 conv2, 6 fc1, 8 fc2
+#   4 layers: 0 conv1, 2 conv2, 5 conv3, 7 conv4, 11 fc1, 13 fc2
 
-def noscope_coral():
-    m = Model("noscope_coral", [1, 3, 50, 50])
-    m.add("conv1", "conv2d", out_channels=16, kernel=3, padding=1)
+NOSCOPE = {   # nb_filters, nb_dense, nb_layers (FoldedCNNs models/noscope.py model_params)
+    "coral": (16, 128, 2),
+    "night": (16, 128, 2),
+    "taipei": (64, 32, 2),
+    "roundabout": (32, 32, 4),
+}
+
+
+def noscope(video):
+    filters, dense, layers = NOSCOPE[video]
+    m = Model("noscope_" + video, [1, 3, 50, 50])
+    m.add("conv1", "conv2d", out_channels=filters, kernel=3, padding=1)
     m.add("relu1", "relu")
-    m.add("conv2", "conv2d", out_channels=16, kernel=3, padding=1)
+    m.add("conv2", "conv2d", out_channels=filters, kernel=3, padding=1)
     m.add("relu2", "relu")
-    m.add("pool", "maxpool2d", kernel=2)
+    relu = 3
+    if layers == 2:
+        m.add("pool", "maxpool2d", kernel=2)
+    else:
+        m.add("pool1", "maxpool2d", kernel=2)
+        m.add("conv3", "conv2d", out_channels=2 * filters, kernel=3, padding=1)
+        m.add("relu3", "relu")
+        m.add("conv4", "conv2d", out_channels=2 * filters, kernel=3, padding=1)
+        m.add("relu4", "relu")
+        m.add("pool2", "maxpool2d", kernel=2)
+        relu = 5
     m.add("flatten", "flatten")
-    m.add("fc1", "linear", out_features=128)
-    m.add("relu3", "relu")
+    m.add("fc1", "linear", out_features=dense)
+    m.add(f"relu{relu}", "relu")
     m.add("fc2", "linear", out_features=2)
     return m
 
 
-def noscope_roundabout():
-    m = Model("noscope_roundabout", [1, 3, 50, 50])
-    m.add("conv1", "conv2d", out_channels=32, kernel=3, padding=1)
-    m.add("relu1", "relu")
-    m.add("conv2", "conv2d", out_channels=32, kernel=3, padding=1)
-    m.add("relu2", "relu")
-    m.add("pool1", "maxpool2d", kernel=2)
-    m.add("conv3", "conv2d", out_channels=64, kernel=3, padding=1)
-    m.add("relu3", "relu")
-    m.add("conv4", "conv2d", out_channels=64, kernel=3, padding=1)
-    m.add("relu4", "relu")
-    m.add("pool2", "maxpool2d", kernel=2)
-    m.add("flatten", "flatten")
-    m.add("fc1", "linear", out_features=32)
-    m.add("relu5", "relu")
-    m.add("fc2", "linear", out_features=2)
+def noscope_params(video):
+    """Closed form: the convs (3x3, bias), fc1 on the pooled map, fc2."""
+    c, d, layers = NOSCOPE[video]
+    total = 3 * c * 9 + c + c * c * 9 + c
+    side, width = 25, c
+    if layers == 4:
+        total += c * 2 * c * 9 + 2 * c + 2 * c * 2 * c * 9 + 2 * c
+        side, width = 12, 2 * c
+    return total + width * side * side * d + d + d * 2 + 2
+
+
+# --- FoldedCNNs' game-scraping CNNs ------------------------------------------------------
+# msr-fiddle/folded-cnns models/game.py ConvN with the '1_3s_1_convnet' template and the
+# config/<game>/<task>/model_description.json of each task (conv1 32, convi 32, convn 8
+# feature maps; out-h x out-w input; K = len(ClassNames)). Every conv is 3x3 padding 1 with
+# bias, followed by a ReLU:
+#   conv 3->32, maxpool 3 stride 2,
+#   n x [conv 32, conv 32, conv 32, maxpool 3 stride 1],
+#   conv -> 8, maxpool 3 stride 2, flatten, linear -> K.
+# Names are ConvN's module paths: `conv.<i>` inside its nn.Sequential (the Flatten module
+# included), `lin` for the classifier, so its state_dict loads by name.
+
+GAME = {   # name: (FoldedCNNs config directory, out-h, out-w, n-conv-units, classes)
+    "game_lol_goldnumber_fraction": ("lol/goldnumber-fraction", 22, 52, 1, 11),
+    "game_lol_goldnumber_int": ("lol/goldnumber-int", 22, 52, 1, 111),
+    "game_lol_timer_minutes": ("lol/timer-minutes", 15, 35, 1, 62),
+    "game_apex_squad_count_v2": ("apex/squad_count_v2", 19, 25, 1, 22),
+    "game_sot_coin_count": ("sot/coin_count-digits_3_4-v2", 17, 40, 1, 15),
+    "game_sot_timer3": ("sot/timer3", 22, 30, 2, 27),
+}
+
+
+def game(name):
+    _, h, w, units, classes = GAME[name]
+    m = Model(name, [1, 3, h, w])
+    i = 0
+
+    def add(op, **attrs):
+        nonlocal i
+        m.add(f"conv.{i}", op, **attrs)
+        i += 1
+
+    add("conv2d", out_channels=32, kernel=3, padding=1)
+    add("relu")
+    add("maxpool2d", kernel=3, stride=2)
+    for _ in range(units):
+        for _ in range(3):
+            add("conv2d", out_channels=32, kernel=3, padding=1)
+            add("relu")
+        add("maxpool2d", kernel=3, stride=1)
+    add("conv2d", out_channels=8, kernel=3, padding=1)
+    add("relu")
+    add("maxpool2d", kernel=3, stride=2)
+    add("flatten")
+    m.add("lin", "linear", out_features=classes)
     return m
+
+
+def game_params(name):
+    """Closed form: the spatial size after the three pools, then the layer sizes."""
+    _, h, w, units, classes = GAME[name]
+    side = [((s - 3) // 2 + 1 - 2 * units - 3) // 2 + 1 for s in (h, w)]
+    convs = 3 * 32 * 9 + 32 + 3 * units * (32 * 32 * 9 + 32) + 32 * 8 * 9 + 8
+    return convs + 8 * side[0] * side[1] * classes + classes
+
+
+# FoldedCNNs' FLOP counts of one (unfolded) input: config/model_map.json "og_ops", written by
+# its flop_count.py as int(2 * thop.profile(model)[0]). Model.thop counts what thop counts
+# (see there). The NoScope numbers are 2 * that exactly. The game-scraping numbers are 2 *
+# that plus 2 * the MACs of the final linear layer: they were counted with a thop release
+# whose nn.Linear rule is in_features multiplies + (in_features - 1) adds + 1 bias add per
+# output element (0.0.31.post2001170342 has it; 0.0.31.post2005241907 counts in_features).
+OG_OPS = {
+    "noscope_coral": 16_400_512, "noscope_night": 16_400_512,
+    "noscope_taipei": 196_160_128, "noscope_roundabout": 120_589_952,
+    "game_lol_goldnumber_fraction": 16_784_480, "game_lol_goldnumber_int": 16_890_080,
+    "game_lol_timer_minutes": 7_918_448, "game_apex_squad_count_v2": 7_176_032,
+    "game_sot_coin_count": 10_132_064, "game_sot_timer3": 14_562_240,
+}
 
 
 # --- the list, with what each is checked against ----------------------------------------
@@ -460,13 +563,15 @@ MODELS = [
     (lambda: cifar_resnet("resnet1202", 200), {"params": cifar_resnet_params(200)}),
     # U-Net (Ronneberger et al. 2015) as milesial/Pytorch-UNet, bilinear=True, 2 classes.
     (unet, {"params": unet_params()}),
-    # NoScope's specialized CNN for the "coral" video (2 conv, 1 pool, 2 fc).
-    (noscope_coral, {"params": 3 * 16 * 9 + 16 + 16 * 16 * 9 + 16 + 10000 * 128 + 128 + 128 * 2 + 2}),
-    # NoScope's specialized CNN for the "roundabout" video (4 conv, 2 pool, 2 fc).
-    (noscope_roundabout, {"params": 3 * 32 * 9 + 32 + 32 * 32 * 9 + 32 + 32 * 64 * 9 + 64
-                          + 64 * 64 * 9 + 64 + 9216 * 32 + 32 + 32 * 2 + 2}),
+    # NoScope's specialized CNNs as in FoldedCNNs, coral, night, taipei, roundabout:
+    # "flops" is FoldedCNNs' published count for one input (OG_OPS), 2 * Model.thop.
+    *[(lambda v=v: noscope(v), {"params": noscope_params(v), "flops": OG_OPS["noscope_" + v]})
+      for v in NOSCOPE],
+    # FoldedCNNs' game-scraping CNNs: "flops_linear_twice" is their published count (OG_OPS),
+    # made with the older thop rule for nn.Linear.
+    *[(lambda n=n: game(n), {"params": game_params(n), "flops_linear_twice": OG_OPS[n]})
+      for n in GAME],
 ]
-
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -474,12 +579,13 @@ def main():
     failures = []
     for make, want in MODELS:
         m = make()
-        got = {"params": m.params, "macs": m.macs, "gmacs": round(m.macs / 1e9, 2)}
+        got = {"params": m.params, "macs": m.macs, "gmacs": round(m.macs / 1e9, 2),
+               "flops": 2 * m.thop, "flops_linear_twice": 2 * (m.thop + m.linear_macs)}
         for k, v in want.items():
             if got[k] != v:
                 failures.append(f"{m.name}: {k} is {got[k]:,}, expected {v:,}")
         built.append(m)
-        print(f"{m.name:20s} input {str(m.input['shape']):18s} layers {len(m.layers):5d}  "
+        print(f"{m.name:28s} input {str(m.input['shape']):18s} layers {len(m.layers):5d}  "
               f"params {m.params:>13,}  MACs {m.macs:>17,}  output {m.shapes[m.prev]}")
     if failures:
         for f in failures:
