@@ -2,6 +2,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
+#include "generator/model/fold.hpp"
 #include "generator/model/profile.hpp"
 
 #include <algorithm>
@@ -57,6 +58,7 @@ void inspect(const InspectArgs& a) {
                                   {"output_shape", n.shape},
                                   {"params", params},
                                   {"macs", m.macs(int(i))},
+                                  {"flops", thop_flops(m, int(i))},
                                   {"activation_bytes", bytes}};
       if (const auto it = measured.find(n.name); it != measured.end()) {
         const LayerProfile& lp = *it->second;
@@ -70,6 +72,7 @@ void inspect(const InspectArgs& a) {
     j["layers"] = layers;
     j["total_params"] = m.total_params();
     j["total_macs"] = m.total_macs();
+    j["total_flops"] = total_thop_flops(m);
     j["total_activation_bytes"] = act;
     fmt::print("{}\n", j.dump(2));
     return;
@@ -125,7 +128,11 @@ void add_inspect(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "inspect", "layer table: output shape, parameters, MACs and activation bytes; totals");
   a->model.add_to(cmd);
-  cmd->add_flag("--json", a->json, "machine-readable: layers, total_params, total_macs");
+  cmd->add_flag("--json", a->json,
+                "machine-readable: layers, total_params, total_macs, total_flops. flops: "
+                "FLOPs as FoldedCNNs reports them, 2 x thop's count (conv2d: one more per "
+                "output element with a bias; batchnorm, average pools and softmax counted "
+                "too; relu and max pools not); for a folded model, per folded input");
   cmd->add_option("--profile", a->profile,
                   "a kiln-profile/1 file (from kiln profile): adds beside each conv2d layer the "
                   "measured density of its input (the fraction of nonzero elements) and its "

@@ -111,4 +111,40 @@ Model fold_model(const Model& src, const FoldOptions& o) {
   return m;
 }
 
+int64_t thop_flops(const Model& m, int node) {
+  const Node& n = m.nodes.at(size_t(node));
+  const Shape& x = m.shape_of(n.inputs.at(0));
+  const int64_t out = numel(n.shape);
+  int64_t macs = 0;
+  switch (n.op) {
+  case OpKind::conv2d:
+    macs = out * (x[1] / n.attrs.groups * n.attrs.kernel[0] * n.attrs.kernel[1] +
+                  (n.attrs.bias ? 1 : 0));
+    break;
+  case OpKind::linear: macs = out * x[1]; break;
+  case OpKind::batchnorm: macs = 2 * numel(x); break;
+  case OpKind::avgpool2d: macs = out; break;
+  case OpKind::adaptive_avgpool2d:
+  case OpKind::global_avgpool:
+    macs = out * ((x[2] / n.shape[2]) * (x[3] / n.shape[3]) + 1);
+    break;
+  case OpKind::softmax: macs = out / n.shape[1] * (3 * n.shape[1] - 1); break;
+  case OpKind::relu:
+  case OpKind::maxpool2d:
+  case OpKind::flatten:
+  case OpKind::upsample2d:
+  case OpKind::add:
+  case OpKind::concat:
+  case OpKind::fold:
+  case OpKind::unfold: break;
+  }
+  return 2 * macs;
+}
+
+int64_t total_thop_flops(const Model& m) {
+  int64_t n = 0;
+  for (size_t i = 0; i < m.nodes.size(); ++i) n += thop_flops(m, int(i));
+  return n;
+}
+
 } // namespace kiln

@@ -23,4 +23,24 @@ Model fold_model(const Model& m, const FoldOptions& o);
 // layers such as relu, softmax or flatten), or -1.
 int last_param_layer(const Model& m);
 
+// FLOPs of one layer as FoldedCNNs reports them: its flop_count.py prints
+// int(2 * thop.profile(model)[0]), twice the multiply-accumulates that thop counts for the
+// torch.nn module the layer stands for. The rules are those of thop 0.0.31.post2005241907,
+// with which FoldedCNNs' NoScope counts agree exactly:
+//   conv2d              output elements * (in_channels / groups * kh * kw + 1 if bias)
+//   linear              output elements * in_features (the bias is not counted)
+//   batchnorm           2 * elements (eval mode)
+//   avgpool2d           output elements
+//   adaptive_avgpool2d, global_avgpool (nn.AdaptiveAvgPool2d)
+//                       output elements * (H / out_h * W / out_w + 1), integer divisions
+//   softmax             (3 * C - 1) per softmax over C channels (nn.Softmax)
+//   relu, maxpool2d, flatten, upsample2d (nearest)                0 (thop's zero_ops)
+//   add, concat, fold, unfold      0 (tensor operations and views: no module to hook)
+// For a folded model it is the count for one folded input, i.e. for `factor` images.
+// FoldedCNNs' game-scraping counts (config/model_map.json) exceed this by 2 * the MACs of
+// their final nn.Linear: an older thop counted in + (in - 1) + 1 operations per output
+// element of a linear layer with a bias.
+int64_t thop_flops(const Model& m, int node);
+int64_t total_thop_flops(const Model& m);
+
 } // namespace kiln
