@@ -5,6 +5,7 @@
 #include "generator/model/fold.hpp"
 #include "generator/model/model_json.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace kiln::cli {
@@ -15,6 +16,7 @@ struct FoldArgs {
   ModelArgs model;
   int64_t factor = 0;
   double multiplier = 0;
+  bool multiplier_given = false;
   std::string output;
 };
 
@@ -22,7 +24,7 @@ void fold(const FoldArgs& a) {
   const Model m = a.model.load();
   FoldOptions o;
   o.factor = a.factor;
-  if (a.multiplier != 0) o.multiplier = a.multiplier;
+  if (a.multiplier_given) o.multiplier = a.multiplier;
   const Model f = fold_model(m, o);
   save_model(f, a.output);
   fmt::print("folded {} by {}: {} -> {} parameters, {} -> {} MACs per {} images; wrote {}\n",
@@ -40,18 +42,26 @@ void add_fold(CLI::App& app) {
               "(or --multiplier), give the last layer F*K outputs. Needs retrained weights.");
   a->model.add_to(cmd);
   cmd->add_option("--factor,-f", a->factor, "images folded into one (2..64)")->required();
-  cmd->add_option("--multiplier", a->multiplier, "hidden width multiplier (default sqrt(factor))");
+  CLI::Option* mult = cmd->add_option(
+      "--multiplier", a->multiplier,
+      "hidden width multiplier in (0, 64]: each hidden conv2d/linear width w becomes "
+      "int(w * multiplier) (default sqrt(factor), FoldedCNNs' choice)");
   cmd->add_option("-o,--output", a->output, "where to write the folded model")->required();
-  cmd->callback([a] { fold(*a); });
+  cmd->callback([a, mult] {
+    a->multiplier_given = mult->count() > 0;
+    fold(*a);
+  });
 }
 
 void add_models(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("models", "list the shipped example models");
   cmd->callback([] {
-    fmt::print("{:<20}  {:<18}  {:>14}  {:>10}\n", "name", "input", "params", "MACs");
+    size_t w = 20;
+    for (const std::string& n : shipped_model_names()) w = std::max(w, n.size());
+    fmt::print("{:<{}}  {:<18}  {:>14}  {:>10}\n", "name", w, "input", "params", "MACs");
     for (const std::string& n : shipped_model_names()) {
       const Model m = load_model_or_shipped(n);
-      fmt::print("{:<20}  {:<18}  {:>14}  {:>10}\n", n, shape_str(m.input_shape),
+      fmt::print("{:<{}}  {:<18}  {:>14}  {:>10}\n", n, w, shape_str(m.input_shape),
                  with_commas(m.total_params()), human_count(m.total_macs()));
     }
   });
