@@ -16,6 +16,7 @@
 #include "runtime/cuda/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/fold_batch.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
@@ -49,6 +50,11 @@ void run(const RunArgs& a) {
   const Tensor& input = mi.input;
   if (a.train && (a.target.empty() || a.grads.empty()))
     throw Error("", "--train", "needs --target T.npy and --grads G.safetensors");
+  if (a.train && mi.images != input.shape()[0])
+    throw Error(a.dev.input, "",
+                cat("a training step of a folded model takes whole folds: ", mi.images,
+                    " images is no multiple of the fold factor"));
+  if (!mi.padding_note.empty()) fmt::print(stderr, "kiln: note: {}\n", mi.padding_note);
   if (!a.train && a.output.empty() && a.bench == 0)
     throw Error("", "--output", "is required for inference (unless --bench)");
 
@@ -152,6 +158,9 @@ void run(const RunArgs& a) {
   if (!a.output.empty()) {
     Tensor y = ex.read(plan.outputs[0]);
     if (y.dtype() == DType::bf16) y = y.to(DType::f32); // .npy has no bf16
+    // A padded fold's rows are dropped (a folded model's output has a row per image).
+    if (mi.images < input.shape()[0] && !y.shape().empty() && y.shape()[0] == input.shape()[0])
+      y = first_rows(y, mi.images);
     io::write_npy(a.output, y);
   }
   if (a.train) {
@@ -177,7 +186,7 @@ void run(const RunArgs& a) {
     });
     fmt::print("bench: median {:.3f} ms over {} runs (min {:.3f}, max {:.3f}), {:.1f} images/s{}\n",
                t.median(), a.bench, t.min(), t.max(),
-               double(input.shape()[0]) * 1000.0 / t.median(),
+               double(mi.images) * 1000.0 / t.median(),
                a.dev.device == "gpu" ? " (CUDA events)" : " (host clock)");
   }
 }

@@ -9,6 +9,7 @@
 #include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/fold_batch.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
@@ -65,18 +66,35 @@ ModelInput load_model_input(const ModelArgs& a, const std::string& input_path) {
   if (!is_float(r.input.dtype()))
     throw Error(input_path, "",
                 cat("the input must hold floats, not ", dtype_name(r.input.dtype())));
-  const Shape& s = r.input.shape();
+  const Shape s = r.input.shape();
   ModelOverrides ov = a.overrides();
   r.model = load_model_or_shipped(a.model);
+  r.images = s.empty() ? 0 : s[0];
+  // A folded model takes any number of images: the last fold is filled with zero images.
+  int64_t factor = 1;
+  for (const Node& n : r.model.nodes)
+    if (n.op == OpKind::fold) factor = n.attrs.factor;
   if (s.size() == r.model.input_shape.size()) {
-    if (!ov.batch) ov.batch = s[0];
+    if (!ov.batch) ov.batch = (s[0] + factor - 1) / factor * factor;
     if (!ov.image && s.size() == 4) ov.image = Int2{s[2], s[3]};
   }
   apply_overrides(r.model, ov);
-  if (s != r.model.input_shape)
+  Shape padded = s;
+  if (!padded.empty() && factor > 1 && padded[0] < r.model.input_shape[0] &&
+      r.model.input_shape[0] - padded[0] < factor)
+    padded[0] = r.model.input_shape[0];
+  if (padded != r.model.input_shape)
     throw Error(
         input_path, "",
         cat("has shape ", shape_str(s), ", the model takes ", shape_str(r.model.input_shape)));
+  if (padded != s) {
+    r.input = pad_batch(r.input, padded[0]);
+    const int64_t pad = padded[0] - s[0];
+    r.padding_note = fmt::format("{} images fill {} folds of {}: the last fold is padded with {} "
+                                 "zero image{} and {} row{} dropped",
+                                 s[0], padded[0] / factor, factor, pad, pad == 1 ? "" : "s",
+                                 pad == 1 ? "its" : "their", pad == 1 ? " is" : "s are");
+  }
   return r;
 }
 

@@ -28,10 +28,13 @@ struct DeviceArgs {
 
 // The input batch and the model it runs through: the input's shape sets the batch and the
 // image size unless --batch or --image are given; any other mismatch is an error naming the
-// input file.
+// input file. A folded model's batch is the images rounded up to a whole number of folds
+// (said once on stderr).
 struct ModelInput {
   Model model;
-  Tensor input;
+  Tensor input;       // padded with zero images to a whole number of folds (folded models)
+  int64_t images = 0; // the images the input file holds (the outputs' rows to keep)
+  std::string padding_note; // what the padding did, when there was any
 };
 ModelInput load_model_input(const ModelArgs& a, const std::string& input_path);
 

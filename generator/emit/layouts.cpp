@@ -66,14 +66,9 @@ void apply_layout(Plan& p, Layout layout) {
     if (is_image(buf) && buf.role == BufferRole::activation && buf.view_of < 0) buf.layout = layout;
   }
   auto& steps = p.phases[0].steps;
-  // Inputs: convert once at the start, then everything reads the copy.
-  for (int in : p.inputs) {
-    if (!is_image(p.buffers[in])) continue;
-    const int copy = insert_convert(p, 0, 0, in, layout, p.buffers[in].name + ".nhwc");
-    for (size_t i = 1; i < steps.size(); ++i)
-      for (Arg& a : steps[i].args)
-        if (a.buffer == in) a.buffer = copy;
-  }
+  // Inputs stay NCHW: a first conv reads them in place (its kernels take x in either
+  // layout), so does a folded batch's view of them; kernel choice converts one where the
+  // chosen kernel needs it (assign_kernels).
   // Views that reshape an image (flatten) need NCHW order: view a converted copy.
   for (size_t v = 0; v < p.buffers.size(); ++v) {
     const int base = p.buffers[v].view_of;

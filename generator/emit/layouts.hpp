@@ -2,7 +2,8 @@
 // switching layouts between neighbouring kernels costs a transpose each time, so the
 // whole network runs in one layout: NHWC when the implicit-GEMM family serves most of the
 // convolution work, NCHW otherwise. The model's inputs and outputs stay NCHW (the user's
-// contract), with conversions at the edges and before any flatten that needs NCHW order.
+// contract): the first convs read the input as it is, outputs are converted at the end, and
+// so is a tensor before any flatten that needs NCHW order.
 #pragma once
 
 #include "generator/gpu/gpu_desc.hpp"

@@ -8,6 +8,7 @@
 #include "runtime/embedded.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/fold_batch.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
 #include "runtime/step_timer.hpp"
@@ -116,12 +117,23 @@ int main(int argc, char** argv) {
       bind_weights(ex, plan, io::read_safetensors(a.weights).tensors, a.weights);
     else
       bind_seeded_weights(ex, plan, a.seed);
-    const Tensor x = io::read_npy(a.input);
-    if (x.shape() != plan.buffers[plan.inputs[0]].shape)
+    Tensor x = io::read_npy(a.input);
+    const Shape& want = plan.buffers[plan.inputs[0]].shape;
+    // A folded model takes the images of its last fold short: padded with zero images.
+    const int64_t factor = plan_fold_factor(plan), images = x.shape().empty() ? 0 : x.shape()[0];
+    Shape padded = x.shape();
+    if (factor > 1 && !plan.train && !padded.empty() && padded[0] < want[0] &&
+        want[0] - padded[0] < factor)
+      padded[0] = want[0];
+    if (padded != want)
       throw Error(a.input, "",
-                  cat("has shape ", shape_str(x.shape()), ", the model takes ",
-                      shape_str(plan.buffers[plan.inputs[0]].shape),
+                  cat("has shape ", shape_str(x.shape()), ", the model takes ", shape_str(want),
                       " (kiln build --batch/--image fix it)"));
+    if (padded != x.shape()) {
+      std::fprintf(stderr, "%s: note: %lld images, the last fold of %lld padded with %lld zero images\n",
+                   argv[0], (long long)images, (long long)factor, (long long)(want[0] - images));
+      x = pad_batch(x, want[0]);
+    }
     ex.write(plan.inputs[0], x);
     if (plan.train) ex.write(plan.target, io::read_npy(a.target).to(DType::i64));
     auto step = [&] {
@@ -132,6 +144,8 @@ int main(int argc, char** argv) {
     if (!a.output.empty()) {
       Tensor y = ex.read(plan.outputs[0]);
       if (y.dtype() == DType::bf16) y = y.to(DType::f32);
+      if (images < want[0] && !y.shape().empty() && y.shape()[0] == want[0])
+        y = first_rows(y, images);
       io::write_npy(a.output, y);
     }
     if (plan.train) {
@@ -141,7 +155,7 @@ int main(int argc, char** argv) {
     }
     if (a.bench > 0) {
       const StepTimes t = time_steps(backend, 3, a.bench, step); // CUDA events, after warm-up
-      const int64_t batch = plan.buffers[plan.inputs[0]].shape[0];
+      const int64_t batch = images;
       std::printf("%s %s on %s: median %.3f ms over %d runs (min %.3f, max %.3f), %.1f images/s\n",
                   plan.model.c_str(), plan.train ? "training step" : "inference", plan.arch.c_str(),
                   t.median(), a.bench, t.min(), t.max(), double(batch) * 1000.0 / t.median());

@@ -11,7 +11,9 @@
 //
 // Cfg: T (element type of every float argument: float, f16, bf16),
 //      N, C, H, W (input), O, OH, OW (output), KH, KW, SH, SW, PH, PW, DH, DW, G (groups),
-//      NHWC (layout of x, y and residual; false: NCHW), W_OHWI (w stored [O][KH][KW][C/G],
+//      NHWC (layout of y and residual; false: NCHW), X_NHWC (layout of x: a network's first
+//      conv may read its NCHW input, or a folded batch's view of it, into an NHWC network
+//      without a conversion), W_OHWI (w stored [O][KH][KW][C/G],
 //      the nhwc layout of a weight; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU,
 //      GUARD, THRESHOLD (the dense side of a sparse dispatch: return, writing nothing, unless
 //      the running nonzero count nnz of x exceeds THRESHOLD; conv/sparse.cuh computes y then),
@@ -90,7 +92,7 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
 #pragma unroll 2
     for (int e = t; e < CK * PATCH; e += THREADS) {
       int c, r, q;
-      if (Cfg::NHWC) {
+      if (Cfg::X_NHWC) {
         c = e % CK, r = (e / CK) / IWT, q = (e / CK) % IWT;
       } else {
         c = e / PATCH, r = (e % PATCH) / IWT, q = e % IWT;
@@ -98,8 +100,8 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
       const int ih = ih0 + r, iw = iw0 + q, ci = g * Cg + c0 + c;
       float v = 0.f;
       if (c0 + c < Cg && ih >= 0 && ih < Cfg::H && iw >= 0 && iw < Cfg::W) {
-        const I at = Cfg::NHWC ? ((I(n) * Cfg::H + ih) * Cfg::W + iw) * Cfg::C + ci
-                               : ((I(n) * Cfg::C + ci) * Cfg::H + ih) * Cfg::W + iw;
+        const I at = Cfg::X_NHWC ? ((I(n) * Cfg::H + ih) * Cfg::W + iw) * Cfg::C + ci
+                                 : ((I(n) * Cfg::C + ci) * Cfg::H + ih) * Cfg::W + iw;
         v = to_float(x[at]);
       }
       xs[c * PATCH + r * IWT + q] = v;

@@ -24,6 +24,9 @@
 //                          aligned and the fragment loads free of bank conflicts)
 //   LDMATRIX               fragments by ldmatrix.x4 (else one 32-bit shared load per register)
 //   IDX64                  64-bit element offsets (tensors near 2^31 elements or more)
+//   X_NCHW                 x is stored NCHW (element loads only, !VEC_A): a network's first
+//                          conv reads its NCHW input, or a folded batch's view of it, into
+//                          an NHWC network without a conversion
 // Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y.
 // Grid: 1-D, ceil(M / BM) * ceil(O / BN) blocks; block i computes the tile (i / NTN, i % NTN)
 //   with NTN = ceil(O / BN) (output-channel tiles fastest: neighbours share their A rows).
@@ -112,6 +115,7 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   static_assert(!Cfg::LDMATRIX || NT % 2 == 0, "ldmatrix loads B for two n tiles at once");
   static_assert(Cfg::PAD % 4 == 0, "shared rows stay 16-byte aligned");
   static_assert(!Cfg::VEC_A || C % VEC == 0, "16-byte A loads need C % VEC == 0");
+  static_assert(!Cfg::VEC_A || !Cfg::X_NCHW, "an NCHW x is loaded element by element");
   static_assert(!Cfg::VEC_B || K % VEC == 0, "16-byte B loads need K % VEC == 0");
   static_assert(THREADS % CPR == 0 && (BM * CPR) % THREADS == 0 && (BN * CPR) % THREADS == 0,
                 "the loaders cover each tile exactly");
@@ -155,7 +159,8 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
     const int oh = r / OW, ow = r - (r / OW) * OW;
     a_ih[i] = m < M ? oh * Cfg::SH - Cfg::PH : kOutside;
     a_iw[i] = ow * Cfg::SW - Cfg::PW;
-    a_pix[i] = n * (I(H) * W * C) + (I(oh * Cfg::SH - Cfg::PH) * W + a_iw[i]) * C;
+    a_pix[i] =
+        n * (I(H) * W * C) + (I(oh * Cfg::SH - Cfg::PH) * W + a_iw[i]) * (Cfg::X_NCHW ? 1 : C);
   }
   I b_row[B_ROWS]; // element offset of row o of the weights, or -1 past O
   KILN_IGEMM_UNROLL
@@ -187,10 +192,9 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
         for (int e = 0; e < VEC; ++e) {
           const int ih = a_ih[i] + khe * Cfg::DH, iw = a_iw[i] + kwe * Cfg::DW;
           const bool ok = k0 + e < K && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
-          if (ok)
-            words[e / EPW] |=
-                igemm::bits_of(x[a_pix[i] + ((khe * Cfg::DH) * W + kwe * Cfg::DW) * C + ce])
-                << (16 * (e % EPW));
+          const I tap = Cfg::X_NCHW ? I(ce) * (H * W) + (khe * Cfg::DH) * W + kwe * Cfg::DW
+                                    : I((khe * Cfg::DH) * W + kwe * Cfg::DW) * C + ce;
+          if (ok) words[e / EPW] |= igemm::bits_of(x[a_pix[i] + tap]) << (16 * (e % EPW));
           if (++ce == C) {
             ce = 0;
             if (++kwe == KW) kwe = 0, ++khe;

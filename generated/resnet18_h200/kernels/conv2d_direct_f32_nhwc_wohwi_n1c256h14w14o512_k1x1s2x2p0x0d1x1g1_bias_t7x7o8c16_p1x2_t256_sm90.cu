@@ -24,6 +24,7 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c256h14w14o512_k1x1s2x2p0x0d1x1g1_bias_t7x
   static constexpr int DW = 1;
   static constexpr int G = 1;
   static constexpr bool NHWC = true;
+  static constexpr bool X_NHWC = true;
   static constexpr bool W_OHWI = true;
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = false;

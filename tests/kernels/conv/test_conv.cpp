@@ -61,6 +61,14 @@ StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Lay
   return s;
 }
 
+// x stored NCHW while y is NHWC: a network's first conv reading its input (or a folded
+// batch's view of it) in place.
+StepSpec nchw_input(StepSpec s) {
+  s.label += " x-nchw";
+  s.args[0].layout = Layout::nchw;
+  return s;
+}
+
 StepSpec backward_data(const Conv& cv, DType t, bool acc) {
   StepSpec s;
   s.label =
@@ -157,6 +165,8 @@ std::vector<StepSpec> forward_specs() {
       forward(k1s2, bf16, nhwc, kNone),
       forward(k3s2_pair, f32, nhwc, kBias, nhwc),
       forward(k3, f16, nchw, kRes, nhwc),
+      nchw_input(forward(k7s2, f32, nhwc, kBias | kRelu)),
+      nchw_input(forward(k3s2_pair, bf16, nhwc, kRelu, nhwc)),
   };
 }
 
@@ -194,6 +204,7 @@ std::vector<StepSpec> fold_specs() {
 std::vector<StepSpec> nvrtc_specs() {
   return {
       forward(k3, f32, nchw, kBias | kRelu),
+      nchw_input(forward(k7s2, f16, nhwc, kBias | kRelu)),
       forward(k5s2g2, f16, nhwc, kBias | kRes | kRelu),
       forward(dw_d2, bf16, nchw, kRes),
       forward(k7s2, bf16, nhwc, kNone),

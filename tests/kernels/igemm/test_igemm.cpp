@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 #include <map>
+#include <set>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -158,6 +159,46 @@ TEST_CASE("implicit GEMM variants match the reference on the emulator") {
       CHECK_MESSAGE(runs[key] >= 2, key);
     }
   for (const KernelCheck& r : emu_checks(chosen, temp_dir("kiln-igemm"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+}
+
+namespace {
+
+// The same convolutions with x stored NCHW (a network's input, or a folded batch's view of
+// it, read in place by the first conv of an NHWC network): the X_NCHW variants only.
+std::vector<Built> nchw_input_variants(const std::vector<std::string>& gpus) {
+  std::vector<StepSpec> specs;
+  for (DType t : kTypes)
+    for (const auto& [label, cv] : emu_convs()) {
+      if (cv.residual) continue;
+      StepSpec s = conv_spec(label + " x nchw", cv, t);
+      s.args[0].layout = Layout::nchw;
+      specs.push_back(s);
+    }
+  std::vector<Built> built = ours(all_variants(specs, gpus));
+  std::erase_if(built, [](const Built& b) { return b.variant.name.find("_ldnchw_") == std::string::npos; });
+  return built;
+}
+
+} // namespace
+
+TEST_CASE("implicit GEMM reading an NCHW x compiles with NVRTC for sm_80 and sm_90") {
+  const auto built = nchw_input_variants({"a100", "h200"});
+  CHECK(built.size() >= 10);
+  for (const std::string& f : nvrtc_failures(built))
+    FAIL_CHECK(f);
+}
+
+TEST_CASE("implicit GEMM reading an NCHW x matches the reference on the emulator") {
+  // One tile per shape and precision (the loader is the only difference).
+  std::vector<Built> chosen;
+  std::set<std::string> seen;
+  for (Built& b : nchw_input_variants({"h200"}))
+    if (seen.insert(b.spec.label).second) chosen.push_back(std::move(b));
+  CHECK(chosen.size() >= 10);
+  for (const KernelCheck& r : emu_checks(chosen, temp_dir("kiln-igemm-nchw"))) {
     INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
     CHECK(r.pass);
   }

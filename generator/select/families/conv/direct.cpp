@@ -14,10 +14,11 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
   if (st.fn != Fn::conv2d_forward || st.accumulate || st.guard == Guard::sparse ||
       !uniform_storage(s))
     return {};
-  const Layout lay = s.layout("x");
+  // y and residual share one layout; x may differ (a network's NCHW input read into NHWC).
+  const Layout lay = s.layout("y"), xlay = s.layout("x");
   const bool bias = s.has("b"), residual = s.has("residual");
   // x, y and residual share one layout (the instance specializes on it); w either.
-  if (s.layout("y") != lay || (residual && s.layout("residual") != lay)) return {};
+  if (residual && s.layout("residual") != lay) return {};
   const bool w_ohwi = s.layout("w") == Layout::nhwc;
   const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("y"));
   const DType t = s.dtype("x");
@@ -39,15 +40,16 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.family = "conv2d_direct";
     v.header = "conv/direct.cuh";
     v.function = "kiln::conv::direct";
-    v.name =
-        fmt::format("conv2d_direct_{}_{}{}_{}{}{}{}_{}_t{}{}{}_{}", dtype_tag(t), layout_name(lay),
-                    w_ohwi ? "_wohwi" : "", geom_name(g), bias ? "_bias" : "",
-                    residual ? "_res" : "", st.relu ? "_relu" : "", tile_name(tile, 'o', 'c'),
-                    tile.threads(), guard_tag(st), form.tag(), s.arch_tag());
+    v.name = fmt::format(
+        "conv2d_direct_{}_{}{}{}_{}{}{}{}_{}_t{}{}{}_{}", dtype_tag(t), layout_name(lay),
+        xlay != lay ? fmt::format("_x{}", layout_name(xlay)) : "", w_ohwi ? "_wohwi" : "",
+        geom_name(g), bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "",
+        tile_name(tile, 'o', 'c'), tile.threads(), guard_tag(st), form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue; // fitting made two configurations one
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
     cfg_bool(v, "NHWC", lay == Layout::nhwc);
+    cfg_bool(v, "X_NHWC", xlay == Layout::nhwc);
     cfg_bool(v, "W_OHWI", w_ohwi);
     cfg_bool(v, "HAS_BIAS", bias);
     cfg_bool(v, "HAS_RESIDUAL", residual);
@@ -89,7 +91,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.note = fmt::format("{}x{} output pixels x {} channels per block, {} input channels staged "
                          "per step, {}x{} outputs per thread",
                          tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
-    v.layouts = {{"x", lay}, {"y", lay}};
+    v.layouts = {{"x", xlay}, {"y", lay}};
     if (residual) v.layouts.push_back({"residual", lay});
     out.push_back(std::move(v));
   }

@@ -71,101 +71,110 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool bias = s.has("b"), residual = s.has("residual");
   const int64_t es = int64_t(dtype_size(t));
   const int64_t vec = 16 / es;
-  const bool vec_a = C % vec == 0, vec_b = K % vec == 0;
+  const bool vec_b = K % vec == 0;
   // The kernel also forms offsets a little past the tensors (rows of the last tiles, the
   // image row of a padded pixel) that it never dereferences: keep those in range too.
   const int64_t slack = H * W * C + 256 * (O + K);
   const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  const std::string shape = fmt::format(
-      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
-      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1], bias ? "_bias" : "",
-      residual ? "_res" : "", st.relu ? "_relu" : "", conv_family::guard_tag(st));
-  const char* loads = vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
+  const std::string shape =
+      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW,
+                  a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
+                  a.dilation[0], a.dilation[1], bias ? "_bias" : "", residual ? "_res" : "",
+                  st.relu ? "_relu" : "", conv_family::guard_tag(st));
   const double bytes =
       double((numel(x) + numel(w) + numel(y) * (residual ? 2 : 1) + (bias ? O : 0)) * es);
 
   std::vector<Variant> out;
-  for (const IgemmTile& tile : igemm_tiles()) {
-    if (!vec_a && tile.registers_ld == 0) continue;
-    const int stages = cc >= 80 ? tile.stages : 2;
-    const int64_t row_words = kTileKBytes / 4 + kPadWords;
-    const int64_t threads = 32 * tile.wm * tile.wn;
-    const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn);
-    if (blocks > 2147483647) continue; // all of them along grid.x
-    Variant v;
-    v.family = "conv2d_implicit_gemm";
-    v.header = "conv/implicit_gemm.cuh";
-    v.function = "kiln::conv::implicit_gemm";
-    v.name = fmt::format("conv2d_implicit_gemm_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}_{}",
-                         dtype_tag(t), tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
-                         kLdmatrix ? "ldm" : "lds", shape, idx64 ? "_i64" : "", s.arch_tag());
-    cfg_type(v, "T", cpp_type(t));
-    cfg_int(v, "N", N);
-    cfg_int(v, "C", C);
-    cfg_int(v, "H", H);
-    cfg_int(v, "W", W);
-    cfg_int(v, "O", O);
-    cfg_int(v, "KH", KH);
-    cfg_int(v, "KW", KW);
-    cfg_int(v, "SH", a.stride[0]);
-    cfg_int(v, "SW", a.stride[1]);
-    cfg_int(v, "OH", OH);
-    cfg_int(v, "OW", OW);
-    cfg_int(v, "PH", a.padding[0]);
-    cfg_int(v, "PW", a.padding[1]);
-    cfg_int(v, "DH", a.dilation[0]);
-    cfg_int(v, "DW", a.dilation[1]);
-    cfg_bool(v, "HAS_BIAS", bias);
-    cfg_bool(v, "HAS_RESIDUAL", residual);
-    cfg_bool(v, "RELU", st.relu);
-    conv_family::cfg_guard(v, st);
-    cfg_int(v, "BM", tile.bm);
-    cfg_int(v, "BN", tile.bn);
-    cfg_int(v, "BK", bk);
-    cfg_int(v, "WM", tile.wm);
-    cfg_int(v, "WN", tile.wn);
-    cfg_int(v, "STAGES", stages);
-    cfg_bool(v, "VEC_A", vec_a);
-    cfg_bool(v, "VEC_B", vec_b);
-    cfg_int(v, "PAD", kPadWords);
-    cfg_bool(v, "LDMATRIX", kLdmatrix);
-    cfg_bool(v, "IDX64", idx64);
-    v.args = {"x", "w"};
-    if (bias) v.args.push_back("b");
-    if (residual) v.args.push_back("residual");
-    if (st.guard == Guard::dense) v.args.push_back("nnz");
-    v.args.push_back("y");
-    v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
-    if (residual) v.layouts.push_back({"residual", Layout::nhwc});
-    v.block = {threads, 1, 1};
-    v.grid = {blocks, 1, 1};
-    v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
-    v.static_smem = 0;
-    // ptxas keeps 256-thread blocks to 128 registers (two blocks per SM).
-    v.registers_per_thread =
-        std::min<int>(threads >= 256 ? 128 : 255,
-                      (vec_a ? tile.registers : tile.registers_ld) + (idx64 ? 12 : 0));
-    // Element loads hold more per-thread state; near 128 registers ptxas may trade a few
-    // bytes of spills for occupancy there (no launch-bounds minimum to stop it).
-    v.promises_no_spills = vec_a;
-    v.flops = 2.0 * double(M) * double(O) * double(K);
-    v.bytes = bytes;
-    v.math = math;
-    v.efficiency =
-        tile.efficiency * tile_utilisation(M, O, K, tile.bm, tile.bn, bk) * (vec_a ? 1.0 : 0.5);
-    v.note = fmt::format(
-        "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
-        "{}, {} shared stages{}, {} loads, {} fragments",
-        M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn, math,
-        stages, cc >= 80 ? " (cp.async)" : "",
-        vec_a   ? "16-byte"
-        : vec_b ? "element (x) and 16-byte (w)"
-                : "element",
-        kLdmatrix ? "ldmatrix" : "32-bit shared load");
-    out.push_back(std::move(v));
-  }
+  // x NHWC, or x as the plan holds it when that is NCHW (a network's input, or a folded
+  // batch's view of it: read in place, element by element, instead of converted).
+  std::vector<bool> x_layouts = {false};
+  if (s.layout("x") == Layout::nchw) x_layouts.push_back(true);
+  for (bool x_nchw : x_layouts)
+    for (const IgemmTile& tile : igemm_tiles()) {
+      const bool vec_a = !x_nchw && C % vec == 0;
+      const char* loads = x_nchw ? "ldnchw" : vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
+      if (!vec_a && tile.registers_ld == 0) continue;
+      const int stages = cc >= 80 ? tile.stages : 2;
+      const int64_t row_words = kTileKBytes / 4 + kPadWords;
+      const int64_t threads = 32 * tile.wm * tile.wn;
+      const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn);
+      if (blocks > 2147483647) continue; // all of them along grid.x
+      Variant v;
+      v.family = "conv2d_implicit_gemm";
+      v.header = "conv/implicit_gemm.cuh";
+      v.function = "kiln::conv::implicit_gemm";
+      v.name = fmt::format("conv2d_implicit_gemm_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}_{}",
+                           dtype_tag(t), tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
+                           kLdmatrix ? "ldm" : "lds", shape, idx64 ? "_i64" : "", s.arch_tag());
+      cfg_type(v, "T", cpp_type(t));
+      cfg_int(v, "N", N);
+      cfg_int(v, "C", C);
+      cfg_int(v, "H", H);
+      cfg_int(v, "W", W);
+      cfg_int(v, "O", O);
+      cfg_int(v, "KH", KH);
+      cfg_int(v, "KW", KW);
+      cfg_int(v, "SH", a.stride[0]);
+      cfg_int(v, "SW", a.stride[1]);
+      cfg_int(v, "OH", OH);
+      cfg_int(v, "OW", OW);
+      cfg_int(v, "PH", a.padding[0]);
+      cfg_int(v, "PW", a.padding[1]);
+      cfg_int(v, "DH", a.dilation[0]);
+      cfg_int(v, "DW", a.dilation[1]);
+      cfg_bool(v, "HAS_BIAS", bias);
+      cfg_bool(v, "HAS_RESIDUAL", residual);
+      cfg_bool(v, "RELU", st.relu);
+      conv_family::cfg_guard(v, st);
+      cfg_int(v, "BM", tile.bm);
+      cfg_int(v, "BN", tile.bn);
+      cfg_int(v, "BK", bk);
+      cfg_int(v, "WM", tile.wm);
+      cfg_int(v, "WN", tile.wn);
+      cfg_int(v, "STAGES", stages);
+      cfg_bool(v, "VEC_A", vec_a);
+      cfg_bool(v, "VEC_B", vec_b);
+      cfg_int(v, "PAD", kPadWords);
+      cfg_bool(v, "LDMATRIX", kLdmatrix);
+      cfg_bool(v, "IDX64", idx64);
+      cfg_bool(v, "X_NCHW", x_nchw);
+      v.args = {"x", "w"};
+      if (bias) v.args.push_back("b");
+      if (residual) v.args.push_back("residual");
+      if (st.guard == Guard::dense) v.args.push_back("nnz");
+      v.args.push_back("y");
+      v.layouts = {
+          {"x", x_nchw ? Layout::nchw : Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+      if (residual) v.layouts.push_back({"residual", Layout::nhwc});
+      v.block = {threads, 1, 1};
+      v.grid = {blocks, 1, 1};
+      v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
+      v.static_smem = 0;
+      // ptxas keeps 256-thread blocks to 128 registers (two blocks per SM).
+      v.registers_per_thread =
+          std::min<int>(threads >= 256 ? 128 : 255,
+                        (vec_a ? tile.registers : tile.registers_ld) + (idx64 ? 12 : 0));
+      // Element loads hold more per-thread state; near 128 registers ptxas may trade a few
+      // bytes of spills for occupancy there (no launch-bounds minimum to stop it).
+      v.promises_no_spills = vec_a;
+      v.flops = 2.0 * double(M) * double(O) * double(K);
+      v.bytes = bytes;
+      v.math = math;
+      v.efficiency =
+          tile.efficiency * tile_utilisation(M, O, K, tile.bm, tile.bn, bk) * (vec_a ? 1.0 : 0.5);
+      v.note = fmt::format(
+          "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
+          "{}, {} shared stages{}, {} loads, {} fragments",
+          M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
+          math, stages, cc >= 80 ? " (cp.async)" : "",
+          vec_a   ? "16-byte"
+          : vec_b ? "element (x) and 16-byte (w)"
+                  : "element",
+          kLdmatrix ? "ldmatrix" : "32-bit shared load");
+      out.push_back(std::move(v));
+    }
   return out;
 }
 

@@ -5,7 +5,7 @@
 // chosen: cheapest of 8 valid variants: est. 9.4 us (floor 0.8 us), 7 blocks/SM (shared memory bound), fill 99%
 #include "conv/implicit_gemm.cuh"
 
-struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ld_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90_cfg {
+struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ldnchw_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90_cfg {
   using T = float;
   static constexpr int N = 1;
   static constexpr int C = 3;
@@ -38,6 +38,7 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ld_ldm_n1c3h224w224_o64k7x
   static constexpr int PAD = 4;
   static constexpr bool LDMATRIX = true;
   static constexpr bool IDX64 = false;
+  static constexpr bool X_NCHW = true;
 };
 
-KILN_KERNEL(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ld_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90, 128) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ld_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90_cfg>(kiln_args); }
+KILN_KERNEL(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ldnchw_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90, 128) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ldnchw_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90_cfg>(kiln_args); }

@@ -5,7 +5,7 @@
 // chosen: cheapest of 8 valid variants: est. 3.0 us (floor 0.1 us), 10 blocks/SM (registers bound), fill 74%
 #include "conv/direct.cuh"
 
-struct conv2d_direct_f32_nhwc_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90_cfg {
+struct conv2d_direct_f32_nhwc_xnchw_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90_cfg {
   using T = float;
   static constexpr int N = 1;
   static constexpr int C = 3;
@@ -24,6 +24,7 @@ struct conv2d_direct_f32_nhwc_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16
   static constexpr int DW = 1;
   static constexpr int G = 1;
   static constexpr bool NHWC = true;
+  static constexpr bool X_NHWC = false;
   static constexpr bool W_OHWI = false;
   static constexpr bool HAS_BIAS = true;
   static constexpr bool HAS_RESIDUAL = false;
@@ -42,4 +43,4 @@ struct conv2d_direct_f32_nhwc_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16
   static constexpr int THREADS = 128;
 };
 
-KILN_KERNEL(conv2d_direct_f32_nhwc_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90, 128) { kiln::conv::direct<conv2d_direct_f32_nhwc_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90_cfg>(kiln_args); }
+KILN_KERNEL(conv2d_direct_f32_nhwc_xnchw_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90, 128) { kiln::conv::direct<conv2d_direct_f32_nhwc_xnchw_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90_cfg>(kiln_args); }
