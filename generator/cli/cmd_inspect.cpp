@@ -1,9 +1,12 @@
 // kiln inspect: the layer table (shape, parameters, MACs, activation bytes) and totals.
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
+#include "generator/cli/inspect_fold.hpp"
 #include "generator/cli/model_args.hpp"
+#include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/fold.hpp"
 #include "generator/model/profile.hpp"
+#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -19,6 +22,7 @@ struct InspectArgs {
   ModelArgs model;
   bool json = false;
   std::string profile;
+  std::string fold, gpu;
 };
 
 size_t n_convs(const Model& m) {
@@ -28,6 +32,14 @@ size_t n_convs(const Model& m) {
 
 void inspect(const InspectArgs& a) {
   const Model m = a.model.load();
+  if (!a.fold.empty() || !a.gpu.empty()) {
+    if (a.fold.empty() || a.gpu.empty())
+      throw Error("", a.fold.empty() ? "--gpu" : "--fold",
+                  "--fold and --gpu go together: the folding roofline of the model on that GPU");
+    if (!a.profile.empty()) throw Error("", "--profile", "is not part of the --fold table");
+    print_fold_roofline(m, load_gpu(a.gpu), parse_fold_factors(a.fold), a.json);
+    return;
+  }
   const size_t esize = dtype_size(m.dtype);
   // The measured input densities by conv2d layer; a profile of another model, or naming a
   // layer this one lacks, is an error rather than a half-filled column.
@@ -53,12 +65,9 @@ void inspect(const InspectArgs& a) {
         if (p.trainable) params += numel(p.shape);
       const int64_t bytes = op_is_view(n.op) ? 0 : numel(n.shape) * int64_t(esize);
       act += bytes;
-      nlohmann::ordered_json l = {{"name", n.name},
-                                  {"op", op_name(n.op)},
-                                  {"output_shape", n.shape},
-                                  {"params", params},
-                                  {"macs", m.macs(int(i))},
-                                  {"flops", thop_flops(m, int(i))},
+      nlohmann::ordered_json l = {{"name", n.name},           {"op", op_name(n.op)},
+                                  {"output_shape", n.shape},  {"params", params},
+                                  {"macs", m.macs(int(i))},   {"flops", thop_flops(m, int(i))},
                                   {"activation_bytes", bytes}};
       if (const auto it = measured.find(n.name); it != measured.end()) {
         const LayerProfile& lp = *it->second;
@@ -139,6 +148,12 @@ void add_inspect(CLI::App& app) {
                   "spread over tiles (p10-p90 of the tiles' densities); --json: input_density "
                   "and input_density_tiles per layer. The same densities plan the sparse "
                   "kernels of generate/build/run --profile");
+  cmd->add_option("--fold", a->fold,
+                  "folding factors to compare, e.g. 1,2,3,4 (with --gpu): per layer and in "
+                  "total, the FLOPs and bytes per image, their ratio and the roofline's time "
+                  "per image and throughput on the GPU for the model folded by each factor "
+                  "(FoldedCNNs: hidden widths x sqrt(f)), and the gain over the first factor");
+  cmd->add_option("--gpu", a->gpu, "GPU descriptor for --fold (a file or a shipped name)");
   cmd->callback([a] { inspect(*a); });
 }
 

@@ -89,4 +89,21 @@ kt.check(len(ga) > 0 and ga.keys() == gb.keys() and all(np.array_equal(ga[k], gb
 kt.expect_error(["run", path("c2.json"), "--device", "cpu", "--input", path("x8.npy"), "--train", "--target",
                  path("tt.npy"), "--grads", path("g.safetensors"), "--schedule", "rotor", "--budget", "50%"],
                 "the smallest feasible budget is")
+# The folding roofline: per image FLOPs (FoldedCNNs' counts over the f images of a folded
+# input), bytes, intensity and predicted throughput; folding raises the intensity.
+out, _ = kt.kiln("inspect", "noscope_roundabout", "--batch", "1024", "--dtype", "f16", "--fold", "1,2,3,4",
+                 "--gpu", "h100", "--json")
+folds = json.loads(out)["folds"]
+published = [120.6e6, 241.8e6, 365.2e6, 498.7e6]  # FoldedCNNs, per folded input
+kt.check([f["factor"] for f in folds] == [1, 2, 3, 4], f"factors: {[f['factor'] for f in folds]}")
+for f, pub in zip(folds, published):
+    kt.check(abs(f["flops_per_image"] * f["factor"] / pub - 1) < 0.01, f"fold {f['factor']}: {f['flops_per_image']}")
+    kt.check(abs(sum(l["flops_per_image"] for l in f["layers"]) / f["flops_per_image"] - 1) < 1e-9, "layers sum")
+kt.check(all(b["intensity"] > a["intensity"] and b["gain"] > a["gain"] for a, b in zip(folds, folds[1:])),
+         "folding raises the intensity and the predicted throughput")
+out, _ = kt.kiln("inspect", "noscope_roundabout", "--fold", "1,4", "--gpu", "t4")
+kt.check("images/s" in out and "gain" in out, f"the text table: {out[-300:]}")
+kt.expect_error(["inspect", "noscope_roundabout", "--fold", "1,2"], "--fold and --gpu go together")
+kt.expect_error(["inspect", "noscope_roundabout", "--fold", "1,0", "--gpu", "h100"], "\"0\" is not a fold factor")
+kt.expect_error(["inspect", "noscope_roundabout", "--fold", "2,x", "--gpu", "h100"], "\"x\" is not a fold factor")
 kt.finish()
