@@ -25,7 +25,8 @@ constexpr std::pair<BufferRole, std::string_view> role_names[] = {
     {BufferRole::param_grad, "param_grad"},
     {BufferRole::output, "output"},
     {BufferRole::loss, "loss"},
-    {BufferRole::activation, "activation"}};
+    {BufferRole::activation, "activation"},
+    {BufferRole::optimizer_state, "optimizer_state"}};
 
 constexpr std::pair<StepKind, std::string_view> kind_names[] = {{StepKind::launch, "launch"},
                                                                 {StepKind::library, "library"},
@@ -173,8 +174,12 @@ ojson plan_to_json(const Plan& p) {
       if (s.relu) o["relu"] = true;
       if (s.fn == Fn::concat_backward || (s.fn == Fn::concat_forward && s.channel_offset))
         o["channel_offset"] = s.channel_offset;
-      if (s.fn == Fn::sgd_update) o["lr"] = s.lr;
-      if (s.fn == Fn::conv2d_fold_bn) o["eps"] = s.eps;
+      const bool update = s.fn == Fn::sgd_update || s.fn == Fn::adam_update;
+      if (update) o["lr"] = s.lr;
+      if (update && s.weight_decay != 0) o["weight_decay"] = s.weight_decay;
+      if (s.fn == Fn::sgd_update && s.momentum != 0) o["momentum"] = s.momentum;
+      if (s.fn == Fn::adam_update) o["betas"] = {s.beta1, s.beta2};
+      if (s.fn == Fn::conv2d_fold_bn || s.fn == Fn::adam_update) o["eps"] = s.eps;
       if (s.fn == Fn::region_copy)
         o["region"] = {{"src", s.src_origin}, {"dst", s.dst_origin}, {"size", s.extent}};
       if (s.guard != Guard::none) {
@@ -362,9 +367,11 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           continue;
         }
         ju::reject_unknown_keys(s, ptr,
-                                {"kind", "fn", "node", "op", "attrs", "args", "accumulate", "relu",
-                                 "channel_offset", "lr", "eps", "kernel", "library", "region",
-                                 "guard", "threshold", "density"});
+                                {"kind",           "fn",           "node",       "op",
+                                 "attrs",          "args",         "accumulate", "relu",
+                                 "channel_offset", "lr",           "eps",        "kernel",
+                                 "library",        "region",       "guard",      "threshold",
+                                 "density",        "weight_decay", "momentum",   "betas"});
         const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
         auto f = parse_fn(fn);
         if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
@@ -388,6 +395,16 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         if (s.contains("lr")) st.lr = ju::get_number(s["lr"], ptr + "/lr");
         if (s.contains("relu")) st.relu = ju::get_bool(s["relu"], ptr + "/relu");
         if (s.contains("eps")) st.eps = ju::get_number(s["eps"], ptr + "/eps");
+        if (s.contains("weight_decay"))
+          st.weight_decay = ju::get_number(s["weight_decay"], ptr + "/weight_decay");
+        if (s.contains("momentum")) st.momentum = ju::get_number(s["momentum"], ptr + "/momentum");
+        if (s.contains("betas")) {
+          const json& b = s["betas"];
+          if (!b.is_array() || b.size() != 2)
+            throw Error("", ptr + "/betas", "expected [beta1, beta2]");
+          st.beta1 = ju::get_number(b[0], ptr + "/betas/0");
+          st.beta2 = ju::get_number(b[1], ptr + "/betas/1");
+        }
         if (s.contains("region")) {
           const json& r = s["region"];
           const std::string rp = ptr + "/region";

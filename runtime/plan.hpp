@@ -24,6 +24,10 @@
 namespace kiln {
 
 inline constexpr std::string_view kPlanFormat = "kiln-plan/1";
+// The i32 [1] optimizer_state buffer holding the count (from 1) of the update a training
+// plan's update phase applies: Adam's bias correction reads it on the device, so one plan
+// serves every step. The host writes it before each update.
+inline constexpr std::string_view kOptimizerStepBuffer = "opt.step";
 
 enum class BufferRole {
   input,      // a model input, written by the caller
@@ -34,6 +38,9 @@ enum class BufferRole {
   output,     // a model output, read by the caller
   loss,       // the training loss, a scalar
   activation, // transient: forward values, saved tensors, activation gradients
+  // Optimizer state kept between training steps: momentum and Adam's moments (written only
+  // by the update steps), and the step count the host writes before each update.
+  optimizer_state,
 };
 std::string_view role_name(BufferRole r);
 // Persistent buffers live for the whole plan; only activations come and go.
@@ -93,19 +100,22 @@ struct Step {
   OpKind op = OpKind::relu;
   Attrs attrs;
   std::vector<Arg> args;
-  bool accumulate = false;    // add into the outputs instead of overwriting them
-  bool relu = false;          // fused epilogue of conv2d / linear / batchnorm .forward
-  int64_t channel_offset = 0; // concat.backward
-  double lr = 0;              // sgd.update
-  double eps = 0;             // conv2d.fold_bn: the batchnorm's epsilon
+  bool accumulate = false;     // add into the outputs instead of overwriting them
+  bool relu = false;           // fused epilogue of conv2d / linear / batchnorm .forward
+  int64_t channel_offset = 0;  // concat.backward
+  double lr = 0;               // sgd.update, adam.update
+  double eps = 0;              // conv2d.fold_bn: the batchnorm's epsilon; adam.update's
+  double weight_decay = 0;     // sgd.update, adam.update: grad + weight_decay * param
+  double momentum = 0;         // sgd.update (with a velocity)
+  double beta1 = 0, beta2 = 0; // adam.update: the moments' decay rates
   // region.copy: dst[n][c][dst_origin + i][..] (+)= src[n][c][src_origin + i][..] for i < extent.
   Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
   Guard guard = Guard::none;
   int64_t threshold = 0; // guard: the nonzero count at or below which the sparse path runs
   double density = -1;   // sparse steps: the input density planned for (informative)
-  int kernel = -1;     // launch: index into Plan::kernels
-  std::string library; // library: "cudnn"
-  int buffer = -1;     // free: the buffer freed
+  int kernel = -1;       // launch: index into Plan::kernels
+  std::string library;   // library: "cudnn"
+  int buffer = -1;       // free: the buffer freed
 
   int arg(std::string_view role) const;         // buffer index, or -1
   int need(std::string_view role) const;        // buffer index; throws if absent

@@ -45,6 +45,11 @@ struct Ctx {
   }
 };
 
+// An optimizer's hyperparameter: finite, in [lo, hi].
+void hyper(const Ctx& c, double v, std::string_view name, double lo, double hi) {
+  if (!(v >= lo && v <= hi)) c.fail(cat(name, " must be in [", lo, ", ", hi, "], got ", v));
+}
+
 void check_shapes(const Ctx& c) {
   const Step& s = c.s;
   switch (s.fn) {
@@ -222,7 +227,35 @@ void check_shapes(const Ctx& c) {
       c.fail(cat("copy from ", shape_str(c.shape("src")), " to ", shape_str(c.shape("dst")),
                  " changes the element count"));
     break;
-  case Fn::sgd_update: c.same("param", "grad"); break;
+  case Fn::sgd_update:
+    c.same("param", "grad");
+    if (s.arg("velocity") >= 0) c.same("param", "velocity");
+    if ((s.arg("velocity") >= 0) != (s.momentum != 0))
+      c.fail("a velocity comes with a nonzero momentum, and a momentum needs a velocity");
+    hyper(c, s.lr, "lr", 0, 1e6);
+    hyper(c, s.weight_decay, "weight_decay", 0, 1e6);
+    hyper(c, s.momentum, "momentum", 0, 1);
+    break;
+  case Fn::adam_update:
+    c.same("param", "grad");
+    c.same("param", "m");
+    c.same("param", "v");
+    c.expect("step", {1});
+    hyper(c, s.lr, "lr", 0, 1e6);
+    hyper(c, s.weight_decay, "weight_decay", 0, 1e6);
+    hyper(c, s.beta1, "beta1", 0, 1);
+    hyper(c, s.beta2, "beta2", 0, 1);
+    if (!(s.beta1 < 1 && s.beta2 < 1)) c.fail("Adam's betas must be below 1");
+    if (!(s.eps > 0 && s.eps <= 1)) c.fail(cat("eps must be in (0, 1], got ", s.eps));
+    break;
+  case Fn::mse_forward:
+  case Fn::mse_backward:
+    c.same("logits", "target");
+    if (s.fn == Fn::mse_forward)
+      c.expect("loss", {1});
+    else
+      c.same("logits", "dlogits");
+    break;
   case Fn::sparse_compact: break; // the form is checked below
   }
   // Compacted forms, read or written: of x (sparse.compact, the sparse convolutions) and of
@@ -279,13 +312,13 @@ void validate_plan(const Plan& p) {
       throw Error("", where,
                   cat("[", b.offset, ", ", b.offset + b.bytes(), ") lies outside the arena of ",
                       p.arena_bytes, " bytes"));
-    // Targets are class indices; sparse forms carry u8 indices and counts and an i32 count.
+    // Targets are class indices (or floats: a teacher's logits); sparse forms carry u8
+    // indices and counts and an i32 count.
     const bool target = b.role == BufferRole::target;
-    if (target ? b.dtype != DType::i64 : b.dtype == DType::i64)
-      throw Error(
-          "", where,
-          cat("has dtype ", dtype_name(b.dtype), ", expected ",
-              target ? "i64" : "a float type (u8 or i32 in sparse forms)"));
+    if (target ? b.dtype != DType::i64 && !is_float(b.dtype) : b.dtype == DType::i64)
+      throw Error("", where,
+                  cat("has dtype ", dtype_name(b.dtype), ", expected ",
+                      target ? "i64 or a float type" : "a float type (u8 or i32 in sparse forms)"));
   }
   auto expect_role = [&](int b, BufferRole r, std::string_view what) {
     if (p.buffers[b].role != r)
@@ -357,19 +390,23 @@ void validate_plan(const Plan& p) {
         const Buffer& b = p.buffers[a.buffer];
         const bool writes =
             listed(sig.writes, a.role) || (s.fn == Fn::sgd_update && a.role == "param");
+        const bool update = s.fn == Fn::sgd_update || s.fn == Fn::adam_update;
         if (writes && (b.role == BufferRole::input || b.role == BufferRole::target ||
-                       b.role == BufferRole::state ||
-                       (b.role == BufferRole::param && s.fn != Fn::sgd_update)))
+                       b.role == BufferRole::state || (b.role == BufferRole::param && !update) ||
+                       (b.role == BufferRole::optimizer_state && (!update || a.role == "step"))))
           throw Error(
               "", where,
               cat(fn_name(s.fn), " would overwrite the ", role_name(b.role), " \"", b.name, "\""));
         // Integer roles have one dtype; everything else is a float (fill_zero zeroes any).
-        const bool ok = a.role == "target"                        ? b.dtype == DType::i64
-                        : a.role == "index" || a.role == "count" || a.role == "y_index" ||
-                                a.role == "y_count"
-                            ? b.dtype == DType::u8
-                        : a.role == "nnz" || a.role == "y_nnz" ? b.dtype == DType::i32
-                                                                 : is_float(b.dtype) || s.fn == Fn::fill_zero;
+        const bool class_target =
+            a.role == "target" && s.fn != Fn::mse_forward && s.fn != Fn::mse_backward;
+        const bool ok =
+            class_target ? b.dtype == DType::i64
+            : a.role == "index" || a.role == "count" || a.role == "y_index" || a.role == "y_count"
+                ? b.dtype == DType::u8
+            : a.role == "nnz" || a.role == "y_nnz" || (update && a.role == "step")
+                ? b.dtype == DType::i32
+                : is_float(b.dtype) || s.fn == Fn::fill_zero;
         if (!ok)
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
       }

@@ -40,8 +40,11 @@ constexpr sv xent_in[] = {"logits", "target"}, xent_out[] = {"probs", "loss"};
 constexpr sv probs_target[] = {"probs", "target"}, dlogits[] = {"dlogits"};
 constexpr sv src[] = {"src"}, dst[] = {"dst"};
 constexpr sv param_grad[] = {"param", "grad"}; // updates param in place
+constexpr sv velocity[] = {"velocity"};
+constexpr sv grad_step[] = {"grad", "step"}, param_m_v[] = {"param", "m", "v"};
+constexpr sv logits_target[] = {"logits", "target"}, loss[] = {"loss"};
 
-const std::array<Entry, 37> table = {{
+constexpr std::array<Entry, 40> table = {{
     {Fn::conv2d_forward, "conv2d.forward", x_w_b_res_nnz, y_compacted, b_res_nnz_form, y_nnz},
     {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
@@ -74,14 +77,25 @@ const std::array<Entry, 37> table = {{
     {Fn::convert, "convert", src, dst, {}},
     {Fn::region_copy, "region.copy", src, dst, {}},
     {Fn::fill_zero, "fill_zero", {}, dst, {}},
-    {Fn::sgd_update, "sgd.update", param_grad, {}, {}},
+    {Fn::sgd_update, "sgd.update", param_grad, velocity, velocity, velocity},
     {Fn::sparse_compact, "sparse.compact", x, compacted, nnz, nnz},
-    {Fn::conv2d_forward_sparse, "conv2d.forward_sparse", sparse_conv_in, y_compacted, b_res_nnz_form,
-     y_nnz},
+    {Fn::conv2d_forward_sparse, "conv2d.forward_sparse", sparse_conv_in, y_compacted,
+     b_res_nnz_form, y_nnz},
     {Fn::conv2d_backward_weight_sparse, "conv2d.backward_weight_sparse", sparse_dw_in,
      dw_or_partial, nnz_dw_partial},
     {Fn::partial_sum, "partial.sum", partial_nnz, dst, nnz},
+    {Fn::adam_update, "adam.update", grad_step, param_m_v, {}, param_m_v},
+    {Fn::mse_forward, "mse.forward", logits_target, loss, {}},
+    {Fn::mse_backward, "mse.backward", logits_target, dlogits, {}},
 }};
+
+static_assert(
+    [] {
+      for (size_t i = 0; i < table.size(); ++i)
+        if (size_t(table[i].fn) != i) return false;
+      return true;
+    }(),
+    "the table lists every Fn in enum order");
 
 bool listed(std::span<const sv> roles, std::string_view role) {
   for (sv r : roles)

@@ -18,13 +18,13 @@ namespace kiln {
 enum class Fn {
   // x, w, [b], [residual], [nnz: guard] -> y (relu flag: fused epilogue), [compacted y]
   conv2d_forward,
-  conv2d_fold_bn,          // w, [b], weight, bias, running_mean, running_var -> w_out, b_out
-  conv2d_backward_data,    // dy, w -> dx
-  conv2d_backward_weight,  // x, dy -> dw
-  linear_forward,          // x, w, [b] -> y (relu flag)
-  linear_backward_data,    // dy, w -> dx
-  linear_backward_weight,  // x, dy -> dw
-  bias_backward,           // dy -> db (conv2d or linear)
+  conv2d_fold_bn,         // w, [b], weight, bias, running_mean, running_var -> w_out, b_out
+  conv2d_backward_data,   // dy, w -> dx
+  conv2d_backward_weight, // x, dy -> dw
+  linear_forward,         // x, w, [b] -> y (relu flag)
+  linear_backward_data,   // dy, w -> dx
+  linear_backward_weight, // x, dy -> dw
+  bias_backward,          // dy -> db (conv2d or linear)
   // x, weight, bias, running_mean, running_var -> y (inference; relu flag), [compacted y]
   batchnorm_forward,
   batchnorm_forward_train, // x, weight, bias -> y, [mean, invstd] (batch statistics)
@@ -53,7 +53,10 @@ enum class Fn {
   convert,                     // src -> dst: same logical shape, another layout or dtype
   region_copy, // src -> dst: a spatial window of a 4-D tensor (tiles of a tiled segment)
   fill_zero,   // -> dst: zeros (gradients accumulated from overlapping tiles)
-  sgd_update,  // param, grad (lr)
+  // param, grad, [velocity] (lr, weight_decay, momentum): as torch.optim.SGD (dampening 0,
+  // not Nesterov): g = grad + weight_decay * param; with a velocity, velocity = momentum *
+  // velocity + g and g = velocity; param -= lr * g. param and velocity are updated in place.
+  sgd_update,
   sparse_compact, // x -> values, index, count, [nnz (added to)]
   // x (its shape; its elements are not read), values, index, count, w, [b], [residual],
   // [nnz: guard] -> y, [compacted y]: conv2d.forward computed from the compacted x.
@@ -64,6 +67,16 @@ enum class Fn {
   // then adds up, so the reduction over the input spreads over S times more blocks.
   conv2d_backward_weight_sparse,
   partial_sum, // partial [S, ...] -> dst [...]: the sum over the first axis, in order
+  // param, grad, m, v, step (lr, beta1, beta2, eps, weight_decay): as torch.optim.Adam
+  // (weight decay added to the gradient, not decoupled): g = grad + weight_decay * param;
+  // m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2; with t = step[0] (i32, the
+  // update's count from 1, written by the host), param -= lr / (1 - beta1^t) * m /
+  // (sqrt(v) / sqrt(1 - beta2^t) + eps). param, m and v are updated in place.
+  adam_update,
+  // logits, target (floats of the logits' shape: a teacher's logits) -> loss [1]: the mean
+  // squared error over every element (torch.nn.functional.mse_loss).
+  mse_forward,
+  mse_backward, // logits, target -> dlogits = 2 (logits - target) / elements
 };
 
 std::string_view fn_name(Fn f);

@@ -2,13 +2,13 @@
 
 #include "runtime/cpu/backend.hpp"
 #include "runtime/cpu/ops.hpp"
-#include "runtime/sparse_form.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/layout_order.hpp"
 #include "runtime/param_init.hpp"
+#include "runtime/sparse_form.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -22,8 +22,8 @@ namespace {
 
 bool writes(const Step& s, const std::string& role) { return fn_writes(s.fn, role); }
 
-
-// Values a role may hold: variances and inverse deviations positive, targets valid classes.
+// Values a role may hold: variances and inverse deviations positive, targets valid classes,
+// optimizer step counts from 1.
 Tensor random_for(const Plan& p, const Step& s, const std::string& role, const Buffer& b,
                   uint64_t seed) {
   Tensor t(b.dtype, b.shape);
@@ -36,8 +36,19 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
       t.set(i, double(splitmix64(st) % uint64_t(classes)));
     return t;
   }
+  // A teacher's logits and an optimizer's tensors get a stream of their own even where a
+  // buffer is named after its role (the kernel tests' one-step plans), so that the target
+  // differs from the logits and the gradient from the parameter.
+  if (role == "target" || s.fn == Fn::sgd_update || s.fn == Fn::adam_update)
+    st ^= fnv1a(role) * 0x9e3779b97f4a7c15ull;
+  if (b.dtype == DType::i32 && role == "step") { // an optimizer's update count, from 1
+    t.set(0, double(1 + splitmix64(st) % 20));
+    return t;
+  }
   if (!is_float(b.dtype)) return t; // compacted forms and counts: set by check_step
-  const bool positive = role == "running_var" || role == "invstd";
+  // Adam's second moment is a running mean of squares.
+  const bool positive =
+      role == "running_var" || role == "invstd" || (s.fn == Fn::adam_update && role == "v");
   for (int64_t i = 0; i < n; ++i) {
     const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
     t.set(i, positive ? 0.5 + u : (role == "probs" ? u : 2 * u - 1));
@@ -252,7 +263,8 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
         const int nb = ds.need(out_form->nnz);
         const int64_t dn = int64_t(dev.read(nb).get(0)), rn = int64_t(ref.read(nb).get(0));
         if (std::abs(dn - rn) > 1 + int64_t(1e-4 * double(numel(xs))))
-          row.error = cat("nnz ", dn - nnz_before, " nonzeros counted, the reference ", rn - nnz_before);
+          row.error =
+              cat("nnz ", dn - nnz_before, " nonzeros counted, the reference ", rn - nnz_before);
       }
     }
     row.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);

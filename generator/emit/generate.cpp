@@ -46,6 +46,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   LowerOptions lo;
   lo.train = o.train;
   lo.lr = o.lr;
+  lo.recipe = o.recipe;
   lo.gpu = g.identity();
   Generated gen;
   Plan p;
@@ -91,7 +92,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   else if (o.cudnn_only && o.sparse != SparseMode::off)
     sparse_skipped = "the cuDNN-only plan (--kernels cudnn)";
   else
-    gen.sparse = plan_sparse(p, m, g, sparse_options(m, o.sparse, o.profile ? &*o.profile : nullptr));
+    gen.sparse =
+        plan_sparse(p, m, g, sparse_options(m, o.sparse, o.profile ? &*o.profile : nullptr));
   gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only);
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
@@ -139,12 +141,14 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   man["dtype"] = dtype_name(m.dtype);
   man["input_shape"] = m.input_shape;
   man["train"] = o.train;
+  if (o.train) man["recipe"] = o.recipe.key();
   if (!schedule.is_null()) man["schedule"] = schedule;
   man["layout"] = layout_name(gen.layout);
   man["kernels"] = kernels;
   man["library_steps"] = lib;
   ojson sparse = ojson::array();
-  for (const SparseDecision& d : gen.sparse) sparse.push_back(decision_json(d));
+  for (const SparseDecision& d : gen.sparse)
+    sparse.push_back(decision_json(d));
   man["sparse"] = {{"mode", o.sparse == SparseMode::off     ? "off"
                             : o.sparse == SparseMode::force ? "force"
                                                             : "auto"},

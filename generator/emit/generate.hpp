@@ -3,6 +3,7 @@
 #pragma once
 
 #include "generator/emit/assign_kernels.hpp"
+#include "generator/emit/lower.hpp"
 #include "generator/emit/sparse_plan.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model.hpp"
@@ -20,6 +21,7 @@ struct GenerateOptions {
   bool train = false;
   bool all_variants = false;
   double lr = 0.01;
+  TrainRecipe recipe;           // training: the loss and the optimizer of the update phase
   std::optional<Layout> layout; // default: choose_layout
   // Training under a recompute schedule (strategy name and budget as `kiln schedule` takes
   // them); empty: store-all. "tiled" (segmented fused tiling) also applies to inference;

@@ -7,9 +7,17 @@
 #include "generator/schedule/training_graph.hpp"
 
 #include "runtime/error.hpp"
+
+#include <fmt/format.h>
 #include <map>
 
 namespace kiln {
+
+std::string TrainRecipe::key() const {
+  return fmt::format("{} momentum {} weight_decay {} betas {} {} eps {} loss {}",
+                     optimizer == Optimizer::adam ? "adam" : "sgd", momentum, weight_decay, beta1,
+                     beta2, eps, loss == TrainLoss::mse ? "mse" : "cross_entropy");
+}
 
 std::string input_buffer_name(const Model& m) { return "in:" + m.input_name; }
 std::string act_name(const std::string& node) { return "act:" + node; }

@@ -135,8 +135,14 @@ void TrainingGraph::build() {
     f_op_[i] = int(ops_.size());
     ops_.push_back(op);
   }
-  TrainOp loss{TrainOp::loss,           logits_, {f_op_[storage_of(m, logits_)]},
-               value_bytes(m, logits_), 0,       "L"};
+  // Cross-entropy keeps the probabilities for its backward; MSE's backward reads the logits.
+  const bool mse = o_.recipe.loss == TrainLoss::mse;
+  TrainOp loss{TrainOp::loss,
+               logits_,
+               {f_op_[storage_of(m, logits_)]},
+               mse ? 0 : value_bytes(m, logits_),
+               0,
+               "L"};
   loss_op_ = int(ops_.size());
   ops_.push_back(loss);
   for (int i = 0; i < n; ++i)
@@ -159,6 +165,7 @@ void TrainingGraph::build() {
         for (const Contribution& c : contributions(v)) {
           if (c.consumer < 0) {
             add_input(op.inputs, loss_op_);
+            if (mse) add_input(op.inputs, f_op_[storage_of(m, logits_)]);
           } else {
             add_input(op.inputs, grad_buffer_op[c.consumer]);
             const OpKind k = m.nodes[c.consumer].op;
@@ -242,17 +249,45 @@ public:
     }
     if (!backward) b_.phase("backward");
     b_.phase("update");
-    for (const ParamBinding& p : b_.plan().params)
-      if (p.grad >= 0) {
-        Step s = step(Fn::sgd_update, -1, {{"param", p.buffer}, {"grad", p.grad}});
-        s.node = p.name;
-        s.lr = g_.o_.lr;
-        b_.step(s);
-      }
+    update();
     return b_.take();
   }
 
 private:
+  // The update phase: one optimizer step per trained parameter. Optimizer state (velocities,
+  // moments) is f32, f64 in f64 plans, whatever the parameters' storage type.
+  void update() {
+    const TrainRecipe& r = g_.o_.recipe;
+    const DType state = m_.dtype == DType::f64 ? DType::f64 : DType::f32;
+    const bool adam = r.optimizer == Optimizer::adam;
+    const int count = adam ? b_.buffer(std::string(kOptimizerStepBuffer), {1},
+                                       BufferRole::optimizer_state, DType::i32)
+                           : -1;
+    for (size_t i = 0; i < b_.plan().params.size(); ++i) {
+      const ParamBinding p = b_.plan().params[i]; // a copy: buffer() may grow the plan
+      if (p.grad < 0) continue;
+      const Shape shape = b_.plan().buffers[size_t(p.buffer)].shape;
+      auto state_buffer = [&](const char* what) {
+        return b_.buffer(cat("opt.", what, ":", p.name), shape, BufferRole::optimizer_state, state);
+      };
+      Step s = step(adam ? Fn::adam_update : Fn::sgd_update, -1,
+                    {{"param", p.buffer}, {"grad", p.grad}});
+      s.node = p.name;
+      s.lr = g_.o_.lr;
+      s.weight_decay = r.weight_decay;
+      if (adam) {
+        s.args.push_back({"m", state_buffer("m")});
+        s.args.push_back({"v", state_buffer("v")});
+        s.args.push_back({"step", count});
+        s.beta1 = r.beta1, s.beta2 = r.beta2, s.eps = r.eps;
+      } else if (r.momentum != 0) {
+        s.args.push_back({"velocity", state_buffer("velocity")});
+        s.momentum = r.momentum;
+      }
+      b_.step(s);
+    }
+  }
+
   Plan header() const {
     Plan p;
     p.model = m_.name;
@@ -297,9 +332,14 @@ private:
         params_[pname] = int(b_.plan().params.size());
         b_.plan().params.push_back(pb);
       }
+    // Classes per position (the logits without their class axis), or a teacher's logits.
     Shape t = m_.nodes[g_.logits_].shape;
-    t.erase(t.begin() + 1);
-    target_ = b_.buffer("target", t, BufferRole::target, DType::i64);
+    if (g_.o_.recipe.loss == TrainLoss::mse) {
+      target_ = b_.buffer("target", t, BufferRole::target, m_.dtype);
+    } else {
+      t.erase(t.begin() + 1);
+      target_ = b_.buffer("target", t, BufferRole::target, DType::i64);
+    }
     loss_ = b_.buffer("loss", {1}, BufferRole::loss);
     b_.plan().target = target_;
     b_.plan().loss = loss_;
@@ -380,6 +420,13 @@ private:
   }
 
   void loss() {
+    if (g_.o_.recipe.loss == TrainLoss::mse) {
+      Step s = step(Fn::mse_forward, -1,
+                    {{"logits", value(g_.logits_)}, {"target", target_}, {"loss", loss_}});
+      s.node = "loss";
+      b_.step(std::move(s));
+      return;
+    }
     probs_ = fresh("loss.probs", m_.nodes[g_.logits_].shape);
     Step s = step(
         Fn::softmax_xent_forward, -1,
@@ -406,6 +453,12 @@ private:
       b_.step(std::move(s));
     };
     for (const TrainingGraph::Contribution& c : g_.contributions(v)) {
+      if (c.consumer < 0 && g_.o_.recipe.loss == TrainLoss::mse) {
+        Step s = step(Fn::mse_backward, -1, {{"logits", value(g_.logits_)}, {"target", target_}});
+        s.node = "loss";
+        emit(std::move(s), "dlogits");
+        continue;
+      }
       if (c.consumer < 0) {
         Step s = step(Fn::softmax_xent_backward, -1, {{"probs", probs_}, {"target", target_}});
         s.node = "loss";

@@ -1,6 +1,7 @@
 // A training step as a graph of ops, the one definition every schedule strategy executes:
 //   F n  the forward of node n (training mode; views have none: they alias their base),
-//   L    softmax cross-entropy of the first output's logits,
+//   L    the loss of the first output's logits (softmax cross-entropy against classes, or
+//        MSE against a teacher's logits: LowerOptions::recipe),
 //   G v  the gradient of value v (node v's output), the sum of the contributions of v's
 //        consumers (and of the loss) in a fixed order,
 //   W n  the gradients of node n's parameters.
@@ -8,7 +9,8 @@
 // such sequence into plan steps: every execution writes fresh buffers and every read uses
 // the latest, so buffers die after their last use and recomputed values are bit-identical.
 // Gradients never repeat, and contributions keep one order, so every schedule produces
-// bit-identical gradients.
+// bit-identical gradients. The plan's update phase applies the recipe's optimizer to every
+// trained parameter.
 #pragma once
 
 #include "generator/emit/lower.hpp"

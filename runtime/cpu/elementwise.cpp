@@ -1,5 +1,5 @@
-// Elementwise ops: relu and its backward, add, copy (the backward of add and of views) and
-// the plain SGD update.
+// Elementwise ops: relu and its backward, add, copy (the backward of add and of views). The
+// optimizer updates are in optimizer.cpp.
 #include "runtime/cpu/detail.hpp"
 
 #include <cmath>
@@ -49,20 +49,11 @@ template <class T> void copy(CView<T> src, View<T> dst, bool accumulate) {
     put(dst.data[i], double(src.data[i]), accumulate);
 }
 
-template <class T> void sgd_update(View<T> param, CView<T> grad, double lr) {
-  const int64_t n = numel(param.shape);
-  need(numel(grad.shape) == n, "sgd_update", "parameter ", shape_str(param.shape), " and gradient ",
-       shape_str(grad.shape), " differ in size");
-  for (int64_t i = 0; i < n; ++i)
-    param.data[i] = T(double(param.data[i]) - lr * double(grad.data[i]));
-}
-
 #define KILN_INSTANTIATE(T)                                                                        \
   template void relu<T>(CView<T>, View<T>);                                                        \
   template void relu_backward<T>(CView<T>, CView<T>, View<T>, bool);                               \
   template void add<T>(std::span<const CView<T>>, View<T>);                                        \
-  template void copy<T>(CView<T>, View<T>, bool);                                                  \
-  template void sgd_update<T>(View<T>, CView<T>, double);
+  template void copy<T>(CView<T>, View<T>, bool);
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 #undef KILN_INSTANTIATE

@@ -22,8 +22,7 @@ template <class T> struct View {
 template <class T> using CView = View<const T>;
 
 // conv2d: x [N, C, H, W], w [O, C/groups, KH, KW], bias [O] or null, y [N, O, OH, OW].
-template <class T>
-void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* bias, View<T> y);
+template <class T> void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* bias, View<T> y);
 template <class T>
 void conv2d_backward_data(const Attrs& a, CView<T> dy, CView<T> w, View<T> dx, bool accumulate);
 template <class T>
@@ -52,8 +51,8 @@ void batchnorm_backward(CView<T> x, CView<T> dy, const T* gamma, const T* save_m
                         const T* save_invstd, View<T> dx, T* dgamma, T* dbeta, bool accumulate);
 // Inference-mode backward (running statistics are constants): dx only.
 template <class T>
-void batchnorm_inference_backward(const Attrs& a, CView<T> dy, const T* gamma,
-                                  const T* running_var, View<T> dx, bool accumulate);
+void batchnorm_inference_backward(const Attrs& a, CView<T> dy, const T* gamma, const T* running_var,
+                                  View<T> dx, bool accumulate);
 
 // relu; its backward masks dy where the forward output y is not positive.
 template <class T> void relu(CView<T> x, View<T> y);
@@ -111,7 +110,26 @@ int64_t compact(CView<T> x, T* values, uint8_t* index, uint8_t* count, int64_t c
 template <class T>
 void decompact(const T* values, const uint8_t* index, const uint8_t* count, int64_t cs, View<T> x);
 
+// Mean squared error over every element of logits against a target of the same shape (a
+// teacher's logits); the backward is 2 (logits - target) / elements.
+template <class T> double mse(CView<T> logits, CView<T> target);
+template <class T>
+void mse_backward(CView<T> logits, CView<T> target, View<T> dlogits, bool accumulate);
+
+// Optimizer updates, in place, each element computed in double and rounded once (the
+// formulas: runtime/step_fn.hpp, as torch.optim.SGD and torch.optim.Adam).
 // Plain SGD: param -= lr * grad.
 template <class T> void sgd_update(View<T> param, CView<T> grad, double lr);
+struct SgdHyper {
+  double lr = 0, weight_decay = 0, momentum = 0;
+};
+// With momentum, `velocity` (param's size) is updated too; it may be null when momentum is 0.
+template <class T> void sgd_update(View<T> param, CView<T> grad, T* velocity, const SgdHyper& h);
+struct AdamHyper {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+};
+// t: the count of this update, from 1 (throws kiln::Error below 1).
+template <class T>
+void adam_update(View<T> param, CView<T> grad, T* m, T* v, int64_t t, const AdamHyper& h);
 
 } // namespace kiln::cpu

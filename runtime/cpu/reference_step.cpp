@@ -281,7 +281,21 @@ template <class T> void run(const Bound<T>& c) {
     std::fill_n(dst.data, numel(dst.shape), T(0));
     break;
   }
-  case Fn::sgd_update: sgd_update<T>(c.out("param"), c.in("grad"), s.lr); break;
+  case Fn::sgd_update:
+    sgd_update<T>(c.out("param"), c.in("grad"),
+                  s.arg("velocity") >= 0 ? c.out("velocity").data : nullptr,
+                  SgdHyper{s.lr, s.weight_decay, s.momentum});
+    break;
+  case Fn::adam_update: {
+    const int32_t* t = c.template raw<int32_t>("step");
+    adam_update<T>(c.out("param"), c.in("grad"), c.out("m").data, c.out("v").data, t ? *t : 0,
+                   AdamHyper{s.lr, s.beta1, s.beta2, s.eps, s.weight_decay});
+    break;
+  }
+  case Fn::mse_forward: c.out("loss").data[0] = T(mse<T>(c.in("logits"), c.in("target"))); break;
+  case Fn::mse_backward:
+    mse_backward<T>(c.in("logits"), c.in("target"), c.out("dlogits"), acc);
+    break;
   case Fn::sparse_compact: {
     CView<T> x = c.in("x");
     const int64_t cs = c.p.buffers[s.need("values")].shape[2];
@@ -360,7 +374,8 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
     pack.args.clear();
     for (const Arg& a : step.args)
       if (a.role == "y" || is_form_role(a.role, kFormOfY))
-        pack.args.push_back({a.role == "y" ? "x" : a.role.substr(2), a.buffer}); // y_values -> values
+        pack.args.push_back(
+            {a.role == "y" ? "x" : a.role.substr(2), a.buffer}); // y_values -> values
     run_reference_step(plan, pack, arena);
     return;
   }
@@ -384,7 +399,9 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
       const int64_t n = numel(b.shape);
       std::vector<T>& v = staged.emplace_back(size_t(n));
       const bool out = writes(step, a.role);
-      if (!out || step.accumulate || writes_part(plan, step))
+      // Outputs updated in place (an optimizer's parameters and state) are read too.
+      if (!out || step.accumulate || writes_part(plan, step) || fn_reads(step.fn, a.role) ||
+          fn_updates(step.fn, a.role))
         for (int64_t i = 0; i < n; ++i)
           v[size_t(i)] = T(load(b, arena, i));
       c.where[a.buffer] = v.data();

@@ -1,9 +1,16 @@
 // Elementwise ops over flat tensors (layout-agnostic: every argument shares one layout).
 //
 // Cfg: T (element type), OP (below), COUNT (elements), INPUTS (add: 2..8),
-//      ACCUMULATE (add the result to the output), LR (sgd: learning rate), THREADS.
+//      ACCUMULATE (add the result to the output), LR (sgd, sgd_decay, adam: learning rate),
+//      THREADS; sgd_decay: WD (weight decay), MOMENTUM (0: no velocity); adam: WD, BETA1,
+//      BETA2, EPS.
 // Arguments, in order: relu: x, y · relu_backward: y, dy, dx · add: x0..x{INPUTS-1}, y ·
-//      copy: src, dst · sgd: param, grad (param updated in place) · fill_zero: dst.
+//      copy: src, dst · sgd: param, grad (param updated in place) · fill_zero: dst ·
+//      sgd_decay: param, grad, [velocity (float; with MOMENTUM)] · adam: param, grad, m, v
+//      (float), step (int [1]: this update's count from 1, written by the host before the
+//      launch, so one instance serves every step).
+// The optimizers compute as runtime/step_fn.hpp says (torch.optim.SGD and Adam), in fp32;
+// Adam's bias corrections 1 - beta^t are computed once per thread in double.
 // Grid: any; a grid-stride loop covers COUNT.
 #pragma once
 
@@ -11,36 +18,85 @@
 
 namespace kiln::elementwise {
 
-enum Op { RELU = 0, RELU_BACKWARD = 1, ADD = 2, COPY = 3, SGD = 4, FILL_ZERO = 5 };
+enum Op {
+  RELU = 0,
+  RELU_BACKWARD = 1,
+  ADD = 2,
+  COPY = 3,
+  SGD = 4,
+  FILL_ZERO = 5,
+  SGD_DECAY = 6,
+  ADAM = 7
+};
+
+// SGD with weight decay and momentum, and Adam: parameters of T, optimizer state in float.
+template <class Cfg> KILN_FN void optimizer_update(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  const i64 stride = i64(gridDim.x) * Cfg::THREADS;
+  const Global<T> param = arg<T>(a, 0);
+  const Global<const T> grad = arg<const T>(a, 1);
+  if constexpr (Cfg::OP == SGD_DECAY) {
+    for (i64 i = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; i < Cfg::COUNT; i += stride) {
+      const float p = to_float(param[i]);
+      float g = to_float(grad[i]) + Cfg::WD * p;
+      if constexpr (Cfg::MOMENTUM != 0.f) {
+        const Global<float> velocity = arg<float>(a, 2);
+        g = Cfg::MOMENTUM * velocity[i] + g;
+        velocity[i] = g;
+      }
+      param[i] = from_float<T>(p - Cfg::LR * g);
+    }
+  } else {
+    const Global<float> m = arg<float>(a, 2), v = arg<float>(a, 3);
+    const int t = arg<const int>(a, 4)[0];
+    const double bc1 = 1.0 - pow(double(Cfg::BETA1), double(t));
+    const double bc2 = 1.0 - pow(double(Cfg::BETA2), double(t));
+    const float step = float(double(Cfg::LR) / bc1), inv_root2 = float(1.0 / sqrt(bc2));
+    for (i64 i = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; i < Cfg::COUNT; i += stride) {
+      const float p = to_float(param[i]);
+      const float g = to_float(grad[i]) + Cfg::WD * p;
+      const float mi = Cfg::BETA1 * m[i] + (1.f - Cfg::BETA1) * g;
+      const float vi = Cfg::BETA2 * v[i] + (1.f - Cfg::BETA2) * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      param[i] = from_float<T>(p - step * mi / (sqrtf(vi) * inv_root2 + Cfg::EPS));
+    }
+  }
+}
 
 template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
   using T = typename Cfg::T;
-  const i64 stride = i64(gridDim.x) * Cfg::THREADS;
-  for (i64 i = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; i < Cfg::COUNT; i += stride) {
-    float v = 0;
-    int out = 1;
-    if constexpr (Cfg::OP == RELU) {
-      const float x = to_float(arg<const T>(a, 0)[i]);
-      v = x > 0.f ? x : 0.f;
-    } else if constexpr (Cfg::OP == RELU_BACKWARD) {
-      const float y = to_float(arg<const T>(a, 0)[i]);
-      v = y > 0.f ? to_float(arg<const T>(a, 1)[i]) : 0.f;
-      out = 2;
-    } else if constexpr (Cfg::OP == ADD) {
-      for (int k = 0; k < Cfg::INPUTS; ++k) v += to_float(arg<const T>(a, k)[i]);
-      out = Cfg::INPUTS;
-    } else if constexpr (Cfg::OP == COPY) {
-      v = to_float(arg<const T>(a, 0)[i]);
-    } else if constexpr (Cfg::OP == FILL_ZERO) {
-      out = 0;
-    } else if constexpr (Cfg::OP == SGD) {
-      const Global<T> p = arg<T>(a, 0);
-      p[i] = from_float<T>(to_float(p[i]) - Cfg::LR * to_float(arg<const T>(a, 1)[i]));
-      continue;
+  if constexpr (Cfg::OP == SGD_DECAY || Cfg::OP == ADAM) {
+    optimizer_update<Cfg>(a);
+  } else {
+    const i64 stride = i64(gridDim.x) * Cfg::THREADS;
+    for (i64 i = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; i < Cfg::COUNT; i += stride) {
+      float v = 0;
+      int out = 1;
+      if constexpr (Cfg::OP == RELU) {
+        const float x = to_float(arg<const T>(a, 0)[i]);
+        v = x > 0.f ? x : 0.f;
+      } else if constexpr (Cfg::OP == RELU_BACKWARD) {
+        const float y = to_float(arg<const T>(a, 0)[i]);
+        v = y > 0.f ? to_float(arg<const T>(a, 1)[i]) : 0.f;
+        out = 2;
+      } else if constexpr (Cfg::OP == ADD) {
+        for (int k = 0; k < Cfg::INPUTS; ++k)
+          v += to_float(arg<const T>(a, k)[i]);
+        out = Cfg::INPUTS;
+      } else if constexpr (Cfg::OP == COPY) {
+        v = to_float(arg<const T>(a, 0)[i]);
+      } else if constexpr (Cfg::OP == FILL_ZERO) {
+        out = 0;
+      } else if constexpr (Cfg::OP == SGD) {
+        const Global<T> p = arg<T>(a, 0);
+        p[i] = from_float<T>(to_float(p[i]) - Cfg::LR * to_float(arg<const T>(a, 1)[i]));
+        continue;
+      }
+      const Global<T> y = arg<T>(a, out);
+      if constexpr (Cfg::ACCUMULATE) v += to_float(y[i]);
+      y[i] = from_float<T>(v);
     }
-    const Global<T> y = arg<T>(a, out);
-    if constexpr (Cfg::ACCUMULATE) v += to_float(y[i]);
-    y[i] = from_float<T>(v);
   }
 }
 

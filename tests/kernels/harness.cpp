@@ -70,6 +70,8 @@ Plan spec_plan(const StepSpec& s) {
   st.relu = s.relu;
   st.lr = s.lr;
   st.eps = s.eps;
+  st.weight_decay = s.weight_decay, st.momentum = s.momentum;
+  st.beta1 = s.beta1, st.beta2 = s.beta2;
   st.channel_offset = s.channel_offset;
   st.src_origin = s.src_origin, st.dst_origin = s.dst_origin, st.extent = s.extent;
   st.guard = s.guard, st.threshold = s.threshold, st.density = s.density;
@@ -195,8 +197,8 @@ Kernel kernel_of(const Variant& v) {
 
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed, double density) {
   const Plan p = spec_plan(b.spec);
-  KernelCheck r = check_step(p, p.phases[0].steps[0], kernel_of(b.variant), b.variant.math, emu,
-                             seed, density);
+  KernelCheck r =
+      check_step(p, p.phases[0].steps[0], kernel_of(b.variant), b.variant.math, emu, seed, density);
   r.node = b.spec.label + " on " + b.gpu;
   return r;
 }

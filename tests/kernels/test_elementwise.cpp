@@ -1,8 +1,10 @@
-// The elementwise and convert families: every variant compiles for sm_75, sm_80 and sm_90
-// and matches the reference on the emulator.
+// The elementwise and convert families (with the optimizer updates and the MSE loss of kiln
+// train): every variant compiles for sm_75, sm_80 and sm_90 and matches the reference on the
+// emulator.
 #include "tests/kernels/harness.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -36,13 +38,62 @@ std::vector<StepSpec> specs() {
     sgd.lr = 0.125;
     s.push_back(sgd);
     s.push_back({"fill_zero " + d, Fn::fill_zero, OpKind::relu, {}, {{"dst", x, t}}});
-    for (Layout l : {Layout::nchw, Layout::nhwc})
+    // The optimizers of kiln train: state in f32 whatever the parameters' type.
+    const Shape w{5, 3, 3, 3};
+    StepSpec decay{"sgd weight decay " + d,
+                   Fn::sgd_update,
+                   OpKind::conv2d,
+                   {},
+                   {{"param", w, t}, {"grad", w, t}}};
+    decay.lr = 0.05, decay.weight_decay = 0.01;
+    s.push_back(decay);
+    StepSpec momentum{"sgd momentum " + d,
+                      Fn::sgd_update,
+                      OpKind::conv2d,
+                      {},
+                      {{"param", w, t}, {"grad", w, t}, {"velocity", w, DType::f32}}};
+    momentum.lr = 0.1, momentum.weight_decay = 5e-4, momentum.momentum = 0.9;
+    s.push_back(momentum);
+    StepSpec adam{"adam " + d,
+                  Fn::adam_update,
+                  OpKind::conv2d,
+                  {},
+                  {{"param", w, t},
+                   {"grad", w, t},
+                   {"m", w, DType::f32},
+                   {"v", w, DType::f32},
+                   {"step", {1}, DType::i32}}};
+    adam.lr = 0.01, adam.beta1 = 0.9, adam.beta2 = 0.999, adam.eps = 1e-8, adam.weight_decay = 0.01;
+    s.push_back(adam);
+    // The distillation loss: a classifier's logits, and more elements than one block's threads.
+    for (const Shape& l : {Shape{6, 10}, Shape{3, 5, 9, 11}}) {
+      s.push_back({"mse forward " + shape_str(l) + " " + d,
+                   Fn::mse_forward,
+                   OpKind::relu,
+                   {},
+                   {{"logits", l, t}, {"target", l, t}, {"loss", {1}, t}}});
       for (bool acc : {false, true}) {
-        StepSpec r{"region_copy " + d + (acc ? " acc " : " ") + std::string(layout_name(l)),
+        StepSpec b{"mse backward " + shape_str(l) + (acc ? " acc " : " ") + d,
+                   Fn::mse_backward,
+                   OpKind::relu,
+                   {},
+                   {{"logits", l, t}, {"target", l, t}, {"dlogits", l, t}}};
+        b.accumulate = acc;
+        s.push_back(b);
+      }
+    }
+    // Either layout on each side (a network's NCHW input copied into NHWC tiles).
+    for (auto [ls, ld] : {std::pair{Layout::nchw, Layout::nchw},
+                          {Layout::nhwc, Layout::nhwc},
+                          {Layout::nchw, Layout::nhwc},
+                          {Layout::nhwc, Layout::nchw}})
+      for (bool acc : {false, true}) {
+        StepSpec r{fmt::format("region_copy {}{}{} to {}", d, acc ? " acc " : " ", layout_name(ls),
+                               layout_name(ld)),
                    Fn::region_copy,
                    OpKind::conv2d,
                    {},
-                   {{"src", {2, 3, 9, 11}, t, l}, {"dst", {2, 3, 6, 5}, t, l}}};
+                   {{"src", {2, 3, 9, 11}, t, ls}, {"dst", {2, 3, 6, 5}, t, ld}}};
         r.accumulate = acc;
         r.src_origin = {2, 5}, r.dst_origin = {1, 0}, r.extent = {4, 5};
         s.push_back(r);

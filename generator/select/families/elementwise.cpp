@@ -21,10 +21,112 @@ bool uniform(const StepInfo& s) {
   return true;
 }
 
+// SGD with weight decay or momentum, and Adam (elementwise.cuh's optimizer_update):
+// parameters and gradients of one float type, optimizer state in f32.
+std::vector<Variant> optimizer_candidates(const StepInfo& s) {
+  const Step& st = s.step;
+  const bool adam = st.fn == Fn::adam_update;
+  const DType t = s.dtype("param");
+  if (t == DType::f64 || s.dtype("grad") != t || s.layout("grad") != s.layout("param")) return {};
+  std::vector<std::string> args = {"param", "grad"};
+  if (adam) args.insert(args.end(), {"m", "v", "step"});
+  if (!adam && st.arg("velocity") >= 0) args.push_back("velocity");
+  for (size_t k = 2; k < args.size(); ++k)
+    if (args[k] != "step" &&
+        (s.dtype(args[k]) != DType::f32 || s.layout(args[k]) != s.layout("param")))
+      return {};
+  const int64_t count = numel(s.shape("param"));
+  Variant v;
+  v.family = "elementwise";
+  v.header = "elementwise/elementwise.cuh";
+  v.function = "kiln::elementwise::elementwise";
+  const std::string hyper =
+      adam ? fmt::format("_lr{}_b{}_{}_e{}_wd{}", name_number(st.lr), name_number(st.beta1),
+                         name_number(st.beta2), name_number(st.eps), name_number(st.weight_decay))
+           : fmt::format("_lr{}_wd{}_m{}", name_number(st.lr), name_number(st.weight_decay),
+                         name_number(st.momentum));
+  v.name = fmt::format("elementwise_{}_{}_c{}{}_t{}_{}", adam ? "adam" : "sgd_decay", dtype_tag(t),
+                       count, hyper, kThreads, s.arch_tag());
+  cfg_type(v, "T", cpp_type(t));
+  cfg_int(v, "OP", adam ? 7 : 6);
+  cfg_int(v, "COUNT", count);
+  cfg_int(v, "INPUTS", int(args.size()) - 1);
+  cfg_bool(v, "ACCUMULATE", false);
+  cfg_float(v, "LR", st.lr);
+  cfg_float(v, "WD", st.weight_decay);
+  if (adam) {
+    cfg_float(v, "BETA1", st.beta1);
+    cfg_float(v, "BETA2", st.beta2);
+    cfg_float(v, "EPS", st.eps);
+  } else {
+    cfg_float(v, "MOMENTUM", st.momentum);
+  }
+  cfg_int(v, "THREADS", kThreads);
+  v.args = args;
+  v.block = {kThreads, 1, 1};
+  v.grid = {grid_stride_blocks(s.gpu, count, kThreads), 1, 1};
+  v.registers_per_thread = 32;
+  const double esize = double(dtype_size(t));
+  // param read and written, grad read; each float of state read and written.
+  const double state = adam ? 2 : st.arg("velocity") >= 0 ? 1 : 0;
+  v.bytes = double(count) * (3 * esize + 8 * state);
+  v.flops = double(count) * (adam ? 12 : 4);
+  v.efficiency = 0.8;
+  v.note = "grid-stride loop, one element per thread per step; Adam's bias corrections once "
+           "per thread from the step count in device memory";
+  return {v};
+}
+
+// mse.forward (one block: the loss is one deterministic sum) and mse.backward (grid-stride)
+// of elementwise/mse_loss.cuh.
+std::vector<Variant> mse_candidates(const StepInfo& s) {
+  const Step& st = s.step;
+  const bool fwd = st.fn == Fn::mse_forward;
+  if (!uniform(s)) return {};
+  const DType t = s.dtype("logits");
+  const int64_t count = numel(s.shape("logits"));
+  const bool acc = !fwd && st.accumulate;
+  // forward: as many threads as the elements need (whole warps), up to 1024.
+  int64_t threads = kThreads;
+  if (fwd) {
+    threads = 128;
+    while (threads < 1024 && threads < count)
+      threads *= 2;
+  }
+  Variant v;
+  v.family = "mse_loss";
+  v.header = "elementwise/mse_loss.cuh";
+  v.function = fwd ? "kiln::elementwise::mse_forward" : "kiln::elementwise::mse_backward";
+  v.name = fmt::format("mse_{}_{}_c{}{}_t{}_{}", fwd ? "forward" : "backward", dtype_tag(t), count,
+                       acc ? "_acc" : "", threads, s.arch_tag());
+  cfg_type(v, "T", cpp_type(t));
+  cfg_int(v, "COUNT", count);
+  cfg_int(v, "THREADS", threads);
+  cfg_bool(v, "ACCUMULATE", acc);
+  v.args = fwd ? std::vector<std::string>{"logits", "target", "loss"}
+               : std::vector<std::string>{"logits", "target", "dlogits"};
+  v.block = {threads, 1, 1};
+  v.grid = {fwd ? 1 : grid_stride_blocks(s.gpu, count, threads), 1, 1};
+  v.static_smem = fwd ? 4 * threads / 32 : 0;
+  v.registers_per_thread = 24;
+  const double esize = double(dtype_size(t));
+  v.bytes = double(count) * esize * (fwd ? 2 : acc ? 4 : 3);
+  v.flops = 3.0 * double(count);
+  v.efficiency = fwd ? 0.5 : 0.8;
+  v.note = fwd ? "one block (the loss is one deterministic sum): per-thread partials in element "
+                 "order, block tree sum"
+               : "grid-stride elementwise 2 (logits - target) / elements";
+  return {v};
+}
+
 } // namespace
 
 std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
+  if (st.fn == Fn::adam_update ||
+      (st.fn == Fn::sgd_update && (st.weight_decay != 0 || st.arg("velocity") >= 0)))
+    return optimizer_candidates(s);
+  if (st.fn == Fn::mse_forward || st.fn == Fn::mse_backward) return mse_candidates(s);
   std::string op;
   int op_code = 0, inputs = 1;
   std::vector<std::string> args;
@@ -91,7 +193,7 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
   if (st.fn != Fn::region_copy) return {};
   const Buffer& src = s.arg("src");
   const Buffer& dst = s.arg("dst");
-  if (src.dtype != dst.dtype || src.layout != dst.layout || src.dtype == DType::f64) return {};
+  if (src.dtype != dst.dtype || src.dtype == DType::f64) return {};
   const Shape& a = src.shape;
   const Shape& b = dst.shape;
   const int64_t count = a[0] * a[1] * st.extent[0] * st.extent[1];
@@ -99,11 +201,15 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
   v.family = "region_copy";
   v.header = "elementwise/region_copy.cuh";
   v.function = "kiln::elementwise::region_copy";
-  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}",
-                       dtype_tag(src.dtype), layout_name(src.layout), a[0], a[1], a[2], a[3],
-                       st.src_origin[0], st.src_origin[1], b[2], b[3], st.dst_origin[0],
-                       st.dst_origin[1], st.extent[0], st.extent[1], st.accumulate ? "_acc" : "",
-                       kThreads, s.arch_tag());
+  const std::string layouts =
+      src.layout == dst.layout
+          ? std::string(layout_name(src.layout))
+          : fmt::format("{}_to_{}", layout_name(src.layout), layout_name(dst.layout));
+  v.name =
+      fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}",
+                  dtype_tag(src.dtype), layouts, a[0], a[1], a[2], a[3], st.src_origin[0],
+                  st.src_origin[1], b[2], b[3], st.dst_origin[0], st.dst_origin[1], st.extent[0],
+                  st.extent[1], st.accumulate ? "_acc" : "", kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(src.dtype));
   for (auto [k, x] : {std::pair{"N", a[0]},
                       {"C", a[1]},
@@ -118,7 +224,8 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
                       {"EH", st.extent[0]},
                       {"EW", st.extent[1]}})
     cfg_int(v, k, x);
-  cfg_bool(v, "NHWC", src.layout == Layout::nhwc);
+  cfg_bool(v, "SRC_NHWC", src.layout == Layout::nhwc);
+  cfg_bool(v, "DST_NHWC", dst.layout == Layout::nhwc);
   cfg_bool(v, "ACCUMULATE", st.accumulate);
   cfg_int(v, "THREADS", kThreads);
   v.args = {"src", "dst"};
@@ -127,7 +234,7 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
   v.registers_per_thread = 32;
   v.bytes = double(count * int64_t(dtype_size(src.dtype)) * (st.accumulate ? 3 : 2));
   v.efficiency = 0.6;
-  v.note = "one window element per thread, memory order";
+  v.note = "one window element per thread, in dst's memory order";
   return {v};
 }
 

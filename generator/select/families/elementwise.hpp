@@ -4,7 +4,8 @@
 
 namespace kiln {
 
-// relu, relu backward, add, copy (accumulating or not), SGD update.
+// relu, relu backward, add, copy (accumulating or not), fill_zero, the optimizer updates (SGD
+// with weight decay and momentum, Adam) and the MSE loss of distillation (mse_loss.cuh).
 class ElementwiseFamily final : public Family {
 public:
   std::string_view name() const override { return "elementwise"; }
