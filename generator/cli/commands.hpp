@@ -25,5 +25,6 @@ void add_schedule(CLI::App& app);
 void add_build(CLI::App& app);
 void add_models(CLI::App& app);
 void add_profile(CLI::App& app);
+void add_train(CLI::App& app);
 
 } // namespace kiln::cli

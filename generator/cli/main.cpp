@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_build(app);
   kiln::cli::add_run(app);
   kiln::cli::add_profile(app);
+  kiln::cli::add_train(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -42,8 +42,8 @@ std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOption
   const std::string key = cache_key(
       {model_to_text(m), g.identity(), KILN_VERSION, kiln_identity(), templates_hash(),
        o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
-       std::to_string(o.slots), fmt::format("{}", o.lr), "sparse " + std::to_string(int(o.sparse)),
-       o.profile ? profile_to_text(*o.profile) : ""});
+       std::to_string(o.slots), fmt::format("{}", o.lr), o.train ? o.recipe.key() : "",
+       "sparse " + std::to_string(int(o.sparse)), o.profile ? profile_to_text(*o.profile) : ""});
   return KernelCache::default_dir() + "/runs/" + key;
 }
 
