@@ -154,7 +154,9 @@ def plot(path, title, xlabel, ylabel, series, logy=True):
 
 def plot_panels(path, title, xlabel, ylabel, panels, logy=True, columns=3):
     """One figure of several panels. panels: [{'title', 'series': {label: [(x, y), ...]},
-    'vlines': [(x, label, linestyle), ...]}]; skipped quietly without matplotlib."""
+    'vlines': [(x, label, linestyle), ...], 'styles': {label: linestyle or {matplotlib line
+    keyword: value}}, 'xticks': [x, ...]}] ('styles' and 'xticks' optional: solid lines in the
+    default colours, automatic ticks otherwise); skipped quietly without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -171,9 +173,13 @@ def plot_panels(path, title, xlabel, ylabel, panels, logy=True, columns=3):
         for label, pts in p["series"].items():
             pts = [q for q in pts if q[1] not in ("", None)]
             if pts:
-                ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", markersize=3, label=label)
+                style = p.get("styles", {}).get(label, "-")
+                ax.plot([q[0] for q in pts], [q[1] for q in pts], marker="o", markersize=3, label=label,
+                        **(style if isinstance(style, dict) else {"linestyle": style}))
         for x, label, style in p.get("vlines", []):
             ax.axvline(x, color="black", linestyle=style, linewidth=1, label=label)
+        if "xticks" in p:
+            ax.set_xticks(p["xticks"])
         ax.set_title(p["title"], fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
