@@ -161,6 +161,8 @@ ojson plan_to_json(const Plan& p) {
       o["node"] = s.node;
       o["op"] = op_name(s.op);
       o["attrs"] = attrs_to_json(s.op, s.attrs, false);
+      if (s.fn == Fn::conv2d_pool_forward)
+        o["pool"] = attrs_to_json(OpKind::maxpool2d, s.pool, false);
       // Sorted by role: JSON objects are unordered, so this is the form that round-trips.
       std::vector<const Arg*> sorted;
       for (const Arg& a : s.args)
@@ -366,12 +368,13 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           ph.steps.push_back(st);
           continue;
         }
-        ju::reject_unknown_keys(s, ptr,
-                                {"kind",           "fn",           "node",       "op",
-                                 "attrs",          "args",         "accumulate", "relu",
-                                 "channel_offset", "lr",           "eps",        "kernel",
-                                 "library",        "region",       "guard",      "threshold",
-                                 "density",        "weight_decay", "momentum",   "betas"});
+        ju::reject_unknown_keys(s, ptr, {"kind",       "fn",      "node",
+                                         "op",         "attrs",   "args",
+                                         "accumulate", "relu",    "channel_offset",
+                                         "lr",         "eps",     "kernel",
+                                         "library",    "region",  "guard",
+                                         "threshold",  "density", "weight_decay",
+                                         "momentum",   "betas",   "pool"});
         const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
         auto f = parse_fn(fn);
         if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
@@ -384,6 +387,13 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         const json& attrs = ju::require(s, "attrs", ptr);
         ju::expect_object(attrs, ptr + "/attrs");
         st.attrs = attrs_from_json(st.op, attrs, ptr + "/attrs", {});
+        if (st.fn == Fn::conv2d_pool_forward) {
+          const json& pool = ju::require(s, "pool", ptr);
+          ju::expect_object(pool, ptr + "/pool");
+          st.pool = attrs_from_json(OpKind::maxpool2d, pool, ptr + "/pool", {});
+        } else if (s.contains("pool")) {
+          throw Error("", ptr + "/pool", "is the fused pool of conv2d.pool_forward only");
+        }
         const json& args = ju::require(s, "args", ptr);
         ju::expect_object(args, ptr + "/args");
         for (auto a = args.begin(); a != args.end(); ++a)

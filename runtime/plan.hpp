@@ -99,6 +99,7 @@ struct Step {
   std::string node; // graph node, for messages and NVTX ranges
   OpKind op = OpKind::relu;
   Attrs attrs;
+  Attrs pool; // conv2d.pool_forward: the fused max pool's attributes (a maxpool2d's)
   std::vector<Arg> args;
   bool accumulate = false;     // add into the outputs instead of overwriting them
   bool relu = false;           // fused epilogue of conv2d / linear / batchnorm .forward

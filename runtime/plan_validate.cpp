@@ -61,6 +61,20 @@ void check_shapes(const Ctx& c) {
     if (s.arg("b") >= 0) c.expect("b", {c.shape("y")[1]});
     if (s.arg("residual") >= 0) c.same("residual", "y");
     break;
+  case Fn::conv2d_pool_forward: {
+    if (s.op != OpKind::conv2d) c.fail("pools a conv2d's output");
+    const Shape y = c.forward(c.shape("x"));
+    c.expect("w", c.param(c.shape("x"), "weight").shape);
+    if (s.arg("b") >= 0) c.expect("b", {y[1]});
+    Shape pooled;
+    try {
+      pooled = infer_shape(OpKind::maxpool2d, s.pool, std::span<const Shape>(&y, 1));
+    } catch (const Error& e) {
+      c.fail("its pool: " + (e.where().empty() ? e.message() : e.where() + " " + e.message()));
+    }
+    c.expect("y", pooled);
+    break;
+  }
   case Fn::conv2d_fold_bn: {
     const Shape& w = c.shape("w");
     c.same("w", "w_out");
@@ -98,10 +112,39 @@ void check_shapes(const Ctx& c) {
     break;
   }
   case Fn::partial_sum: {
+    // [S, *dst] (a weight gradient's), or [S * N, *dst[1:]] (a split-K forward's: S images'
+    // worth of partial outputs, in dst's layout).
     const Shape& p = c.shape("partial");
-    if (p.size() < 2 || Shape(p.begin() + 1, p.end()) != c.shape("dst"))
-      c.fail(cat("\"dst\" ", shape_str(c.shape("dst")), " is not \"partial\" ", shape_str(p),
-                 " without its first axis"));
+    const Shape& d = c.shape("dst");
+    const bool stacked = p.size() == d.size() + 1 && Shape(p.begin() + 1, p.end()) == d;
+    const bool batched = p.size() == d.size() && !d.empty() && d[0] > 0 && p[0] % d[0] == 0 &&
+                         p[0] >= d[0] &&
+                         Shape(p.begin() + 1, p.end()) == Shape(d.begin() + 1, d.end());
+    if (!stacked && !batched)
+      c.fail(cat("\"partial\" ", shape_str(p), " is neither [S, ", shape_str(d).substr(1),
+                 " nor [S * ", d.empty() ? 0 : d[0], ", ...] over \"dst\" ", shape_str(d)));
+    if (s.arg("b") >= 0) c.expect("b", c.channels("dst"));
+    if (s.arg("residual") >= 0) c.same("residual", "dst");
+    break;
+  }
+  case Fn::conv2d_forward_partial:
+  case Fn::linear_forward_partial: {
+    const Shape y = c.forward(c.shape("x"));
+    const Shape w = c.param(c.shape("x"), "weight").shape;
+    c.expect("w", w);
+    if (s.fn == Fn::conv2d_forward_partial && s.attrs.groups != 1)
+      c.fail("split-K convolutions have one group");
+    const int64_t K = numel(w) / w[0], most = (K + 15) / 16;
+    const Shape& p = c.shape("partial");
+    if (p.size() != y.size() || p[0] % y[0] != 0 || p[0] / y[0] < 1 || p[0] / y[0] > most ||
+        Shape(p.begin() + 1, p.end()) != Shape(y.begin() + 1, y.end())) {
+      std::string want = cat("[S * ", y[0]);
+      for (size_t i = 1; i < y.size(); ++i)
+        want += cat(", ", y[i]);
+      c.fail(cat("\"partial\" ", shape_str(p), " is not ", want,
+                 "] with 1 <= S <= ceil(K / 16) = ", most));
+    }
+    if (s.accumulate) c.fail("partial sums are written, not accumulated (partial.sum may)");
     break;
   }
   case Fn::bias_backward: c.expect("db", c.channels("dy")); break;
@@ -369,7 +412,8 @@ void validate_plan(const Plan& p) {
       if (s.kind == StepKind::library && s.library != "cudnn")
         throw Error("", where, cat("unknown library \"", s.library, "\""));
       if (s.relu && s.fn != Fn::conv2d_forward && s.fn != Fn::conv2d_forward_sparse &&
-          s.fn != Fn::linear_forward && s.fn != Fn::batchnorm_forward)
+          s.fn != Fn::conv2d_pool_forward && s.fn != Fn::linear_forward &&
+          s.fn != Fn::batchnorm_forward && s.fn != Fn::partial_sum)
         throw Error("", where, cat(fn_name(s.fn), " has no relu epilogue"));
       const FnSignature sig = fn_signature(s.fn);
       auto listed = [](std::span<const std::string_view> roles, const std::string& r) {

@@ -25,7 +25,9 @@ constexpr sv b_res_nnz_form[] = {"b", "residual", "nnz", "y_values", "y_index", 
 constexpr sv sparse_conv_in[] = {"x", "values", "index", "count", "w", "b", "residual", "nnz"};
 constexpr sv sparse_dw_in[] = {"x", "values", "index", "count", "dy", "nnz"};
 constexpr sv dw_or_partial[] = {"dw", "partial"}, nnz_dw_partial[] = {"nnz", "dw", "partial"};
-constexpr sv partial_nnz[] = {"partial", "nnz"};
+constexpr sv partial_nnz[] = {"partial", "b", "residual", "nnz"},
+             b_res_nnz[] = {"b", "residual", "nnz"};
+constexpr sv x_w[] = {"x", "w"}, partial[] = {"partial"};
 constexpr sv fold_in[] = {"w", "b", "weight", "bias", "running_mean", "running_var"};
 constexpr sv fold_out[] = {"w_out", "b_out"};
 constexpr sv dy_w[] = {"dy", "w"}, dx[] = {"dx"};
@@ -44,7 +46,7 @@ constexpr sv velocity[] = {"velocity"};
 constexpr sv grad_step[] = {"grad", "step"}, param_m_v[] = {"param", "m", "v"};
 constexpr sv logits_target[] = {"logits", "target"}, loss[] = {"loss"};
 
-constexpr std::array<Entry, 40> table = {{
+constexpr std::array<Entry, 43> table = {{
     {Fn::conv2d_forward, "conv2d.forward", x_w_b_res_nnz, y_compacted, b_res_nnz_form, y_nnz},
     {Fn::conv2d_fold_bn, "conv2d.fold_bn", fold_in, fold_out, b},
     {Fn::conv2d_backward_data, "conv2d.backward_data", dy_w, dx, {}},
@@ -83,10 +85,13 @@ constexpr std::array<Entry, 40> table = {{
      b_res_nnz_form, y_nnz},
     {Fn::conv2d_backward_weight_sparse, "conv2d.backward_weight_sparse", sparse_dw_in,
      dw_or_partial, nnz_dw_partial},
-    {Fn::partial_sum, "partial.sum", partial_nnz, dst, nnz},
+    {Fn::partial_sum, "partial.sum", partial_nnz, dst, b_res_nnz},
     {Fn::adam_update, "adam.update", grad_step, param_m_v, {}, param_m_v},
     {Fn::mse_forward, "mse.forward", logits_target, loss, {}},
     {Fn::mse_backward, "mse.backward", logits_target, dlogits, {}},
+    {Fn::conv2d_forward_partial, "conv2d.forward_partial", x_w, partial, {}},
+    {Fn::linear_forward_partial, "linear.forward_partial", x_w, partial, {}},
+    {Fn::conv2d_pool_forward, "conv2d.pool_forward", x_w_b, y, b},
 }};
 
 static_assert(

@@ -66,7 +66,10 @@ enum class Fn {
   // rows (row r = n * H + h; range s = [s * N*H / S, (s + 1) * N*H / S)), which partial.sum
   // then adds up, so the reduction over the input spreads over S times more blocks.
   conv2d_backward_weight_sparse,
-  partial_sum, // partial [S, ...] -> dst [...]: the sum over the first axis, in order
+  // partial [S, ...] or [S * N, ...], [b], [residual], [nnz: guard] -> dst [...] or [N, ...]:
+  // the sum over the S slices, in order, then the epilogue of the step it completes (+ b per
+  // channel, + residual, the relu flag).
+  partial_sum,
   // param, grad, m, v, step (lr, beta1, beta2, eps, weight_decay): as torch.optim.Adam
   // (weight decay added to the gradient, not decoupled): g = grad + weight_decay * param;
   // m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2; with t = step[0] (i32, the
@@ -77,7 +80,25 @@ enum class Fn {
   // squared error over every element (torch.nn.functional.mse_loss).
   mse_forward,
   mse_backward, // logits, target -> dlogits = 2 (logits - target) / elements
+  // Split-K: x, w -> partial [S * N, O, OH, OW] (float, y's layout): slice s (images
+  // s*N..s*N+N-1) holds conv2d.forward's sums over the range [split_k_begin(K, S, s),
+  // split_k_begin(K, S, s + 1)) of the reduction k = (kh * KW + kw) * C + c alone, no bias or
+  // epilogue (groups 1). partial.sum completes y. More blocks share a reduction whose output
+  // is a few tiles (small images, wide channels).
+  conv2d_forward_partial,
+  // Split-K of linear.forward: x [N, F], w -> partial [S * N, K] (float), the ranges over f.
+  linear_forward_partial,
+  // x, w, [b] -> y = maxpool(relu?(conv(x, w) + b)), the pool's window, stride, padding and
+  // ceil_mode in Step::pool: a conv whose output only a max pool reads, fused
+  // (generator/emit/conv_pool.cpp) so that output never reaches memory.
+  conv2d_pool_forward,
 };
+
+// The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
+// (a tensor core's k step), as evenly spread as they go.
+constexpr int64_t split_k_begin(int64_t K, int64_t S, int64_t s) {
+  return s >= S ? K : 16 * (s * ((K + 15) / 16) / S);
+}
 
 std::string_view fn_name(Fn f);
 std::optional<Fn> parse_fn(std::string_view name);

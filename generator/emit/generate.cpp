@@ -94,6 +94,13 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   else
     gen.sparse =
         plan_sparse(p, m, g, sparse_options(m, o.sparse, o.profile ? &*o.profile : nullptr));
+  // Conv + max pool fusion, then split-K where a conv's or linear's output is too few tiles
+  // to fill the GPU: not under a memory budget (the schedule planned the steps as they
+  // were), not in the cuDNN-only plan.
+  if (schedule.is_null() && !o.cudnn_only) {
+    gen.conv_pool = plan_conv_pool(p, g);
+    gen.split_k = plan_split_k(p, g);
+  }
   gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only);
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
@@ -155,6 +162,14 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
                    {"profile", o.profile ? o.profile->file : ""},
                    {"convs", sparse}};
   if (!sparse_skipped.empty()) man["sparse"]["skipped"] = sparse_skipped;
+  ojson split = ojson::array();
+  for (const SplitKDecision& d : gen.split_k)
+    split.push_back(split_k_json(d));
+  man["split_k"] = split;
+  ojson pooled = ojson::array();
+  for (const ConvPoolDecision& d : gen.conv_pool)
+    pooled.push_back(conv_pool_json(d));
+  man["conv_pool"] = pooled;
   gen.files.push_back({"manifest.json", man.dump(2) + "\n"});
   gen.files.push_back({"plan.json", plan_to_json(gen.plan).dump(1) + "\n"});
   return gen;

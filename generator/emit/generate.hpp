@@ -3,8 +3,10 @@
 #pragma once
 
 #include "generator/emit/assign_kernels.hpp"
+#include "generator/emit/conv_pool.hpp"
 #include "generator/emit/lower.hpp"
 #include "generator/emit/sparse_plan.hpp"
+#include "generator/emit/split_k.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model.hpp"
 
@@ -38,7 +40,9 @@ struct GenerateOptions {
 struct Generated {
   Plan plan;
   Assigned assigned;
-  std::vector<SparseDecision> sparse; // one per conv step the sparse family considered
+  std::vector<SparseDecision> sparse;      // one per conv step the sparse family considered
+  std::vector<ConvPoolDecision> conv_pool; // the convs fused with the max pool after them
+  std::vector<SplitKDecision> split_k;     // the steps split over ranges of their reduction
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content

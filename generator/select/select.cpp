@@ -4,6 +4,7 @@
 #include "runtime/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace kiln {
@@ -81,6 +82,15 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts) {
   c.reason = rejected.empty() ? cat("no template serves ", fn_name(s.step.fn), " here: cuDNN")
                               : cat("no template variant fits (", rejected.front(), "): cuDNN");
   return c;
+}
+
+double kernel_estimate_us(const StepInfo& s) {
+  try {
+    const Choice c = select_variant(s);
+    return c.kernel ? c.kernel->cost.micros : INFINITY;
+  } catch (const Error&) { // neither a template nor cuDNN computes it
+    return INFINITY;
+  }
 }
 
 } // namespace kiln

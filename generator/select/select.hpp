@@ -32,4 +32,8 @@ std::string invalid_reason(const GpuDesc& g, const Variant& v);
 // as it is: switching an activation's layout costs a transpose each way.
 Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true);
 
+// The chosen kernel's estimated microseconds, or infinity where no kernel template serves
+// the step (a plan rewrite weighing steps it may create: never a library call there).
+double kernel_estimate_us(const StepInfo& s);
+
 } // namespace kiln

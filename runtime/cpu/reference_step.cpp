@@ -164,6 +164,16 @@ template <class T> void run(const Bound<T>& c) {
     conv2d<T>(a, c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
     epilogue(c);
     break;
+  case Fn::conv2d_pool_forward: {
+    // The conv and its epilogue into a temporary, then the pool.
+    CView<T> x = c.in("x");
+    const Shape ys = infer_shape(OpKind::conv2d, a, std::span<const Shape>(&x.shape, 1));
+    std::vector<T> y(size_t(numel(ys)));
+    conv2d<T>(a, x, c.in("w"), c.opt("b"), View<T>{y.data(), ys});
+    if (s.relu) relu<T>(CView<T>{y.data(), ys}, View<T>{y.data(), ys});
+    maxpool2d<T>(s.pool, CView<T>{y.data(), ys}, c.out("y"));
+    break;
+  }
   case Fn::conv2d_fold_bn: fold_bn(c); break;
   case Fn::conv2d_backward_data:
     conv2d_backward_data<T>(a, c.in("dy"), c.in("w"), c.out("dx"), acc);
@@ -338,12 +348,47 @@ template <class T> void run(const Bound<T>& c) {
   case Fn::partial_sum: {
     CView<T> part = c.in("partial");
     View<T> dst = c.out("dst");
-    const int64_t S = part.shape[0], n = numel(dst.shape);
+    const int64_t n = numel(dst.shape), S = numel(part.shape) / n;
+    // The epilogue of a split-K forward: channel axis 1, logical (NCHW) order.
+    const T* bias = c.opt("b");
+    const T* res = c.opt("residual");
+    const int64_t inner = dst.shape.size() > 2 ? n / (dst.shape[0] * dst.shape[1]) : 1;
     for (int64_t i = 0; i < n; ++i) {
       double v = acc ? double(dst.data[i]) : 0.0;
       for (int64_t r = 0; r < S; ++r)
         v += double(part.data[r * n + i]);
+      if (bias) v += double(bias[(i / inner) % dst.shape[1]]);
+      if (res) v += double(res[i]);
+      if (s.relu && !(v > 0)) v = 0;
       dst.data[i] = T(v);
+    }
+    break;
+  }
+  case Fn::conv2d_forward_partial:
+  case Fn::linear_forward_partial: {
+    // Slice r: the forward with every weight outside k range r zeroed (k = (kh * KW + kw) *
+    // C + c of OIHW weights; f of a linear's).
+    CView<T> w = c.in("w");
+    View<T> part = c.out("partial");
+    const bool conv = s.fn == Fn::conv2d_forward_partial;
+    const int64_t O = w.shape[0], per = numel(w.shape) / O;
+    const int64_t C = w.shape[1], KK = conv ? w.shape[2] * w.shape[3] : 1;
+    const int64_t N = c.in("x").shape[0], S = part.shape[0] / N;
+    Shape ys = part.shape;
+    ys[0] = N;
+    std::vector<T> wr(size_t(numel(w.shape)));
+    for (int64_t r = 0; r < S; ++r) {
+      const int64_t kb = split_k_begin(per, S, r), ke = split_k_begin(per, S, r + 1);
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t j = 0; j < per; ++j) { // j = c * KK + tap in OIHW order
+          const int64_t k = conv ? (j % KK) * C + j / KK : j;
+          wr[size_t(o * per + j)] = k >= kb && k < ke ? w.data[o * per + j] : T(0);
+        }
+      View<T> slice{part.data + r * numel(ys), ys};
+      if (conv)
+        conv2d<T>(a, c.in("x"), CView<T>{wr.data(), w.shape}, nullptr, slice);
+      else
+        linear<T>(c.in("x"), CView<T>{wr.data(), w.shape}, nullptr, slice);
     }
     break;
   }

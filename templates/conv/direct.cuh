@@ -22,13 +22,18 @@
 //      CK (input channels staged per step), P, PO (pixels and channels per thread),
 //      THREADS = NP * (TO / PO) with NP >= ceil(TH * TW / P) pixel groups (TO a multiple of
 //      PO; the generator rounds NP up so that THREADS is a whole number of warps).
+//      POOL (conv2d.pool_forward: a max pool fused after the epilogue, conv/pool_epilogue.cuh;
+//      then PKH, PKW, PSH, PSW, PPH, PPW, POH, POW, PTH, PTW describe the pool and the pooled
+//      tile whose footprint TH x TW is; no residual, guard or compaction).
 // Arguments, in order: x, w, [b], [residual], [nnz] (GUARD), y, [y_values, y_index, y_count,
 //      [y_nnz]] (COMPACT) (absent ones are not passed).
-// Grid: x = ceil(OH / TH) * ceil(OW / TW) spatial tiles, y = G * ceil((O / G) / TO),
-//       z = N. Block: THREADS x 1 x 1.
+// Grid: x = ceil(OH / TH) * ceil(OW / TW) spatial tiles (POOL: ceil(POH / PTH) *
+//       ceil(POW / PTW) pooled tiles), y = G * ceil((O / G) / TO), z = N.
+//       Block: THREADS x 1 x 1.
 #pragma once
 
 #include "conv/epilogue.cuh"
+#include "conv/pool_epilogue.cuh"
 
 namespace kiln::conv {
 
@@ -64,8 +69,18 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
   KILN_SHARED_ARRAY(float, xs, PATCH_ELEMS); // [c][patch row][patch column]
   KILN_SHARED_ARRAY(float, ws, W_ELEMS);     // [c][kh * KW + kw][o]
 
+  static_assert(!Cfg::POOL || (!Cfg::HAS_RESIDUAL && !Cfg::GUARD && !Cfg::COMPACT),
+                "a pooled conv has a bias and relu epilogue only");
   const int tile = int(blockIdx.x);
-  const int oh0 = (tile / TILES_W) * TH, ow0 = (tile % TILES_W) * TW;
+  // The conv tile's origin; pooled: the first window of the pooled tile (ph0, pw0).
+  int oh0 = (tile / TILES_W) * TH, ow0 = (tile % TILES_W) * TW, ph0 = 0, pw0 = 0;
+  if constexpr (Cfg::POOL) {
+    constexpr int PTILES_W = ceil_div(Cfg::POW, Cfg::PTW);
+    ph0 = (tile / PTILES_W) * Cfg::PTH;
+    pw0 = (tile % PTILES_W) * Cfg::PTW;
+    oh0 = ph0 * Cfg::PSH - Cfg::PPH;
+    ow0 = pw0 * Cfg::PSW - Cfg::PPW;
+  }
   const int g = int(blockIdx.y) / OT, o0 = (int(blockIdx.y) % OT) * TO; // o0: within the group
   const int n = int(blockIdx.z);
   const int t = int(threadIdx.x);
@@ -146,7 +161,10 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
     sync_threads();
   }
 
-  conv_epilogue<Cfg, NP, NCO, P, PO, kB, kR, kY>(a, acc, n, g, oh0, ow0, o0, pg, cq);
+  if constexpr (Cfg::POOL)
+    pool_epilogue<Cfg, NP, NCO, P, PO, kB, kY>(a, acc, n, g, oh0, ow0, o0, pg, cq, ph0, pw0);
+  else
+    conv_epilogue<Cfg, NP, NCO, P, PO, kB, kR, kY>(a, acc, n, g, oh0, ow0, o0, pg, cq);
 }
 
 } // namespace kiln::conv

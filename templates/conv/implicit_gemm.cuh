@@ -27,9 +27,16 @@
 //   X_NCHW                 x is stored NCHW (element loads only, !VEC_A): a network's first
 //                          conv reads its NCHW input, or a folded batch's view of it, into
 //                          an NHWC network without a conversion
-// Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y.
-// Grid: 1-D, ceil(M / BM) * ceil(O / BN) blocks; block i computes the tile (i / NTN, i % NTN)
-//   with NTN = ceil(O / BN) (output-channel tiles fastest: neighbours share their A rows).
+//   SPLIT                  split-K: > 1 splits the reduction into SPLIT ranges of k (their
+//                          bounds kb(s) = 16 * floor(s * ceil(K / 16) / SPLIT), kb(SPLIT) = K,
+//                          runtime/step_fn.hpp's split_k_begin), each block reducing one range
+//                          of one tile into partial[s][m][o] (float, no epilogue); partial.sum
+//                          completes y. More blocks when M x O is a few tiles and K is long.
+// Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y; with
+//   SPLIT > 1: x, w, partial.
+// Grid: 1-D, ceil(M / BM) * ceil(O / BN) * SPLIT blocks; block i reduces range i / TILES of the
+//   tile j = i % TILES, (j / NTN, j % NTN) with NTN = ceil(O / BN) (output-channel tiles
+//   fastest: neighbours share their A rows).
 // Block: THREADS threads. Dynamic shared memory: STAGES * (BM + BN) * (BK * sizeof(T) / 4 + PAD)
 //   32-bit words (more than 48 KiB needs the launch's opt-in).
 //
@@ -106,8 +113,9 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   constexpr int WPR = BK * ES / 4;       // data words per shared row
   constexpr int CPR = WPR / 4;           // 16-byte chunks per shared row
   constexpr int ROW = WPR + Cfg::PAD;    // words per shared row
-  constexpr int KT = (K + BK - 1) / BK;  // k tiles
   constexpr int NTN = (O + BN - 1) / BN; // output-channel tiles
+  constexpr int SPLIT = Cfg::SPLIT;
+  constexpr I TILES = (M + BM - 1) / BM * NTN;
   static_assert(BK * ES % 32 == 0, "a k tile is whole mma k-steps of 32 bytes");
   static_assert(WTM % 16 == 0 && WTN % 8 == 0 && WTM * Cfg::WM == BM && WTN * Cfg::WN == BN,
                 "warp tiles are whole 16x8 mma tiles");
@@ -119,6 +127,9 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   static_assert(!Cfg::VEC_B || K % VEC == 0, "16-byte B loads need K % VEC == 0");
   static_assert(THREADS % CPR == 0 && (BM * CPR) % THREADS == 0 && (BN * CPR) % THREADS == 0,
                 "the loaders cover each tile exactly");
+  static_assert(SPLIT >= 1 && SPLIT <= (K + 15) / 16, "every k range holds 16 k or more");
+  static_assert(SPLIT == 1 || (!Cfg::HAS_BIAS && !Cfg::HAS_RESIDUAL && !Cfg::RELU && !Cfg::GUARD),
+                "partial sums carry no epilogue (partial.sum applies it)");
 
   const Global<const T> x = arg<const T>(args, 0);
   const Global<const T> w = arg<const T>(args, 1);
@@ -137,9 +148,16 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   const Shared<u32> b_smem = smem + STAGES * A_STAGE;
 
   const int tid = thread_linear();
-  const int tile_n = int(blockIdx.x % unsigned(NTN));
-  const I m_block = I(blockIdx.x / unsigned(NTN)) * BM;
+  const int split = SPLIT == 1 ? 0 : int(I(blockIdx.x) / TILES);
+  const I tile = SPLIT == 1 ? I(blockIdx.x) : I(blockIdx.x) % TILES;
+  const int tile_n = int(tile % NTN);
+  const I m_block = I(tile / NTN) * BM;
   const int n_block = tile_n * BN;
+  // This block's range [kb, ke) of k, and the k tiles that hold it (all of K without SPLIT).
+  constexpr int K16 = (K + 15) / 16;
+  const int kb = SPLIT == 1 ? 0 : 16 * int(i64(split) * K16 / SPLIT);
+  const int ke = SPLIT == 1 || split + 1 == SPLIT ? K : 16 * int(i64(split + 1) * K16 / SPLIT);
+  const int kt_first = kb / BK, KT = (ke + BK - 1) / BK - kt_first;
 
   // ---- loaders: each thread owns fixed rows of the A and B tiles and one 16-byte chunk of
   // them (VEC consecutive k), the same in every k tile: one cp.async per chunk with VEC_*,
@@ -169,6 +187,8 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
     b_row[i] = o < O ? I(o) * K : I(-1);
   }
 
+  // k in this block's range (chunks never straddle its bounds: VEC divides 16 and K).
+  auto in_range = [&](int k) { return SPLIT == 1 ? k < K : k >= kb && k < ke; };
   auto load_tile = [&](int stage, int kt) {
     const Shared<u32> as = a_smem + stage * A_STAGE + row0 * ROW + col * 4;
     const Shared<u32> bs = b_smem + stage * B_STAGE + row0 * ROW + col * 4;
@@ -180,7 +200,7 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
       KILN_IGEMM_UNROLL
       for (int i = 0; i < A_ROWS; ++i) {
         const int ih = a_ih[i] + dh, iw = a_iw[i] + dw;
-        const bool ok = k0 < K && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
+        const bool ok = in_range(k0) && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
         cp_async_16(as + i * ROW_STEP * ROW, x32 + (ok ? (a_pix[i] + tap) / EPW : I(0)), ok);
       }
     } else {
@@ -191,7 +211,8 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
         KILN_IGEMM_UNROLL
         for (int e = 0; e < VEC; ++e) {
           const int ih = a_ih[i] + khe * Cfg::DH, iw = a_iw[i] + kwe * Cfg::DW;
-          const bool ok = k0 + e < K && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
+          const bool ok =
+              in_range(k0 + e) && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
           const I tap = Cfg::X_NCHW ? I(ce) * (H * W) + (khe * Cfg::DH) * W + kwe * Cfg::DW
                                     : I((khe * Cfg::DH) * W + kwe * Cfg::DW) * C + ce;
           if (ok) words[e / EPW] |= igemm::bits_of(x[a_pix[i] + tap]) << (16 * (e % EPW));
@@ -209,13 +230,13 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
     for (int i = 0; i < B_ROWS; ++i) {
       const bool row_ok = b_row[i] >= 0;
       if constexpr (Cfg::VEC_B) {
-        const bool ok = row_ok && k0 < K;
+        const bool ok = row_ok && in_range(k0);
         cp_async_16(bs + i * ROW_STEP * ROW, w32 + (ok ? (b_row[i] + k0) / EPW : I(0)), ok);
       } else {
         u32 words[4] = {0u, 0u, 0u, 0u};
         KILN_IGEMM_UNROLL
         for (int e = 0; e < VEC; ++e)
-          if (row_ok && k0 + e < K)
+          if (row_ok && in_range(k0 + e))
             words[e / EPW] |= igemm::bits_of(w[b_row[i] + k0 + e]) << (16 * (e % EPW));
         KILN_IGEMM_UNROLL
         for (int j = 0; j < 4; ++j)
@@ -245,14 +266,14 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
 
   KILN_IGEMM_UNROLL
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) load_tile(s, s);
+    if (s < KT) load_tile(s, kt_first + s);
     cp_async_commit();
   }
   for (int kt = 0; kt < KT; ++kt) {
     cp_async_wait<STAGES - 2>();
     sync_threads();
     const int next = kt + STAGES - 1;
-    if (next < KT) load_tile(next % STAGES, next);
+    if (next < KT) load_tile(next % STAGES, kt_first + next);
     cp_async_commit();
 
     const int stage = kt % STAGES;
@@ -316,6 +337,31 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   // aligned pair, loaded and stored as one 4-byte (16-bit T) or 8-byte (float) word.
   constexpr bool PAIRS = O % 2 == 0;
   using Pair = typename igemm::pick<ES == 2, u32, u64>::type;
+  if constexpr (SPLIT > 1) {
+    // partial[split][m][o]: the raw sums of this range, pairs as one 8-byte store.
+    const I base = I(split) * M * O;
+    KILN_IGEMM_UNROLL
+    for (int j = 0; j < NT; ++j) {
+      const int o = n_block + warp_n * WTN + j * 8 + 2 * t;
+      KILN_IGEMM_UNROLL
+      for (int i = 0; i < MT; ++i) {
+        KILN_IGEMM_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const I m = m_block + warp_m * WTM + i * 16 + h * 8 + g;
+          if (m >= M || o >= O) continue;
+          const I at = base + m * O + o;
+          if constexpr (PAIRS) {
+            arg<u64>(args, 2)[at / 2] = igemm::pair(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          } else {
+            const Global<float> part = arg<float>(args, 2);
+            part[at] = acc[i][j][2 * h];
+            if (o + 1 < O) part[at + 1] = acc[i][j][2 * h + 1];
+          }
+        }
+      }
+    }
+    return;
+  }
   KILN_IGEMM_UNROLL
   for (int j = 0; j < NT; ++j) {
     const int o = n_block + warp_n * WTN + j * 8 + 2 * t;

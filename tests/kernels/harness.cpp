@@ -66,6 +66,7 @@ Plan spec_plan(const StepSpec& s) {
   st.node = s.label;
   st.op = s.op;
   st.attrs = s.attrs;
+  st.pool = s.pool;
   st.accumulate = s.accumulate;
   st.relu = s.relu;
   st.lr = s.lr;

@@ -33,6 +33,7 @@ struct StepSpec {
   double weight_decay = 0, momentum = 0, beta1 = 0, beta2 = 0; // the optimizer updates
   int64_t channel_offset = 0;
   Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
+  Attrs pool; // conv2d.pool_forward's max pool
 };
 
 // A plan with one reference step over fresh buffers (validated).

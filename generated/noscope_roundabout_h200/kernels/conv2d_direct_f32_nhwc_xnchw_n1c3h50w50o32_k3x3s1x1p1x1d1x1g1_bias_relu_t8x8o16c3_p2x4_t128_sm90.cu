@@ -41,6 +41,7 @@ struct conv2d_direct_f32_nhwc_xnchw_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t
   static constexpr int P = 2;
   static constexpr int PO = 4;
   static constexpr int THREADS = 128;
+  static constexpr bool POOL = false;
 };
 
 KILN_KERNEL(conv2d_direct_f32_nhwc_xnchw_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90, 128) { kiln::conv::direct<conv2d_direct_f32_nhwc_xnchw_n1c3h50w50o32_k3x3s1x1p1x1d1x1g1_bias_relu_t8x8o16c3_p2x4_t128_sm90_cfg>(kiln_args); }

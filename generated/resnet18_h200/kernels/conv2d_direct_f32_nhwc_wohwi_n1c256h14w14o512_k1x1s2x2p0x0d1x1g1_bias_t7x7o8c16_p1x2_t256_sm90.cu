@@ -41,6 +41,7 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c256h14w14o512_k1x1s2x2p0x0d1x1g1_bias_t7x
   static constexpr int P = 1;
   static constexpr int PO = 2;
   static constexpr int THREADS = 256;
+  static constexpr bool POOL = false;
 };
 
 KILN_KERNEL(conv2d_direct_f32_nhwc_wohwi_n1c256h14w14o512_k1x1s2x2p0x0d1x1g1_bias_t7x7o8c16_p1x2_t256_sm90, 256) { kiln::conv::direct<conv2d_direct_f32_nhwc_wohwi_n1c256h14w14o512_k1x1s2x2p0x0d1x1g1_bias_t7x7o8c16_p1x2_t256_sm90_cfg>(kiln_args); }

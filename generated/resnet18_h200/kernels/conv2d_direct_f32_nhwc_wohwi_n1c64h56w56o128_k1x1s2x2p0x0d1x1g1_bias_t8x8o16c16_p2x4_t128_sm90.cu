@@ -41,6 +41,7 @@ struct conv2d_direct_f32_nhwc_wohwi_n1c64h56w56o128_k1x1s2x2p0x0d1x1g1_bias_t8x8
   static constexpr int P = 2;
   static constexpr int PO = 4;
   static constexpr int THREADS = 128;
+  static constexpr bool POOL = false;
 };
 
 KILN_KERNEL(conv2d_direct_f32_nhwc_wohwi_n1c64h56w56o128_k1x1s2x2p0x0d1x1g1_bias_t8x8o16c16_p2x4_t128_sm90, 128) { kiln::conv::direct<conv2d_direct_f32_nhwc_wohwi_n1c64h56w56o128_k1x1s2x2p0x0d1x1g1_bias_t8x8o16c16_p2x4_t128_sm90_cfg>(kiln_args); }

@@ -39,6 +39,7 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ldnchw_ldm_n1c3h224w224_o6
   static constexpr bool LDMATRIX = true;
   static constexpr bool IDX64 = false;
   static constexpr bool X_NCHW = true;
+  static constexpr int SPLIT = 1;
 };
 
 KILN_KERNEL(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ldnchw_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90, 128) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_ldnchw_ldm_n1c3h224w224_o64k7x7s2x2p3x3d1x1_bias_relu_sm90_cfg>(kiln_args); }

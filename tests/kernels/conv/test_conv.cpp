@@ -1,6 +1,7 @@
 // The conv group's families (conv2d_direct, conv2d_fold_bn, conv2d_backward_data,
 // conv2d_backward_weight, bias_backward): every variant compiles with NVRTC for sm_75, sm_80
-// and sm_90 without spilling, and matches the f64 reference on the emulator.
+// and sm_90 without spilling, and matches the f64 reference on the emulator; conv2d_direct
+// also with a max pool fused (conv2d.pool_forward).
 #include "tests/kernels/harness.hpp"
 
 #include "runtime/op.hpp"
@@ -66,6 +67,29 @@ StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Lay
 StepSpec nchw_input(StepSpec s) {
   s.label += " x-nchw";
   s.args[0].layout = Layout::nchw;
+  return s;
+}
+
+// A max pool's window, stride, padding and ceil_mode.
+struct Pool {
+  Int2 k, s, p = {0, 0};
+  bool ceil = false;
+  Attrs attrs() const {
+    Attrs a;
+    a.kernel = k, a.stride = s, a.padding = p, a.ceil_mode = ceil;
+    return a;
+  }
+};
+
+// conv2d.pool_forward: the conv (bias, relu) and the max pool after it, one step.
+StepSpec pooled(const Conv& cv, const Pool& pl, DType t, Layout lay, int epi) {
+  StepSpec s = forward(cv, t, lay, epi);
+  s.label += fmt::format(" maxpool k{}x{} s{}x{} p{}x{}{}", pl.k[0], pl.k[1], pl.s[0], pl.s[1],
+                         pl.p[0], pl.p[1], pl.ceil ? " ceil" : "");
+  s.fn = Fn::conv2d_pool_forward;
+  s.pool = pl.attrs();
+  const Shape y = cv.y();
+  s.args.back().shape = infer_shape(OpKind::maxpool2d, s.pool, std::span<const Shape>(&y, 1));
   return s;
 }
 
@@ -170,6 +194,26 @@ std::vector<StepSpec> forward_specs() {
   };
 }
 
+// ConvN's pools (3 stride 2, 3 stride 1 after 3x3 convs), 2 stride 2, padding, ceil_mode
+// (a last window past the image), strided and grouped convs, odd sizes, wide channels.
+const Conv convn{2, 3, 22, 13, 32, {3, 3}, {1, 1}, {1, 1}};
+const Conv convn_wide{1, 45, 9, 11, 45, {3, 3}, {1, 1}, {1, 1}};
+const Pool p3s2{{3, 3}, {2, 2}}, p3s1{{3, 3}, {1, 1}}, p2s2{{2, 2}, {2, 2}};
+const Pool p3s2p1{{3, 3}, {2, 2}, {1, 1}}, p3s2ceil{{3, 3}, {2, 2}, {0, 0}, true};
+
+std::vector<StepSpec> pooled_specs() {
+  return {
+      pooled(convn, p3s2, f32, nchw, kBias | kRelu),
+      pooled(convn, p3s1, f16, nhwc, kBias | kRelu),
+      pooled(convn_wide, p3s1, f32, nhwc, kBias | kRelu),
+      pooled(convn_wide, p3s2ceil, bf16, nchw, kRelu),
+      pooled(k3, p2s2, f32, nhwc, kNone),
+      pooled(k5s2g2, p3s2p1, f16, nchw, kBias),
+      pooled(k3s2_pair, p3s2ceil, f32, nchw, kBias | kRelu),
+      nchw_input(pooled(k7s2, p3s2p1, f32, nhwc, kBias | kRelu)),
+  };
+}
+
 std::vector<StepSpec> backward_specs() {
   return {
       backward_data(k3, f32, false),           backward_data(k5s2g2, f32, true),
@@ -221,12 +265,16 @@ std::vector<StepSpec> nvrtc_specs() {
       fold_bn(k3, f32, nhwc, true, 1e-5),
       fold_bn(k3x1g4, bf16, nchw, false, 1e-3),
       fold_bn(k1, f16, nhwc, false, 1e-5),
+      pooled(convn, p3s2, f32, nchw, kBias | kRelu),
+      pooled(convn_wide, p3s1, f16, nhwc, kBias | kRelu),
+      pooled(k5s2g2, p3s2p1, bf16, nchw, kBias),
+      nchw_input(pooled(k7s2, p3s2ceil, f32, nhwc, kRelu)),
   };
 }
 
 std::vector<StepSpec> all_specs() {
   std::vector<StepSpec> s = forward_specs();
-  for (auto* more : {&backward_specs, &fold_specs})
+  for (auto* more : {&backward_specs, &fold_specs, &pooled_specs})
     for (StepSpec& x : (*more)())
       s.push_back(x);
   return s;

@@ -8,6 +8,7 @@
 #include "generator/select/families/igemm/implicit_gemm.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <map>
 #include <set>
 
@@ -178,7 +179,8 @@ std::vector<Built> nchw_input_variants(const std::vector<std::string>& gpus) {
       specs.push_back(s);
     }
   std::vector<Built> built = ours(all_variants(specs, gpus));
-  std::erase_if(built, [](const Built& b) { return b.variant.name.find("_ldnchw_") == std::string::npos; });
+  std::erase_if(
+      built, [](const Built& b) { return b.variant.name.find("_ldnchw_") == std::string::npos; });
   return built;
 }
 
@@ -199,6 +201,159 @@ TEST_CASE("implicit GEMM reading an NCHW x matches the reference on the emulator
     if (seen.insert(b.spec.label).second) chosen.push_back(std::move(b));
   CHECK(chosen.size() >= 10);
   for (const KernelCheck& r : emu_checks(chosen, temp_dir("kiln-igemm-nchw"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+}
+
+namespace {
+
+// Linear layers through the same template (x [N, F] as [N, 1, 1, F], w [K, F] as [K, 1, 1, F]).
+std::vector<Built> linear_variants(const std::vector<std::string>& gpus) {
+  std::vector<StepSpec> specs;
+  for (DType t : kTypes)
+    for (auto [n, f, k, bias, relu] :
+         {std::tuple{8, 40, 24, true, true}, std::tuple{5, 33, 17, false, false},
+          std::tuple{64, 256, 10, true, false}}) {
+      Attrs a;
+      a.out_features = k;
+      a.bias = bias;
+      StepSpec s{fmt::format("linear {}x{}->{}{}{} {}", n, f, k, bias ? " bias" : "",
+                             relu ? " relu" : "", dtype_name(t)),
+                 Fn::linear_forward,
+                 OpKind::linear,
+                 a,
+                 {}};
+      s.args = {{"x", {n, f}, t}, {"w", {k, f}, t}};
+      if (bias) s.args.push_back({"b", {k}, t});
+      s.args.push_back({"y", {n, k}, t});
+      s.relu = relu;
+      specs.push_back(s);
+    }
+  std::vector<Built> built = all_variants(specs, gpus);
+  std::erase_if(built, [](const Built& b) { return b.variant.family != "linear_implicit_gemm"; });
+  return built;
+}
+
+} // namespace
+
+TEST_CASE("implicit GEMM serving linear layers compiles with NVRTC for sm_80 and sm_90") {
+  std::vector<Built> built = linear_variants({"a100", "h200"});
+  std::set<std::string> seen; // one tile per layer and GPU: the loaders are the conv's
+  std::erase_if(built, [&](const Built& b) { return !seen.insert(b.spec.label + b.gpu).second; });
+  CHECK(built.size() >= 12);
+  for (const std::string& f : nvrtc_failures(built))
+    FAIL_CHECK(f);
+}
+
+TEST_CASE("implicit GEMM serving linear layers matches the reference on the emulator") {
+  std::vector<Built> chosen;
+  std::map<std::string, int> per;
+  for (Built& b : linear_variants({"h200"}))
+    if (per[b.spec.label]++ < 2) chosen.push_back(std::move(b));
+  CHECK(chosen.size() >= 12);
+  for (const KernelCheck& r : emu_checks(chosen, temp_dir("kiln-igemm-linear"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+}
+
+namespace {
+
+// Split-K: the conv or linear into S fp32 partial sums (no epilogue), and partial.sum
+// completing it with the epilogue; K ranges not multiples of BK, a last range shorter than
+// the rest, S up to ceil(K / 16).
+std::vector<StepSpec> split_k_specs() {
+  std::vector<StepSpec> specs;
+  const std::vector<std::tuple<std::string, Conv, int64_t>> convs = {
+      {"c40 3x3 p1 o24 s3", {2, 40, 5, 5, 24, {3, 3}, {1, 1}, {1, 1}}, 3},
+      {"c55 3x3 p1 o55 s4 odd", {1, 55, 4, 3, 55, {3, 3}, {1, 1}, {1, 1}}, 4},
+      {"c64 1x1 o72 s2", {2, 64, 3, 3, 72, {1, 1}}, 2},
+      {"c12 5x5 s2 p2 o17 s6", {1, 12, 9, 7, 17, {5, 5}, {2, 2}, {2, 2}}, 6},
+  };
+  for (DType t : kTypes) {
+    for (const auto& [label, cv, slices] : convs) {
+      StepSpec s = conv_spec(label + " partial", cv, t);
+      s.fn = Fn::conv2d_forward_partial;
+      ArgSpec y = s.args.back();
+      s.args.pop_back();
+      y.role = "partial";
+      y.shape[0] *= slices;
+      y.dtype = DType::f32;
+      s.args.push_back(y);
+      specs.push_back(s);
+    }
+    for (auto [n, f, k, slices] : {std::tuple{3, 200, 24, 4}, std::tuple{5, 72, 17, 3}}) {
+      Attrs a;
+      a.out_features = k;
+      StepSpec s{fmt::format("linear {}x{}->{} partial s{} {}", n, f, k, slices, dtype_name(t)),
+                 Fn::linear_forward_partial,
+                 OpKind::linear,
+                 a,
+                 {}};
+      s.args = {{"x", {n, f}, t}, {"w", {k, f}, t}, {"partial", {slices * n, k}, DType::f32}};
+      specs.push_back(s);
+    }
+  }
+  return specs;
+}
+
+// partial.sum with a forward step's epilogue: bias per channel in NHWC, NCHW and [N, K],
+// residual, relu.
+std::vector<StepSpec> split_sum_specs() {
+  std::vector<StepSpec> specs;
+  for (DType t : kTypes)
+    for (auto [layout, rank, bias, residual, relu] :
+         {std::tuple{Layout::nhwc, 4, true, true, true},
+          std::tuple{Layout::nchw, 4, true, false, true},
+          std::tuple{Layout::nhwc, 4, false, true, false},
+          std::tuple{Layout::nchw, 2, true, false, false}}) {
+      const Shape y = rank == 4 ? Shape{2, 24, 3, 5} : Shape{6, 24};
+      Shape partial = y;
+      partial[0] *= 3;
+      StepSpec s;
+      s.label = fmt::format("partial.sum 3 of {} {}{}{}{} {}", shape_str(y),
+                            rank == 4 ? layout_name(layout) : "", bias ? " bias" : "",
+                            residual ? " residual" : "", relu ? " relu" : "", dtype_name(t));
+      s.fn = Fn::partial_sum;
+      s.args = {{"partial", partial, DType::f32, layout}};
+      if (bias) s.args.push_back({"b", {24}, t});
+      if (residual) s.args.push_back({"residual", y, t, layout});
+      s.args.push_back({"dst", y, t, layout});
+      s.relu = relu;
+      specs.push_back(s);
+    }
+  return specs;
+}
+
+} // namespace
+
+TEST_CASE("split-K implicit GEMM and its partial.sum compile with NVRTC for sm_80 and sm_90") {
+  std::vector<StepSpec> specs = split_k_specs();
+  for (StepSpec& s : split_sum_specs())
+    specs.push_back(std::move(s));
+  std::vector<Built> built = all_variants(specs, {"a100", "h200"});
+  std::set<std::string> seen; // one tile per layer and GPU
+  std::erase_if(built, [&](const Built& b) { return !seen.insert(b.spec.label + b.gpu).second; });
+  CHECK(built.size() == specs.size() * 2);
+  for (const Built& b : built)
+    if (b.spec.fn != Fn::partial_sum) CHECK(b.variant.name.find("_split") != std::string::npos);
+  for (const std::string& f : nvrtc_failures(built))
+    FAIL_CHECK(f);
+}
+
+TEST_CASE("split-K implicit GEMM and its partial.sum match the reference on the emulator") {
+  std::vector<StepSpec> specs = split_k_specs();
+  for (StepSpec& s : split_sum_specs())
+    specs.push_back(std::move(s));
+  std::vector<Built> chosen;
+  std::map<std::string, int> per;
+  std::vector<std::string> unserved;
+  for (Built& b : all_variants(specs, {"h200"}, &unserved))
+    if (per[b.spec.label]++ < 2) chosen.push_back(std::move(b));
+  CHECK(unserved.empty());
+  CHECK(per.size() == specs.size());
+  for (const KernelCheck& r : emu_checks(chosen, temp_dir("kiln-igemm-split"))) {
     INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
     CHECK(r.pass);
   }

@@ -48,26 +48,40 @@ const std::vector<IgemmTile>& igemm_tiles() {
 
 std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
+  // A linear layer is a 1x1 convolution of 1x1 images: x [N, F] is NHWC [N, 1, 1, F], w
+  // [K, F] OHWI [K, 1, 1, F] and y [N, K] NHWC [N, 1, 1, K], byte for byte, so its forward
+  // runs on tensor cores too (the folded models' wide classifiers at small batches).
+  const bool linear = st.fn == Fn::linear_forward || st.fn == Fn::linear_forward_partial;
+  // Split-K (generator/emit/split_k.cpp): raw sums of S ranges of k into partial, which
+  // partial.sum completes.
+  const bool split = st.fn == Fn::conv2d_forward_partial || st.fn == Fn::linear_forward_partial;
   // A conv that compacts its output is the register-tiled families' (conv/epilogue.cuh).
-  if (st.fn != Fn::conv2d_forward || st.accumulate || st.guard == Guard::sparse ||
-      st.arg("y_values") >= 0)
+  if ((st.fn != Fn::conv2d_forward && !linear && !split) || st.accumulate ||
+      st.guard == Guard::sparse || st.arg("y_values") >= 0)
     return {};
-  const Attrs& a = st.attrs;
+  Attrs a = st.attrs;
+  if (linear) a = Attrs{}; // stride 1, padding 0, dilation 1
   if (a.groups != 1) return {};
   const Buffer& xb = s.arg("x");
   const DType t = xb.dtype;
   for (const Arg& arg : st.args)
-    if (arg.role != "nnz" && s.plan.buffers[arg.buffer].dtype != t) return {};
+    if (arg.role != "nnz" && arg.role != "partial" && s.plan.buffers[arg.buffer].dtype != t)
+      return {};
+  if (split && s.dtype("partial") != DType::f32) return {};
   const std::string math = math_for(t, s.cc());
   if (math.empty()) return {};
-  const Shape& x = xb.shape;
-  const Shape& w = s.shape("w");
-  const Shape& y = s.shape("y");
+  const auto image = [&](const Shape& v) {
+    return linear && v.size() == 2 ? Shape{v[0], v[1], 1, 1} : v;
+  };
+  const Shape x = image(xb.shape), w = image(s.shape("w")),
+              y = image(s.shape(split ? "partial" : "y"));
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) return {};
   const int64_t N = x[0], C = x[1], H = x[2], W = x[3];
   const int64_t O = w[0], KH = w[2], KW = w[3], OH = y[2], OW = y[3];
   const int64_t M = N * OH * OW, K = KH * KW * C;
-  if (M <= 0 || O <= 0 || K <= 0) return {};
+  if (M <= 0 || O <= 0 || K <= 0 || N <= 0 || y[0] % N != 0) return {};
+  const int64_t S = y[0] / N; // the partial buffer holds S slices of y
+  if (S < 1 || (!split && S != 1) || S > (K + 15) / 16) return {};
   const bool bias = s.has("b"), residual = s.has("residual");
   const int64_t es = int64_t(dtype_size(t));
   const int64_t vec = 16 / es;
@@ -78,19 +92,20 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  const std::string shape =
-      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW,
-                  a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
-                  a.dilation[0], a.dilation[1], bias ? "_bias" : "", residual ? "_res" : "",
-                  st.relu ? "_relu" : "", conv_family::guard_tag(st));
+  const std::string shape = fmt::format(
+      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
+      bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "",
+      conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
   const double bytes =
-      double((numel(x) + numel(w) + numel(y) * (residual ? 2 : 1) + (bias ? O : 0)) * es);
+      double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
+      (split ? 4.0 * double(numel(y)) : double(numel(y) * (residual ? 2 : 1) * es));
 
   std::vector<Variant> out;
   // x NHWC, or x as the plan holds it when that is NCHW (a network's input, or a folded
   // batch's view of it: read in place, element by element, instead of converted).
   std::vector<bool> x_layouts = {false};
-  if (s.layout("x") == Layout::nchw) x_layouts.push_back(true);
+  if (!linear && s.layout("x") == Layout::nchw) x_layouts.push_back(true);
   for (bool x_nchw : x_layouts)
     for (const IgemmTile& tile : igemm_tiles()) {
       const bool vec_a = !x_nchw && C % vec == 0;
@@ -99,14 +114,14 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       const int stages = cc >= 80 ? tile.stages : 2;
       const int64_t row_words = kTileKBytes / 4 + kPadWords;
       const int64_t threads = 32 * tile.wm * tile.wn;
-      const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn);
+      const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn) * S;
       if (blocks > 2147483647) continue; // all of them along grid.x
       Variant v;
-      v.family = "conv2d_implicit_gemm";
+      v.family = linear ? "linear_implicit_gemm" : "conv2d_implicit_gemm";
       v.header = "conv/implicit_gemm.cuh";
       v.function = "kiln::conv::implicit_gemm";
-      v.name = fmt::format("conv2d_implicit_gemm_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}_{}",
-                           dtype_tag(t), tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
+      v.name = fmt::format("{}_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}_{}", v.family, dtype_tag(t),
+                           tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
                            kLdmatrix ? "ldm" : "lds", shape, idx64 ? "_i64" : "", s.arch_tag());
       cfg_type(v, "T", cpp_type(t));
       cfg_int(v, "N", N);
@@ -140,14 +155,18 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_bool(v, "LDMATRIX", kLdmatrix);
       cfg_bool(v, "IDX64", idx64);
       cfg_bool(v, "X_NCHW", x_nchw);
+      cfg_int(v, "SPLIT", S);
       v.args = {"x", "w"};
       if (bias) v.args.push_back("b");
       if (residual) v.args.push_back("residual");
       if (st.guard == Guard::dense) v.args.push_back("nnz");
-      v.args.push_back("y");
-      v.layouts = {
-          {"x", x_nchw ? Layout::nchw : Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
-      if (residual) v.layouts.push_back({"residual", Layout::nhwc});
+      v.args.push_back(split ? "partial" : "y");
+      if (!linear) { // a linear's 2-D tensors have one layout, the same bytes as NHWC
+        v.layouts = {{"x", x_nchw ? Layout::nchw : Layout::nhwc},
+                     {"w", Layout::nhwc},
+                     {split ? "partial" : "y", Layout::nhwc}};
+        if (residual) v.layouts.push_back({"residual", Layout::nhwc});
+      }
       v.block = {threads, 1, 1};
       v.grid = {blocks, 1, 1};
       v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
@@ -162,17 +181,19 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.flops = 2.0 * double(M) * double(O) * double(K);
       v.bytes = bytes;
       v.math = math;
-      v.efficiency =
-          tile.efficiency * tile_utilisation(M, O, K, tile.bm, tile.bn, bk) * (vec_a ? 1.0 : 0.5);
+      v.efficiency = tile.efficiency *
+                     tile_utilisation(M, O, (K + S - 1) / S, tile.bm, tile.bn, bk) *
+                     (vec_a ? 1.0 : 0.5);
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
-          "{}, {} shared stages{}, {} loads, {} fragments",
+          "{}, {} shared stages{}, {} loads, {} fragments{}",
           M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
           math, stages, cc >= 80 ? " (cp.async)" : "",
           vec_a   ? "16-byte"
           : vec_b ? "element (x) and 16-byte (w)"
                   : "element",
-          kLdmatrix ? "ldmatrix" : "32-bit shared load");
+          kLdmatrix ? "ldmatrix" : "32-bit shared load",
+          split ? fmt::format("; split-K: {} ranges of k into fp32 partial sums", S) : "");
       out.push_back(std::move(v));
     }
   return out;

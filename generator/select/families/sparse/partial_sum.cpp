@@ -1,8 +1,10 @@
 // templates/conv/partial_sum.cuh seen from the generator: the completion of a sparse weight
-// gradient split over ranges of the input's rows.
+// gradient split over ranges of the input's rows, and of a split-K conv or linear forward
+// (with its epilogue).
 #include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace kiln {
@@ -15,22 +17,41 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
   const DType t = s.dtype("dst");
   if (s.dtype("partial") != DType::f32 || (t != DType::f32 && t != DType::f16 && t != DType::bf16))
     return {};
-  const int64_t slices = s.shape("partial")[0], count = numel(s.shape("dst"));
+  const bool bias = s.has("b"), residual = s.has("residual");
+  for (const char* role : {"b", "residual"})
+    if (s.has(role) && s.dtype(role) != t) return {};
+  // Elementwise in one order: partial's slices and the residual hold dst's layout.
+  const Shape& d = s.shape("dst");
+  if (d.size() == 4 && (s.layout("partial") != s.layout("dst") ||
+                        (residual && s.layout("residual") != s.layout("dst"))))
+    return {};
+  const int64_t count = numel(d), slices = numel(s.shape("partial")) / std::max<int64_t>(1, count);
+  const int64_t channels = d.size() >= 2 ? d[1] : 1;
+  const int64_t inner = d.size() == 4 && s.layout("dst") == Layout::nchw ? d[2] * d[3] : 1;
   const bool guard = st.guard == Guard::sparse;
   constexpr int64_t threads = 256;
   Variant v;
   v.family = "partial_sum";
   v.header = "conv/partial_sum.cuh";
   v.function = "kiln::conv::partial_sum";
-  v.name = fmt::format("partial_sum_{}_c{}x{}{}{}_t{}_{}", dtype_tag(t), slices, count,
-                       st.accumulate ? "_acc" : "", guard_tag(st), threads, s.arch_tag());
+  v.name = fmt::format("partial_sum_{}_c{}x{}{}{}{}{}{}_t{}_{}", dtype_tag(t), slices, count,
+                       bias ? fmt::format("_bias{}x{}", channels, inner) : "",
+                       residual ? "_res" : "", st.relu ? "_relu" : "", st.accumulate ? "_acc" : "",
+                       guard_tag(st), threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "COUNT", count);
   cfg_int(v, "SLICES", slices);
   cfg_bool(v, "ACCUMULATE", st.accumulate);
   cfg_guard(v, st);
   cfg_int(v, "THREADS", threads);
+  cfg_bool(v, "HAS_BIAS", bias);
+  cfg_bool(v, "HAS_RESIDUAL", residual);
+  cfg_bool(v, "RELU", st.relu);
+  cfg_int(v, "CHANNELS", bias ? channels : 1);
+  cfg_int(v, "INNER", bias ? inner : 1);
   v.args = {"partial"};
+  if (bias) v.args.push_back("b");
+  if (residual) v.args.push_back("residual");
   if (guard) v.args.push_back("nnz");
   v.args.push_back("dst");
   v.block = {threads, 1, 1};
@@ -38,11 +59,13 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
       std::max<int64_t>(1, std::min<int64_t>((count + threads - 1) / threads, s.gpu.sm_count * 8)),
       1, 1};
   v.registers_per_thread = 24;
+  const double es = double(dtype_size(t));
   v.bytes =
-      double(count) * (4.0 * double(slices) + double(dtype_size(t)) * (st.accumulate ? 2 : 1));
+      double(count) * (4.0 * double(slices) + es * (st.accumulate ? 2 : 1) + (residual ? es : 0.0));
   v.flops = double(count * slices);
   v.efficiency = 0.8;
-  v.note = fmt::format("grid-stride sum of {} partial sums per element, in order", slices);
+  v.note = fmt::format("grid-stride sum of {} partial sums per element, in order{}", slices,
+                       bias || residual || st.relu ? ", then the epilogue" : "");
   return {v};
 }
 

@@ -1,0 +1,74 @@
+// The fused max-pool epilogue of conv/direct.cuh (conv2d.pool_forward): the block's conv
+// tile is the footprint of a PTH x PTW tile of pooled outputs (its origin at the pooled
+// tile's first window, which may start before the image: the pool's padding); it stages
+// relu?(acc + bias) in shared memory, -inf where the footprint lies outside the conv's
+// output, and each thread takes window maxima from there: y is never written to memory.
+// Max commutes with rounding to T, so rounding the maxima equals pooling the rounded conv.
+//
+// A thread holds acc[P][PO]: conv-tile pixel pg + i * NPG (row-major in the TH x TW tile at
+// oh0, ow0) and channel o0 + cq + j * NCO within group g, of image n.
+// Cfg: T, O, OH, OW (the conv's output), G, NHWC, HAS_BIAS, RELU, TH, TW, TO, THREADS;
+//      PKH, PKW, PSH, PSW (the pool's window and stride), POH, POW (pooled extents), PTH, PTW
+//      (pooled tile; TH = (PTH - 1) * PSH + PKH, TW alike). A NaN wins its window, as in
+//      pool/pool2d.cuh.
+// Arguments from kY: y (pooled, [N, O, POH, POW] in y's layout).
+#pragma once
+
+#include "conv/index.cuh"
+
+namespace kiln::conv {
+
+template <class Cfg, int NPG, int NCO, int P, int PO, int kB, int kY>
+KILN_FN void pool_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n, int g, int oh0,
+                           int ow0, int o0, int pg, int cq, int ph0, int pw0) {
+  using T = typename Cfg::T;
+  constexpr int TH = Cfg::TH, TW = Cfg::TW, TO = Cfg::TO, Og = Cfg::O / Cfg::G;
+  constexpr int PTH = Cfg::PTH, PTW = Cfg::PTW, YPITCH = TO + 1;
+  static_assert(TH == (PTH - 1) * Cfg::PSH + Cfg::PKH && TW == (PTW - 1) * Cfg::PSW + Cfg::PKW,
+                "the conv tile is the pooled tile's footprint");
+  constexpr i64 YE = i64(Cfg::N) * Cfg::O * Cfg::POH * Cfg::POW;
+  using I = index_t<YE>;
+  const float kNegInf = __int_as_float(int(0xff800000u)); // the pool's padding
+  KILN_SHARED_ARRAY(float, ys, TH* TW* YPITCH);           // [tile pixel][channel]
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int p = pg + i * NPG;
+    if (p >= TH * TW) continue;
+    const int oh = oh0 + p / TW, ow = ow0 + p % TW;
+    const bool in = oh >= 0 && oh < Cfg::OH && ow >= 0 && ow < Cfg::OW;
+#pragma unroll
+    for (int j = 0; j < PO; ++j) {
+      const int og = o0 + cq + j * NCO;
+      float v = kNegInf;
+      if (in && og < Og) {
+        v = acc[i][j];
+        if (Cfg::HAS_BIAS) v += to_float(arg<const T>(a, kB)[g * Og + og]);
+        if (Cfg::RELU) v = v > 0.f ? v : 0.f;
+      }
+      ys[p * YPITCH + cq + j * NCO] = v;
+    }
+  }
+  sync_threads();
+  // Pooled outputs in the order y lies in memory: channels fastest in NHWC.
+  for (int e = int(threadIdx.x); e < PTH * PTW * TO; e += Cfg::THREADS) {
+    const int o = Cfg::NHWC ? e % TO : e / (PTH * PTW);
+    const int q = Cfg::NHWC ? e / TO : e % (PTH * PTW);
+    const int ph = ph0 + q / PTW, pw = pw0 + q % PTW, og = o0 + o;
+    if (ph >= Cfg::POH || pw >= Cfg::POW || og >= Og) continue;
+    float m = kNegInf;
+#pragma unroll
+    for (int kh = 0; kh < Cfg::PKH; ++kh)
+#pragma unroll
+      for (int kw = 0; kw < Cfg::PKW; ++kw) {
+        const int r = (q / PTW) * Cfg::PSH + kh, c = (q % PTW) * Cfg::PSW + kw;
+        const float v = ys[(r * TW + c) * YPITCH + o];
+        m = v > m || v != v ? v : m; // once NaN, stays NaN
+      }
+    const int oc = g * Og + og;
+    const I at = Cfg::NHWC ? ((I(n) * Cfg::POH + ph) * Cfg::POW + pw) * Cfg::O + oc
+                           : ((I(n) * Cfg::O + oc) * Cfg::POH + ph) * Cfg::POW + pw;
+    arg<T>(a, kY)[at] = from_float<T>(m);
+  }
+}
+
+} // namespace kiln::conv
