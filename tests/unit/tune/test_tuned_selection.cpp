@@ -19,7 +19,8 @@ struct Chosen {
 
 Chosen chosen_for(const Generated& gen) {
   for (const auto& k : gen.manifest["kernels"])
-    if (k["chosen"].get<bool>() && k["family"].get<std::string>().find("conv") != std::string::npos)
+    if (k["chosen"].get<bool>() &&
+        k["nodes"][0].get<std::string>().find("conv2d.forward") != std::string::npos)
       return {k["name"], k["selected_by"], k["reason"]};
   return {};
 }
