@@ -48,7 +48,7 @@ std::string sweep_report_html(const std::string& title, const std::string& devic
     for (const std::string& l : first.layers)
       layers += (layers.empty() ? "" : ", ") + l;
     Series measured{"measured", {}}, predicted{"cost model", {}}, floor{"roofline floor", {}},
-        cudnn{"cuDNN", {}};
+        cudnn{"cuDNN", {}}, best{"winner", {}};
     std::string winner = "none timed";
     std::string table = "<table><tr><th>#</th><th>variant</th><th>family</th><th>check</th>"
                         "<th>median ms</th><th>predicted ms</th><th>floor ms</th></tr>\n";
@@ -61,7 +61,10 @@ std::string sweep_report_html(const std::string& title, const std::string& devic
       predicted.points.push_back({x, w.predicted.micros / 1000});
       floor.points.push_back({x, w.predicted.floor_micros / 1000});
       cudnn.points.push_back({x, r.cudnn_ms ? *r.cudnn_ms : NAN});
-      if (r.winner) winner = fmt::format("#{} {}", i + 1, w.variant.name);
+      if (r.winner) {
+        winner = fmt::format("#{} {}", i + 1, w.variant.name);
+        best.points.push_back({x, t});
+      }
       table += fmt::format("<tr{}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                            "<td>{}</td><td>{}</td></tr>\n",
                            r.winner ? " class=\"winner\"" : "", i + 1, r.winner ? " &#9733;" : "",
@@ -79,6 +82,7 @@ std::string sweep_report_html(const std::string& title, const std::string& devic
     series.push_back(predicted);
     series.push_back(floor);
     if (rs.front()->cudnn_ms) series.push_back(cudnn);
+    if (!best.points.empty()) series.push_back(best); // a lone dot on the winner
     h += fmt::format("<h2>{} {} ({})</h2>\n<p>{} &middot; {} &middot; winner: {}</p>\n",
                      escape(first.key.op), escape(first.key.shape), escape(layers),
                      first.key.dtype, first.key.layout, escape(winner));
