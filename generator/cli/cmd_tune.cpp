@@ -40,8 +40,7 @@ void print_fits(const TuningDb& db) {
              "before median", "before worst", "after median", "after worst");
   for (const FamilyFit& f : fits)
     fmt::print("  {:<28} {:>7} {:>9.3g} {:>13.3g} {:>12.3g} {:>13.3g} {:>12.3g}\n", f.family,
-               f.samples, f.factor, f.before_median, f.before_worst, f.after_median,
-               f.after_worst);
+               f.samples, f.factor, f.before_median, f.before_worst, f.after_median, f.after_worst);
 }
 
 void tune_cmd(const TuneArgs& a) {
@@ -66,8 +65,8 @@ void tune_cmd(const TuneArgs& a) {
     }
     if (old && old->identity_text() != db.identity_text())
       throw Error(path, "",
-                  cat("holds measurements of ", old->identity_text(), ", not ",
-                      db.identity_text(), ": name another file with --db"));
+                  cat("holds measurements of ", old->identity_text(), ", not ", db.identity_text(),
+                      ": name another file with --db"));
     if (old) db = std::move(*old);
   }
   size_t added = 0;
@@ -96,8 +95,7 @@ void tune_cmd(const TuneArgs& a) {
              added, added == 1 ? "" : "s", r.device == "emu" ? " without timings (emu)" : "",
              db.measurements.size(), winners.size(), path);
   for (const auto& [key, m] : winners)
-    fmt::print("  {} {} {}: {} {:.4g} ms{}\n", m->op, m->shape, m->dtype, m->variant,
-               *m->median_ms,
+    fmt::print("  {} {} {}: {} {:.4g} ms{}\n", m->op, m->shape, m->dtype, m->variant, *m->median_ms,
                m->cudnn_ms ? fmt::format(" ({:.2f}x cuDNN's time)", *m->median_ms / *m->cudnn_ms)
                            : "");
   print_fits(db);
@@ -122,8 +120,8 @@ void merge_cmd(const MergeArgs& a) {
 void report_cmd(const std::vector<std::string>& dbs) {
   for (const std::string& p : dbs) {
     const TuningDb db = load_tuning_db(p);
-    fmt::print("{}: {} ({}), {} measurements, {} shapes with a measured winner\n", p,
-               db.gpu_name, db.identity_text(), db.measurements.size(), db.winners().size());
+    fmt::print("{}: {} ({}), {} measurements, {} shapes with a measured winner\n", p, db.gpu_name,
+               db.identity_text(), db.measurements.size(), db.winners().size());
     print_fits(db);
   }
 }

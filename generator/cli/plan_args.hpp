@@ -15,7 +15,7 @@ struct PlanArgs {
   int slots = 500;
   std::string kernels = "kiln";
   std::string sparse = "auto";
-  std::string profile; // kiln-profile/1 densities for the sparse family
+  std::string profile;   // kiln-profile/1 densities for the sparse family
   std::string tuning_db; // measured winners (kiln tune): a path, none, or "" (the default)
 
   void add_to(CLI::App* cmd);

@@ -13,8 +13,11 @@ namespace {
 std::string escape(const std::string& s) {
   std::string r;
   for (char c : s)
-    r += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '"' ? "&quot;"
-                                                                             : std::string(1, c);
+    r += c == '<'   ? "&lt;"
+         : c == '>' ? "&gt;"
+         : c == '&' ? "&amp;"
+         : c == '"' ? "&quot;"
+                    : std::string(1, c);
   return r;
 }
 
@@ -84,10 +87,10 @@ std::string sweep_report_html(const std::string& title, const std::string& devic
     if (rs.front()->cudnn_ms) series.push_back(cudnn);
     if (!best.points.empty()) series.push_back(best); // a lone dot on the winner
     h += fmt::format("<h2>{} {} ({})</h2>\n<p>{} &middot; {} &middot; winner: {}</p>\n",
-                     escape(first.key.op), escape(first.key.shape), escape(layers),
-                     first.key.dtype, first.key.layout, escape(winner));
-    h += svg_line_plot(fmt::format("{}: time per variant", escape(first.key.op)), "variant #",
-                       "ms", series);
+                     escape(first.key.op), escape(first.key.shape), escape(layers), first.key.dtype,
+                     first.key.layout, escape(winner));
+    h += svg_line_plot(fmt::format("{}: time per variant", escape(first.key.op)), "variant #", "ms",
+                       series);
     h += table + "</table>\n";
   }
   return h + "</body></html>\n";

@@ -42,8 +42,8 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
                   "gpu (default: check, then time with CUDA events) or emu (check every variant "
                   "on the CPU emulator; times nothing)")
       ->check(CLI::IsMember({"gpu", "emu"}));
-  auto* o = cmd->add_option("-o,--output", output,
-                            "directory for generated/, sweep.csv and report.html");
+  auto* o =
+      cmd->add_option("-o,--output", output, "directory for generated/, sweep.csv and report.html");
   if (required) o->required();
   cmd->add_option("--variants", variants,
                   "all (default): every valid variant of each layer; default: the cost model's "
@@ -132,8 +132,9 @@ SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
   compile_dir(gdir, co);
   r.items = sweep_work(gen.plan, gen.layout, r.gpu, go.all_variants);
   if (r.items.empty())
-    throw Error(m.file, "", cat(command, ": no conv, linear or pooling layer with a generated "
-                                         "kernel to sweep"));
+    throw Error(m.file, "",
+                cat(command, ": no conv, linear or pooling layer with a generated "
+                             "kernel to sweep"));
   SweepDevice dev;
   dev.name = a.device;
   if (a.device == "emu") {
@@ -160,11 +161,12 @@ SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
                      [&](size_t d, size_t t, const WorkItem& w) { progress(d, t, w); });
   for (const SweepRow& row : r.rows)
     r.failed += !row.check.pass;
-  io::write_file_atomic(r.dir + "/sweep.csv", sweep_csv(r.gpu.identity(), a.device, r.items, r.rows));
-  io::write_file_atomic(r.dir + "/report.html",
-                        sweep_report_html(fmt::format("kiln {} {} on {} ({})", command, m.name,
-                                                      r.gpu.name, a.device),
-                                          a.device, r.items, r.rows));
+  io::write_file_atomic(r.dir + "/sweep.csv",
+                        sweep_csv(r.gpu.identity(), a.device, r.items, r.rows));
+  io::write_file_atomic(
+      r.dir + "/report.html",
+      sweep_report_html(fmt::format("kiln {} {} on {} ({})", command, m.name, r.gpu.name, a.device),
+                        a.device, r.items, r.rows));
   return r;
 }
 

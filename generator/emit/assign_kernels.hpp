@@ -16,7 +16,7 @@ struct KernelRecord {
   CostEstimate cost;
   std::vector<std::string> nodes; // "layer1.0.conv1 (conv2d.forward)"
   std::string reason;
-  bool chosen = true; // false: an alternative emitted for sweeps (--variants all)
+  bool chosen = true;    // false: an alternative emitted for sweeps (--variants all)
   bool measured = false; // chosen by a measurement (tuning database), not the cost model
 };
 

@@ -83,9 +83,8 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
         c.reason = hints->measured_reason(s, w);
         return c;
       }
-      const bool rejected_here = std::any_of(rejected.begin(), rejected.end(), [&](auto& r) {
-        return r.rfind(w + ": ", 0) == 0;
-      });
+      const bool rejected_here = std::any_of(rejected.begin(), rejected.end(),
+                                             [&](auto& r) { return r.rfind(w + ": ", 0) == 0; });
       const bool converts = std::find(converting.begin(), converting.end(), w) != converting.end();
       hints->winner_ignored(s, w,
                             rejected_here ? "it is invalid for this shape on this GPU"

@@ -20,7 +20,8 @@ double error_ratio(double measured, double predicted) {
 } // namespace
 
 std::vector<FamilyFit> fit_families(const TuningDb& db) {
-  std::map<std::string, std::vector<std::pair<double, double>>> by_family; // (measured, predicted) us
+  std::map<std::string, std::vector<std::pair<double, double>>>
+      by_family; // (measured, predicted) us
   for (const Measurement& m : db.measurements)
     if (m.median_ms && m.predicted_us > 0 && std::isfinite(m.predicted_us))
       by_family[m.family].push_back({*m.median_ms * 1000, m.predicted_us});

@@ -16,7 +16,7 @@ namespace kiln {
 struct FamilyFit {
   std::string family;
   int samples = 0;
-  double factor = 1;                      // measured / predicted, typically
+  double factor = 1;                          // measured / predicted, typically
   double before_median = 1, before_worst = 1; // error ratios of the raw cost model
   double after_median = 1, after_worst = 1;   // with the factor applied
 };

@@ -66,7 +66,8 @@ Measurement parse_measurement(const ju::json& e, const std::string& ptr) {
   m.runs = ju::get_int(ju::require(e, "runs", ptr), ju::child(ptr, "runs"));
   if (m.runs < 0 || (m.median_ms && m.runs < 1))
     throw Error("", ju::child(ptr, "runs"), "must count the timed runs (at least 1 with a median)");
-  m.predicted_us = ju::get_number(ju::require(e, "predicted_us", ptr), ju::child(ptr, "predicted_us"));
+  m.predicted_us =
+      ju::get_number(ju::require(e, "predicted_us", ptr), ju::child(ptr, "predicted_us"));
   if (!(m.predicted_us >= 0) || !std::isfinite(m.predicted_us))
     throw Error("", ju::child(ptr, "predicted_us"), "must be a finite number >= 0");
   return m;
@@ -149,8 +150,8 @@ TuningDb parse_tuning_db(std::string_view text, const std::string& file) {
 
 TuningDb load_tuning_db(const std::string& path) {
   const auto bytes = io::read_file(path);
-  return parse_tuning_db(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                         path);
+  return parse_tuning_db(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
 }
 
 ojson tuning_db_to_json(const TuningDb& db) {

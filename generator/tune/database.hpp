@@ -19,20 +19,20 @@ namespace kiln {
 inline constexpr std::string_view kTuningFormat = "kiln-tuning/1";
 
 struct Measurement {
-  std::string key;                 // TuneKey::id
+  std::string key; // TuneKey::id
   std::string op, shape, dtype, layout;
   std::vector<std::string> layers; // where the sweep met the shape (informative)
   std::string variant, family;
   std::optional<double> median_ms; // none: checked on the emulator, not timed
   int64_t runs = 0;
-  double predicted_us = 0;         // the cost model's estimate, uncorrected
-  std::optional<double> cudnn_ms;  // cuDNN's best algorithm on the same shape
+  double predicted_us = 0;        // the cost model's estimate, uncorrected
+  std::optional<double> cudnn_ms; // cuDNN's best algorithm on the same shape
 };
 
 struct TuningDb {
   std::string kiln_version = KILN_VERSION;
   std::string gpu_name, gpu_arch, gpu_identity;
-  std::string device = "gpu"; // "gpu": timed; "emu": checked only
+  std::string device = "gpu";            // "gpu": timed; "emu": checked only
   std::vector<Measurement> measurements; // sorted by (key, variant), one per pair
 
   // Adds m, or keeps the faster of m and the measurement of the same (key, variant); a

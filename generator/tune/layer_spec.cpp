@@ -115,8 +115,10 @@ Model layer_spec_model(const std::string& text) {
   nlohmann::json layer, layers = nlohmann::json::array(), shape;
   if (op == "linear") {
     shape = {n, c};
-    layer = {{"name", "linear"},     {"op", "linear"},
-             {"out_features", s.integer("k", 0)}, {"bias", s.flag("bias", true)}};
+    layer = {{"name", "linear"},
+             {"op", "linear"},
+             {"out_features", s.integer("k", 0)},
+             {"bias", s.flag("bias", true)}};
   } else {
     shape = {n, c, s.integer("h", 0), s.integer("w", 0)};
     if (op == "conv") {

@@ -15,9 +15,11 @@ MergeResult merge_tuning_dbs(const std::vector<std::pair<std::string, TuningDb>>
   r.db.device = first.device;
   for (const auto& [file, db] : inputs) {
     const auto refuse = [&](const char* what, const std::string& mine, const std::string& theirs) {
-      throw Error(file, "", cat("cannot merge: its ", what, " is ", mine, " but ", first_file,
-                                "'s is ", theirs, " (only databases of one GPU identity, kiln "
-                                "version and device merge)"));
+      throw Error(file, "",
+                  cat("cannot merge: its ", what, " is ", mine, " but ", first_file, "'s is ",
+                      theirs,
+                      " (only databases of one GPU identity, kiln "
+                      "version and device merge)"));
     };
     if (db.gpu_identity != first.gpu_identity)
       refuse("GPU identity", db.gpu_identity, first.gpu_identity);

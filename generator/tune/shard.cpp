@@ -8,8 +8,10 @@ namespace kiln {
 
 Shard parse_shard(const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return Error("", "--shard", cat("\"", text, "\": ", why, " (expected I/N with 0 <= I < N, "
-                                                              "e.g. 0/4)"));
+    return Error("", "--shard",
+                 cat("\"", text, "\": ", why,
+                     " (expected I/N with 0 <= I < N, "
+                     "e.g. 0/4)"));
   };
   const size_t slash = text.find('/');
   if (slash == std::string::npos) throw bad("no '/'");

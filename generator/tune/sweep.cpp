@@ -32,9 +32,8 @@ std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc&
     }
   std::vector<WorkItem> out;
   for (auto& [id, items] : by_key) {
-    std::sort(items.begin(), items.end(), [](const WorkItem& a, const WorkItem& b) {
-      return a.variant.name < b.variant.name;
-    });
+    std::sort(items.begin(), items.end(),
+              [](const WorkItem& a, const WorkItem& b) { return a.variant.name < b.variant.name; });
     for (WorkItem& w : items)
       out.push_back(std::move(w));
   }

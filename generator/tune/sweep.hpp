@@ -22,8 +22,8 @@ struct WorkItem {
   std::vector<std::string> layers; // nodes of the plan's steps with this key
   size_t phase = 0, step = 0;      // the first such step
   Variant variant;
-  CostEstimate predicted;          // the cost model's, uncorrected
-  bool model_choice = false;       // the cost model's pick for the step
+  CostEstimate predicted;    // the cost model's, uncorrected
+  bool model_choice = false; // the cost model's pick for the step
 };
 
 // Every (shape, variant) of the plan's tunable steps, sorted by (key id, variant name): the

@@ -36,17 +36,18 @@ std::string sweep_csv(const std::string& descriptor, const std::string& device,
       gbps = num(w.variant.bytes / (ms * 1e6));
       if (r.cudnn_ms) ratio = num(ms / *r.cudnn_ms);
     }
-    const std::string check =
-        r.check.pass ? "pass"
-        : r.check.error.empty()
-            ? fmt::format("FAIL: error {:.3g} over the tolerance {:.0e}", r.check.rel, r.check.tolerance)
-            : "FAIL: " + r.check.error;
-    out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", field(descriptor),
-        KILN_VERSION, device, field(layers), w.key.op, field(w.key.shape), w.key.dtype,
-        w.key.layout, w.variant.name, w.variant.family, field(check), num(r.check.rel), median,
-        runs, tflops, gbps, r.cudnn_ms ? num(*r.cudnn_ms) : "", ratio, num(w.predicted.micros),
-        num(w.predicted.floor_micros), int(w.model_choice), r.timing ? std::to_string(int(r.winner)) : "");
+    const std::string check = r.check.pass ? "pass"
+                              : r.check.error.empty()
+                                  ? fmt::format("FAIL: error {:.3g} over the tolerance {:.0e}",
+                                                r.check.rel, r.check.tolerance)
+                                  : "FAIL: " + r.check.error;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       field(descriptor), KILN_VERSION, device, field(layers), w.key.op,
+                       field(w.key.shape), w.key.dtype, w.key.layout, w.variant.name,
+                       w.variant.family, field(check), num(r.check.rel), median, runs, tflops, gbps,
+                       r.cudnn_ms ? num(*r.cudnn_ms) : "", ratio, num(w.predicted.micros),
+                       num(w.predicted.floor_micros), int(w.model_choice),
+                       r.timing ? std::to_string(int(r.winner)) : "");
   }
   return out;
 }

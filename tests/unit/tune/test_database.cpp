@@ -85,7 +85,8 @@ TEST_CASE("tuning database: an emu database holds checked variants without timin
 TEST_CASE("tuning database: corrupt files are errors naming the place") {
   const std::string good = valid_text();
   CHECK(error_of(good).empty());
-  CHECK(error_of(good.substr(0, good.size() / 2)).find("db.json") != std::string::npos); // truncated
+  CHECK(error_of(good.substr(0, good.size() / 2)).find("db.json") !=
+        std::string::npos); // truncated
   CHECK(!error_of("").empty());
   CHECK(!error_of("[]").empty());
   auto edit = [&](auto&& f) {
@@ -97,11 +98,13 @@ TEST_CASE("tuning database: corrupt files are errors naming the place") {
   CHECK(edit([](auto& j) { j.erase("gpu"); }).find("gpu") != std::string::npos);
   CHECK(edit([](auto& j) { j["extra"] = 1; }).find("extra") != std::string::npos);
   CHECK(edit([](auto& j) { j["measurements"] = 3; }).find("/measurements") != std::string::npos);
-  CHECK(edit([](auto& j) { j["measurements"][0]["median_ms"] = "fast"; })
-            .find("/measurements/0/median_ms") != std::string::npos);
+  CHECK(edit([](auto& j) {
+          j["measurements"][0]["median_ms"] = "fast";
+        }).find("/measurements/0/median_ms") != std::string::npos);
   CHECK(edit([](auto& j) { j["measurements"][1]["median_ms"] = -1; }).find("positive") !=
         std::string::npos);
-  CHECK(edit([](auto& j) { j["measurements"][0]["runs"] = 1.5; }).find("runs") != std::string::npos);
+  CHECK(edit([](auto& j) { j["measurements"][0]["runs"] = 1.5; }).find("runs") !=
+        std::string::npos);
   CHECK(edit([](auto& j) { j["measurements"][0]["variant"] = ""; }).find("empty") !=
         std::string::npos);
   CHECK(edit([](auto& j) { j["measurements"][0]["layers"] = {1}; }).find("layers/0") !=

@@ -19,7 +19,8 @@ std::string error_of(const std::string& spec) {
 } // namespace
 
 TEST_CASE("layer specs: conv with every key") {
-  const Model m = layer_spec_model("conv:n=32,c=128,h=28,w=28,k=64,r=3,s=2,p=1,d=1,g=2,bias=1,relu=1");
+  const Model m =
+      layer_spec_model("conv:n=32,c=128,h=28,w=28,k=64,r=3,s=2,p=1,d=1,g=2,bias=1,relu=1");
   CHECK(m.input_shape == Shape{32, 128, 28, 28});
   REQUIRE(m.nodes.size() == 2);
   const Node& c = m.nodes[0];

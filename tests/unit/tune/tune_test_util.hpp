@@ -11,7 +11,8 @@
 namespace kiln::test {
 
 inline Measurement measurement(const std::string& key, const std::string& variant,
-                               std::optional<double> ms, const std::string& family = "conv2d_direct",
+                               std::optional<double> ms,
+                               const std::string& family = "conv2d_direct",
                                double predicted_us = 10) {
   Measurement m;
   m.key = key;
