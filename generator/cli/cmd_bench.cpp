@@ -18,9 +18,9 @@ void bench_cmd(const SweepArgs& a) {
     timed += row.timing.has_value();
     shapes.insert(r.items[row.item].key.id);
   }
-  fmt::print("{} variants of {} layer shape{} on {} ({}): {} passed the check, {} failed; {}\n"
+  fmt::print("{} variant{} of {} layer shape{} on {} ({}): {} passed the check, {} failed; {}\n"
              "wrote {}/sweep.csv, {}/report.html\n",
-             r.rows.size(), shapes.size(), shapes.size() == 1 ? "" : "s", r.gpu.name, r.device,
+             r.rows.size(), r.rows.size() == 1 ? "" : "s", shapes.size(), shapes.size() == 1 ? "" : "s", r.gpu.name, r.device,
              r.rows.size() - r.failed, r.failed,
              r.device == "emu" ? "nothing timed (emu)" : fmt::format("{} timed", timed), r.dir,
              r.dir);
