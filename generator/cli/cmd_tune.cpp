@@ -90,8 +90,8 @@ void tune_cmd(const TuneArgs& a) {
   }
   save_tuning_db(db, path);
   const auto winners = db.winners();
-  fmt::print("{} checked variant{} recorded{} ({} measurements, {} shapes with a measured "
-             "winner); wrote {}\n",
+  fmt::print("{} checked variant{} recorded{} ({} measurements, {} measured winners, one per "
+             "shape); wrote {}\n",
              added, added == 1 ? "" : "s", r.device == "emu" ? " without timings (emu)" : "",
              db.measurements.size(), winners.size(), path);
   for (const auto& [key, m] : winners)
@@ -111,7 +111,7 @@ void merge_cmd(const MergeArgs& a) {
     in.emplace_back(p, load_tuning_db(p)); // a corrupt input is an error here: data would be lost
   const MergeResult r = merge_tuning_dbs(in);
   save_tuning_db(r.db, a.output);
-  fmt::print("merged {} database{} of {}: {} measurements, {} shapes with a measured winner, {} "
+  fmt::print("merged {} database{} of {}: {} measurements, {} measured winners (one per shape), {} "
              "conflict{} (the faster median kept); wrote {}\n",
              in.size(), in.size() == 1 ? "" : "s", r.db.identity_text(), r.db.measurements.size(),
              r.db.winners().size(), r.conflicts, r.conflicts == 1 ? "" : "s", a.output);
@@ -120,8 +120,8 @@ void merge_cmd(const MergeArgs& a) {
 void report_cmd(const std::vector<std::string>& dbs) {
   for (const std::string& p : dbs) {
     const TuningDb db = load_tuning_db(p);
-    fmt::print("{}: {} ({}), {} measurements, {} shapes with a measured winner\n", p, db.gpu_name,
-               db.identity_text(), db.measurements.size(), db.winners().size());
+    fmt::print("{}: {} ({}), {} measurements, {} measured winners (one per shape)\n", p,
+               db.gpu_name, db.identity_text(), db.measurements.size(), db.winners().size());
     print_fits(db);
   }
 }

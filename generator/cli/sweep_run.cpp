@@ -42,8 +42,9 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
                   "gpu (default: check, then time with CUDA events) or emu (check every variant "
                   "on the CPU emulator; times nothing)")
       ->check(CLI::IsMember({"gpu", "emu"}));
-  auto* o =
-      cmd->add_option("-o,--output", output, "directory for generated/, sweep.csv and report.html");
+  auto* o = cmd->add_option("-o,--output", output,
+                            std::string("directory for generated/, sweep.csv and report.html") +
+                                (required ? "" : " (default: one in the cache directory)"));
   if (required) o->required();
   cmd->add_option("--variants", variants,
                   "all (default): every valid variant of each layer; default: the cost model's "
