@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   kiln::cli::add_run(app);
   kiln::cli::add_profile(app);
   kiln::cli::add_train(app);
+  kiln::cli::add_bench(app);
+  kiln::cli::add_tune(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

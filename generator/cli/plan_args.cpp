@@ -31,6 +31,11 @@ void PlanArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--profile", profile,
                   "measured input densities of the conv layers (kiln-profile/1, from kiln profile); "
                   "they override the layers' hints.activation_density");
+  cmd->add_option("--tuning-db", tuning_db,
+                  "measured winners from kiln tune (kiln-tuning/1): a layer whose shape has one "
+                  "gets it, the others the cost model corrected by the measurements; default: "
+                  "the GPU's database in the cache directory where one exists; none: the cost "
+                  "model alone");
 }
 
 void PlanArgs::check(bool train) const {
@@ -59,6 +64,7 @@ void PlanArgs::apply(GenerateOptions& o) const {
 
 void PlanArgs::apply_sparse(GenerateOptions& o) const {
   o.sparse = *parse_sparse_mode(sparse);
+  o.tuning_db = tuning_db;
   if (!profile.empty()) o.profile = load_profile(profile);
 }
 

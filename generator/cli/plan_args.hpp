@@ -15,7 +15,8 @@ struct PlanArgs {
   int slots = 500;
   std::string kernels = "kiln";
   std::string sparse = "auto";
-  std::string profile; // kiln-profile/1 densities for the sparse family
+  std::string profile;   // kiln-profile/1 densities for the sparse family
+  std::string tuning_db; // measured winners (kiln tune): a path, none, or "" (the default)
 
   void add_to(CLI::App* cmd);
   // Throws kiln::Error for combinations that mean nothing: a recompute strategy or budget
@@ -25,7 +26,8 @@ struct PlanArgs {
   bool scheduled(bool train) const;
   // Checks, then copies them into `o` (o.train set first); loads the profile.
   void apply(GenerateOptions& o) const;
-  // Only the sparse family's options (--sparse, --profile): plans made without a schedule.
+  // Only the sparse family's options (--sparse, --profile) and --tuning-db: plans made
+  // without a schedule.
   void apply_sparse(GenerateOptions& o) const;
 };
 

@@ -5,6 +5,7 @@
 #include "generator/compile/compile_dir.hpp"
 #include "generator/compile/templates.hpp"
 #include "generator/model/model_json.hpp"
+#include "generator/tune/database.hpp"
 #include "runtime/cuda/backend.hpp"
 #include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/emu/backend.hpp"
@@ -43,7 +44,8 @@ std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOption
       {model_to_text(m), g.identity(), KILN_VERSION, kiln_identity(), templates_hash(),
        o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
        std::to_string(o.slots), fmt::format("{}", o.lr), o.train ? o.recipe.key() : "",
-       "sparse " + std::to_string(int(o.sparse)), o.profile ? profile_to_text(*o.profile) : ""});
+       "sparse " + std::to_string(int(o.sparse)), o.profile ? profile_to_text(*o.profile) : "",
+       "tuning " + tuning_fingerprint(g, o.tuning_db)});
   return KernelCache::default_dir() + "/runs/" + key;
 }
 

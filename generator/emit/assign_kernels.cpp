@@ -88,12 +88,13 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
 
 } // namespace
 
-Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only) {
+Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only,
+                        const SelectionHints* hints) {
   // Layout requirements first (inserting conversions), so the final choice sees final layouts.
   for (size_t ph = 0; ph < p.phases.size(); ++ph)
     for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
       if (p.phases[ph].steps[i].kind == StepKind::free) continue;
-      const Choice c = select_variant(StepInfo{p, p.phases[ph].steps[i], g});
+      const Choice c = select_variant(StepInfo{p, p.phases[ph].steps[i], g}, true, hints);
       if (c.kernel) reconcile(p, ph, i, c.kernel->variant);
     }
   Assigned out;
@@ -109,7 +110,7 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool 
         out.library_steps.push_back({step_label(s), "cuDNN-only plan (--kernels cudnn)"});
         continue;
       }
-      const Choice c = select_variant(StepInfo{p, s, g});
+      const Choice c = select_variant(StepInfo{p, s, g}, true, hints);
       if (!c.kernel) {
         s.kind = StepKind::library;
         s.library = "cudnn";
@@ -120,7 +121,7 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool 
       auto it = index.find(v.name);
       if (it == index.end()) {
         it = index.emplace(v.name, out.kernels.size()).first;
-        out.kernels.push_back({v, c.kernel->cost, {}, c.reason, true});
+        out.kernels.push_back({v, c.kernel->cost, {}, c.reason, true, c.measured});
         Kernel k;
         k.name = v.name;
         k.entry = v.name;

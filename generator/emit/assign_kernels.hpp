@@ -16,7 +16,8 @@ struct KernelRecord {
   CostEstimate cost;
   std::vector<std::string> nodes; // "layer1.0.conv1 (conv2d.forward)"
   std::string reason;
-  bool chosen = true; // false: an alternative emitted for sweeps (--variants all)
+  bool chosen = true;    // false: an alternative emitted for sweeps (--variants all)
+  bool measured = false; // chosen by a measurement (tuning database), not the cost model
 };
 
 struct LibraryRecord {
@@ -30,8 +31,9 @@ struct Assigned {
 };
 
 // With `cudnn_only`, every step cuDNN computes becomes a library call (the peer plan of
-// benchmarks); the rest keep generated kernels.
-Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only = false);
+// benchmarks); the rest keep generated kernels. `hints`: measured winners (kiln tune).
+Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only = false,
+                        const SelectionHints* hints = nullptr);
 
 std::string step_label(const Step& s);
 

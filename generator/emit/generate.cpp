@@ -9,6 +9,7 @@
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "generator/schedule/tiled_strategy.hpp"
+#include "generator/tune/tuned_selection.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
@@ -101,7 +102,10 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.conv_pool = plan_conv_pool(p, g);
     gen.split_k = plan_split_k(p, g);
   }
-  gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only);
+  std::optional<TunedSelection> tuned;
+  if (std::optional<TuningDb> db = load_tuning_for(g, o.tuning_db))
+    tuned.emplace(std::move(*db), gen.layout);
+  gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only, tuned ? &*tuned : nullptr);
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
 
@@ -132,6 +136,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["promises_no_spills"] = r.variant.promises_no_spills;
     k["nodes"] = r.nodes;
     k["chosen"] = r.chosen;
+    if (r.chosen) k["selected_by"] = r.measured ? "measurement" : "model";
     k["reason"] = r.reason;
     k["estimate_us"] = std::round(r.cost.micros * 1000) / 1000;
     kernels.push_back(k);

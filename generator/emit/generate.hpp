@@ -35,6 +35,9 @@ struct GenerateOptions {
   // The activation-sparse family: where it is planned, from which densities.
   SparseMode sparse = SparseMode::automatic;
   std::optional<Profile> profile;
+  // Measured winners (kiln tune): a database path, "none", or "" for the GPU's default
+  // database where one exists (generator/tune/database.hpp).
+  std::string tuning_db;
 };
 
 struct Generated {

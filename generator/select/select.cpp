@@ -42,7 +42,8 @@ bool converts_activations(const StepInfo& s, const Variant& v) {
 
 } // namespace
 
-Choice select_variant(const StepInfo& s, bool keep_activation_layouts) {
+Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
+                      const SelectionHints* hints) {
   Choice c;
   std::vector<std::string> rejected;
   for (const Family* f : all_families())
@@ -53,17 +54,44 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts) {
         continue;
       }
       CostEstimate cost = estimate_cost(s.gpu, v);
+      if (hints) cost.micros *= hints->correction(v.family);
       c.valid.push_back({std::move(v), cost});
     }
+  std::vector<std::string> converting; // valid, but left out for the layouts they need
   if (keep_activation_layouts) {
     std::vector<Candidate> in_place;
     for (Candidate& cand : c.valid)
-      if (!converts_activations(s, cand.variant)) in_place.push_back(cand);
-    if (!in_place.empty()) c.valid = std::move(in_place);
+      if (!converts_activations(s, cand.variant))
+        in_place.push_back(cand);
+      else
+        converting.push_back(cand.variant.name);
+    if (in_place.empty())
+      converting.clear(); // none serves in place: all stay
+    else
+      c.valid = std::move(in_place);
   }
   std::stable_sort(c.valid.begin(), c.valid.end(), [](const Candidate& a, const Candidate& b) {
     return a.cost.micros < b.cost.micros;
   });
+  if (hints && !c.valid.empty())
+    if (const std::string w = hints->measured_winner(s); !w.empty()) {
+      const auto it = std::find_if(c.valid.begin(), c.valid.end(),
+                                   [&](const Candidate& k) { return k.variant.name == w; });
+      if (it != c.valid.end()) {
+        std::rotate(c.valid.begin(), it, it + 1); // the winner first, the rest by cost
+        c.kernel = c.valid.front();
+        c.measured = true;
+        c.reason = hints->measured_reason(s, w);
+        return c;
+      }
+      const bool rejected_here = std::any_of(rejected.begin(), rejected.end(),
+                                             [&](auto& r) { return r.rfind(w + ": ", 0) == 0; });
+      const bool converts = std::find(converting.begin(), converting.end(), w) != converting.end();
+      hints->winner_ignored(s, w,
+                            rejected_here ? "it is invalid for this shape on this GPU"
+                            : converts    ? "it needs an activation in another layout here"
+                                          : "no family offers it for this step any more");
+    }
   if (!c.valid.empty()) {
     const Candidate& best = c.valid.front();
     c.kernel = best;

@@ -6,6 +6,7 @@
 
 #include "generator/select/cost.hpp"
 #include "generator/select/family.hpp"
+#include "generator/select/hints.hpp"
 
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ struct Choice {
   std::optional<Candidate> kernel; // empty: a library step
   std::vector<Candidate> valid;    // every valid candidate, cheapest first
   std::string reason;              // why this choice (goes into the banner and manifest)
+  bool measured = false;           // chosen by a measurement (tuning database), not the model
 };
 
 // Why a variant cannot run on the GPU, or "" when it can.
@@ -29,8 +31,11 @@ std::string invalid_reason(const GpuDesc& g, const Variant& v);
 
 // With `keep_activation_layouts`, variants that need an activation (a non-parameter
 // argument) in another layout than it has are chosen only when no variant serves the step
-// as it is: switching an activation's layout costs a transpose each way.
-Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true);
+// as it is: switching an activation's layout costs a transpose each way. With `hints`, a
+// measured winner among the valid variants is chosen; else the cost model, its estimates
+// scaled by the hints' per-family corrections, decides.
+Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true,
+                      const SelectionHints* hints = nullptr);
 
 // The chosen kernel's estimated microseconds, or infinity where no kernel template serves
 // the step (a plan rewrite weighing steps it may create: never a library call there).

@@ -5,6 +5,7 @@
 #include <cudnn.h>
 #include <cuda_runtime_api.h>
 #include <map>
+#include <tuple>
 
 namespace kiln {
 
@@ -230,7 +231,21 @@ private:
   }
 
   template <class Ptr> void choose_algorithm(const Step& s, Prepared& p, Ptr ptr) {
-    // Benchmarks every algorithm on the arena's (not yet meaningful) bytes, once.
+    // Benchmarks every algorithm on the arena's (not yet meaningful) bytes, once per
+    // configuration: steps alike (repeated blocks, a benchmark's rotated copies) reuse it.
+    std::string key = std::string(fn_name(s.fn));
+    for (const Arg& a : s.args) {
+      const Buffer& b = plan_->buffers[a.buffer];
+      key += cat(" ", a.role, ":", dtype_name(b.dtype), layout_name(b.layout));
+      for (int64_t d : b.shape) key += cat("x", d);
+    }
+    const Attrs& at = s.attrs;
+    key += cat(" p", at.padding[0], ",", at.padding[1], " s", at.stride[0], ",", at.stride[1], " d", at.dilation[0], ",",
+               at.dilation[1], " g", at.groups);
+    if (const auto it = algorithms_.find(key); it != algorithms_.end()) {
+      std::tie(p.algo, p.workspace) = it->second;
+      return;
+    }
     int found = 0;
     const size_t limit = size_t(2) << 30; // workspaces beyond 2 GiB are not considered
     void* ws = nullptr;
@@ -257,6 +272,7 @@ private:
       pick(perf, found, p);
     }
     if (ws) cudaFree(ws);
+    algorithms_.emplace(key, std::make_pair(p.algo, p.workspace));
   }
 
   // The fastest deterministic algorithm (bit-identical runs); any, if none is.
@@ -276,6 +292,7 @@ private:
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::map<const Step*, std::unique_ptr<Prepared>> prepared_;
+  std::map<std::string, std::pair<int, size_t>> algorithms_; // configuration -> (algo, workspace)
 };
 
 } // namespace

@@ -1,0 +1,46 @@
+// The sweep kiln bench and kiln tune share: a model or one layer (generator/tune/
+// layer_spec.hpp), every valid variant of its conv, linear and pooling steps generated and
+// compiled, each checked against the CPU reference and, on a GPU, timed beside cuDNN.
+// Writes DIR/generated/ (the kernels), DIR/sweep.csv and DIR/report.html.
+#pragma once
+
+#include "generator/cli/model_args.hpp"
+#include "generator/tune/sweep.hpp"
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct SweepArgs {
+  ModelArgs model; // a model, or a layer spec in model.model
+  std::string gpu = "auto";
+  std::string device = "gpu";
+  std::string output;
+  std::string variants = "all";
+  std::string shard; // "I/N"; "" the whole sweep
+  uint64_t seed = 1;
+  int runs = 50, warmup = 10;
+
+  // bench needs MODEL and -o; tune, which also has subcommands, checks MODEL itself and
+  // defaults to a directory in the cache.
+  void add_to(CLI::App* cmd, bool required);
+};
+
+struct SweepResult {
+  GpuDesc gpu;
+  std::string device, dir;
+  std::vector<WorkItem> items; // all of the sweep's, in shard order
+  std::vector<SweepRow> rows;  // this shard's
+  size_t failed = 0;
+};
+
+// Runs the sweep and writes its files; a variant failing its check is in the CSV (the
+// caller decides the exit code).
+SweepResult run_sweep_command(const SweepArgs& a, const std::string& command);
+
+// The MODEL argument's help: a model or a layer spec.
+extern const char* const kSweepTargetHelp;
+
+} // namespace kiln::cli

@@ -1,0 +1,121 @@
+#include "generator/tune/sweep.hpp"
+
+#include "runtime/cuda/cudnn_support.hpp"
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln {
+
+std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc& g,
+                                 bool all_variants) {
+  std::map<std::string, std::vector<WorkItem>> by_key;
+  for (size_t ph = 0; ph < plan.phases.size(); ++ph)
+    for (size_t i = 0; i < plan.phases[ph].steps.size(); ++i) {
+      const Step& s = plan.phases[ph].steps[i];
+      if (!tunable(s.fn) || s.kind == StepKind::free) continue;
+      TuneKey key = tune_key(plan, s, layout);
+      auto it = by_key.find(key.id);
+      if (it != by_key.end()) {
+        for (WorkItem& w : it->second)
+          if (std::find(w.layers.begin(), w.layers.end(), s.node) == w.layers.end())
+            w.layers.push_back(s.node);
+        continue;
+      }
+      // Every variant valid here, the activation layouts the plan keeps, as selection sees
+      // them; no tuning database: the sweep measures what the cost model would weigh.
+      const Choice c = select_variant(StepInfo{plan, s, g});
+      std::vector<WorkItem>& items = by_key[key.id];
+      for (size_t k = 0; k < c.valid.size() && (all_variants || k == 0); ++k)
+        items.push_back({key, {s.node}, ph, i, c.valid[k].variant, c.valid[k].cost, k == 0});
+    }
+  std::vector<WorkItem> out;
+  for (auto& [id, items] : by_key) {
+    std::sort(items.begin(), items.end(),
+              [](const WorkItem& a, const WorkItem& b) { return a.variant.name < b.variant.name; });
+    for (WorkItem& w : items)
+      out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Kernel kernel_of(const Variant& v) {
+  Kernel k;
+  k.name = k.entry = v.name;
+  k.image = "kernels/" + v.name + ".cubin";
+  k.grid = v.grid;
+  k.block = v.block;
+  k.dynamic_smem = v.dynamic_smem;
+  k.args = v.args;
+  return k;
+}
+
+namespace {
+
+// The plan with the step's arguments in the layouts the variant reads and writes (an
+// alternative may want others than the chosen kernel; the check converts its data).
+Plan with_variant_layouts(const Plan& plan, const Step& s, const Variant& v) {
+  Plan p = plan;
+  for (const auto& [role, layout] : v.layouts)
+    if (const int b = s.arg(role); b >= 0) p.buffers[size_t(b)].layout = layout;
+  return p;
+}
+
+} // namespace
+
+std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& items,
+                                const std::vector<size_t>& mine, const SweepDevice& device,
+                                uint64_t seed, const SweepProgress& progress) {
+  std::vector<SweepRow> rows;
+  std::map<std::string, std::pair<std::optional<double>, std::string>> cudnn; // per key
+  for (size_t n = 0; n < mine.size(); ++n) {
+    const WorkItem& w = items[mine[n]];
+    if (progress) progress(n, mine.size(), w);
+    const Step& step = plan.phases[w.phase].steps[w.step];
+    const Plan p = with_variant_layouts(plan, step, w.variant);
+    const Kernel k = kernel_of(w.variant);
+    SweepRow row;
+    row.item = mine[n];
+    row.check = check_step(p, step, k, w.variant.math, device.check, seed + mine[n]);
+    row.check.node = step.node;
+    if (row.check.pass && device.time) {
+      try {
+        row.timing = device.time(single_step_plan(p, step, &k, false));
+      } catch (const Error& e) {
+        row.check.pass = false;
+        row.check.error = cat("timing failed: ", e.what());
+      }
+    }
+    if (device.time && !cudnn.count(w.key.id)) {
+      auto& [ms, note] = cudnn[w.key.id];
+      note = cudnn_unsupported(step);
+      if (note.empty()) {
+        try {
+          Plan peer = single_step_plan(plan, step, nullptr, false);
+          Step& ps = peer.phases[0].steps[0];
+          ps.kind = StepKind::library;
+          ps.library = "cudnn";
+          ms = device.time(peer).median_ms;
+        } catch (const Error& e) {
+          note = e.what();
+        }
+      }
+    }
+    if (device.time) std::tie(row.cudnn_ms, row.cudnn_note) = cudnn[w.key.id];
+    rows.push_back(std::move(row));
+  }
+  if (progress && !mine.empty()) progress(mine.size(), mine.size(), items[mine.back()]);
+  // Winners: the fastest checked variant per shape.
+  std::map<std::string, SweepRow*> best;
+  for (SweepRow& r : rows) {
+    if (!r.check.pass || !r.timing) continue;
+    SweepRow*& b = best[items[r.item].key.id];
+    if (!b || r.timing->median_ms < b->timing->median_ms) b = &r;
+  }
+  for (auto& [key, r] : best)
+    r->winner = true;
+  return rows;
+}
+
+} // namespace kiln
