@@ -26,5 +26,6 @@ void add_build(CLI::App& app);
 void add_models(CLI::App& app);
 void add_profile(CLI::App& app);
 void add_train(CLI::App& app);
+void add_import(CLI::App& app);
 
 } // namespace kiln::cli
