@@ -168,6 +168,10 @@ def main():
             failures.append(f"{n} passed before and now does not: {reason}")
         if ok and expected.get(n) != "pass":
             newly.append(n)
+    attempted_names = {n for n, _ in attempted}
+    for n, v in expected.items():
+        if v == "pass" and n not in attempted_names and not ONLY and not UPDATE:
+            failures.append(f"{n} passed before and is no longer attempted (missing or its operators dropped)")
     print(f"\nattempted {len(attempted)} node tests (every test whose operators kiln imports), "
           f"passed {passed}/{len(attempted)} on cpu{' and emu' if EMU else ''} "
           f"(tolerance: relative L2 norm < {TOL['cpu']:g})")

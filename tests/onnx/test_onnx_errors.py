@@ -90,6 +90,12 @@ with open(path("empty.onnx"), "wb") as f:
     pass
 expect_path(path("empty.onnx"), "no graph")
 
+# Names must be UTF-8 (they become JSON and safetensors names); protobuf does not check.
+named = conv_model([helper.make_node("Relu", ["c"], ["t"], name="NAME_TO_BREAK")], out="t").SerializeToString()
+with open(path("utf8.onnx"), "wb") as f:
+    f.write(named.replace(b"NAME_TO_BREAK", b"NAME_\xff\xfe_BREAK"))
+expect_path(path("utf8.onnx"), "a node's name is not valid UTF-8")
+
 # A cycle, a missing initializer, a value produced twice, an unknown opset.
 cyc = om.model([helper.make_node("Add", ["x", "b"], ["a"], name="first"),
                 helper.make_node("Relu", ["a"], ["b"], name="second")], [], "x", "b", 13)

@@ -3,6 +3,7 @@
 #include "generator/model/onnx/converter.hpp"
 #include "generator/model/onnx/graph_order.hpp"
 #include "generator/model/onnx/model_proto.hpp"
+#include "generator/model/onnx/names_utf8.hpp"
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "generator/model/onnx/tensor_proto.hpp"
@@ -79,6 +80,7 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
     ImportedModel r;
     r.opset = oi::default_opset(proto);
     const onnx::GraphProto& g = proto.graph();
+    oi::check_graph_names(g);
     if (g.sparse_initializer_size() > 0)
       throw Error("", "graph", "sparse initializers are not supported");
     std::map<std::string, Tensor> inits;
@@ -91,7 +93,7 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
     Model& m = r.model;
     m.file = file;
     m.name = g.name().empty() ? std::filesystem::path(file).stem().string() : g.name();
-    if (m.name.empty()) m.name = "onnx_model";
+    if (m.name.empty() || !oi::is_utf8(m.name)) m.name = "onnx_model";
     m.dtype = DType::f32;
     read_input(g, inits, batch, m);
 

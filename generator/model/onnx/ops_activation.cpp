@@ -36,7 +36,7 @@ void convert_clip(Converter& c, const onnx::NodeProto& n) {
 void convert_softmax(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {"axis"});
   const int x = c.activation(n, 0);
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   const int64_t rank = int64_t(s.size());
   const int64_t axis = at.get_int("axis", c.opset >= 13 ? -1 : 1);
   const int64_t a = axis < 0 ? axis + rank : axis;

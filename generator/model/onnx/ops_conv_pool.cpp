@@ -91,7 +91,7 @@ int64_t onnx_window_out(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe
 
 void check_extent(const onnx::NodeProto& n, const Converter& c, int layer, const Shape& x,
                   const Window& w, bool ceil_mode) {
-  const Shape& y = c.model.nodes[layer].shape;
+  const Shape y = c.model.nodes[layer].shape;
   for (int i = 0; i < 2; ++i) {
     const int64_t want = onnx_window_out(x[2 + i], w.kernel[i], w.stride[i], w.pad_begin[i],
                                          w.pad_end[i], w.dilation[i], ceil_mode, w.same);
@@ -109,7 +109,7 @@ void convert_conv(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
   const int x = c.activation(n, 0);
   const Tensor& weight = c.constant(n, 1, "W");
-  const Shape& xs = c.shape_of(x);
+  const Shape xs = c.shape_of(x);
   if (weight.shape().size() != 4)
     throw Error("", node_label(n),
                 cat("weight has shape ", shape_str(weight.shape()),

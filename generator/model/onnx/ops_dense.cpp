@@ -63,7 +63,7 @@ void convert_batch_norm(Converter& c, const onnx::NodeProto& n) {
     throw Error("", node_label(n), "attribute \"spatial\" = 0 is not supported");
   c.require_unused_outputs(n, 1);
   const int x = c.activation(n, 0);
-  const Shape& xs = c.shape_of(x);
+  const Shape xs = c.shape_of(x);
   if (xs.size() != 4 && xs.size() != 2)
     throw Error(
         "", node_label(n),

@@ -23,7 +23,7 @@ int64_t norm_axis(const onnx::NodeProto& n, int64_t axis, int64_t rank) {
 // An activation given a new shape: unchanged (no layer), or [N, ...] -> [N, features], which
 // is kiln's flatten. Anything else kiln cannot express.
 void reshape_activation(Converter& c, const onnx::NodeProto& n, int x, const Shape& target) {
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   if (target == s) {
     Value v;
     v.ref = x;
@@ -199,7 +199,7 @@ void convert_resize(Converter& c, const onnx::NodeProto& n) {
     throw Error("", node_label(n),
                 cat("attribute \"mode\" = \"", mode, "\": kiln's upsample2d is nearest neighbour"));
   const int x = c.activation(n, 0);
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   if (s.size() != 4)
     throw Error("", node_label(n),
                 cat("input has shape ", shape_str(s), "; kiln upsamples [N, C, H, W]"));
@@ -207,7 +207,8 @@ void convert_resize(Converter& c, const onnx::NodeProto& n) {
   std::vector<double> scales;
   const int scales_at = upsample || c.opset < 11 ? 1 : 2;
   if (upsample && at.has("scales")) {
-    for (float f : *at.get_floats("scales"))
+    const std::vector<float> attr = *at.get_floats("scales");
+    for (float f : attr)
       scales.push_back(f);
   } else if (c.has_input(n, scales_at) && c.constant(n, scales_at, "scales").numel() > 0) {
     const Tensor& t = c.constant(n, scales_at, "scales");

@@ -84,13 +84,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& model_di
   if (!count)
     throw Error("", where, cat("shape ", shape_str(shape), " is invalid or absurdly large"));
   const size_t raw_bytes = size_t(*count) * layout->raw_size;
-  Tensor out(layout->dtype, shape);
-  const auto wrong_count = [&](size_t got) {
-    return Error("", where,
-                 cat("holds ", got, " values, its shape ", shape_str(shape), " needs ", *count));
-  };
+  // The data's size is checked against the shape before anything is allocated: a lying
+  // shape must not make kiln allocate what the file does not hold.
   if (t.data_location() == TP::EXTERNAL) {
     const std::vector<std::byte> bytes = read_external_data(t, model_dir, raw_bytes);
+    Tensor out(layout->dtype, shape);
     from_raw(out, t.data_type(), bytes.data());
     return out;
   }
@@ -99,34 +97,32 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& model_di
       throw Error("", where,
                   cat("raw_data holds ", t.raw_data().size(), " bytes, its shape ",
                       shape_str(shape), " and type need ", raw_bytes));
+    Tensor out(layout->dtype, shape);
     from_raw(out, t.data_type(), reinterpret_cast<const std::byte*>(t.raw_data().data()));
     return out;
   }
+  int64_t held;
   switch (t.data_type()) {
-  case TP::FLOAT: {
-    if (size_t(t.float_data_size()) != size_t(*count)) throw wrong_count(t.float_data_size());
-    std::memcpy(out.bytes(), t.float_data().data(), out.nbytes());
-    break;
+  case TP::FLOAT: held = t.float_data_size(); break;
+  case TP::DOUBLE: held = t.double_data_size(); break;
+  case TP::INT64: held = t.int64_data_size(); break;
+  default: held = t.int32_data_size(); break; // FLOAT16 bit patterns, narrow integers, bool
   }
-  case TP::DOUBLE: {
-    if (size_t(t.double_data_size()) != size_t(*count)) throw wrong_count(t.double_data_size());
-    std::memcpy(out.bytes(), t.double_data().data(), out.nbytes());
-    break;
-  }
-  case TP::INT64: {
-    if (size_t(t.int64_data_size()) != size_t(*count)) throw wrong_count(t.int64_data_size());
-    std::memcpy(out.bytes(), t.int64_data().data(), out.nbytes());
-    break;
-  }
-  case TP::FLOAT16: { // bit patterns in int32_data
-    if (size_t(t.int32_data_size()) != size_t(*count)) throw wrong_count(t.int32_data_size());
+  if (held != *count)
+    throw Error("", where,
+                cat("holds ", held, " values, its shape ", shape_str(shape), " needs ", *count));
+  Tensor out(layout->dtype, shape);
+  switch (t.data_type()) {
+  case TP::FLOAT: std::memcpy(out.bytes(), t.float_data().data(), out.nbytes()); break;
+  case TP::DOUBLE: std::memcpy(out.bytes(), t.double_data().data(), out.nbytes()); break;
+  case TP::INT64: std::memcpy(out.bytes(), t.int64_data().data(), out.nbytes()); break;
+  case TP::FLOAT16: {
     auto* dst = reinterpret_cast<uint16_t*>(out.bytes());
     for (int64_t i = 0; i < *count; ++i)
       dst[i] = uint16_t(t.int32_data(int(i)));
     break;
   }
-  default: { // the narrow integer types and bool live in int32_data
-    if (size_t(t.int32_data_size()) != size_t(*count)) throw wrong_count(t.int32_data_size());
+  default: {
     auto dst = out.as<int64_t>();
     for (int64_t i = 0; i < *count; ++i)
       dst[i] = t.int32_data(int(i));
