@@ -59,8 +59,6 @@ public:
                 const std::string& weight_name = "");
   // Stores parameter `suffix` ("weight", "bias", ...) of `layer` as f32.
   void add_param(int layer, const std::string& suffix, const Tensor& t);
-  // The initializer name behind input i ("" when it was computed).
-  const std::string& input_name(const onnx::NodeProto& n, int i) const { return n.input(i); }
 };
 
 // A constant's elements as integers (shape arguments); errors name the node and role.
