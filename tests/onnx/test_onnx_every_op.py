@@ -2,7 +2,8 @@
 kiln's cpu output must equal an independent NumPy (float64) computation within 1e-5
 relative, through `kiln run MODEL.onnx` (weights from the initializers), through
 `kiln import` + `kiln run --weights`, and (model A) through the generated kernels on the
-emulator. Also: PyTorch state_dict names kept as weight names, `kiln inspect` on .onnx."""
+emulator. Also: PyTorch state_dict names kept as weight names, `kiln inspect` and
+`kiln build` on .onnx, `kiln import --help`."""
 import os
 import sys
 
@@ -182,4 +183,11 @@ import json  # noqa: E402
 kt.check(json.load(open(path("a8.json")))["input"]["shape"] == [8, 3, 12, 12], "--batch sets the symbolic batch")
 out, _ = kt.kiln("inspect", path("a.onnx"), "--batch", "4")
 kt.check("conv1" in out and "fc2" in out, f"inspect of a .onnx file: {out}")
+out, _ = kt.kiln("import", "--help")
+kt.check("Examples" in out and "--weights-out" in out, f"import --help teaches: {out}")
+
+# A per-model program straight from ONNX (kernels compiled with NVRTC; it runs where a GPU is).
+out, _ = kt.kiln("build", path("b2.onnx"), "--gpu", "h100", "-o", path("b2_h100"))
+kt.check(os.access(path("b2_h100"), os.X_OK), "kiln build of a .onnx file writes the program")
+kt.check("--weights-out" in out, f"kiln build says where an ONNX model's weights go: {out}")
 kt.finish()
