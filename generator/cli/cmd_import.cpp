@@ -4,6 +4,7 @@
 #include "generator/model/model_json.hpp"
 #include "generator/model/onnx/onnx_import.hpp"
 #include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
 #include "runtime/io/safetensors.hpp"
 
 #include <fmt/format.h>
@@ -21,14 +22,17 @@ void import(const ImportArgs& a) {
   if (a.batch < 0 || a.batch > (int64_t(1) << 24))
     throw Error("", "--batch", cat("must be a positive batch size, got ", a.batch));
   const ImportedModel im = import_onnx(a.model, a.batch);
-  // Both files or neither: the weights first (the larger), then the model.
+  // Both files are serialized before either is written: what cannot be saved fails first.
+  const std::string text = model_to_text(im.model);
+  std::vector<std::byte> weights;
   if (!a.weights_out.empty()) {
     io::Safetensors st;
     st.tensors = im.weights;
     st.metadata["format"] = "pt";
-    io::write_safetensors(a.weights_out, st);
+    weights = io::serialize_safetensors(st);
   }
-  save_model(im.model, a.output);
+  if (!a.weights_out.empty()) io::write_file_atomic(a.weights_out, weights);
+  io::write_file_atomic(a.output, text);
   const Model& m = im.model;
   fmt::print("imported {} (opset {}): {} ONNX nodes -> {} layers ({} computed at import, {} "
              "dropped), input {} {}, {} parameters, {} MACs; wrote {}{}\n",
