@@ -4,7 +4,8 @@ BUILD ?= build
 CUDA_HOME ?= /usr/local/cuda
 MESON_OPTIONS ?= -Dtoolkit=$(CUDA_HOME)
 DEB_PACKAGES := meson ninja-build g++ pkg-config python3 python3-numpy libfmt-dev \
-  nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev clang libclang-rt-14-dev
+  nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev clang libclang-rt-14-dev \
+  libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx
 KILN := $(BUILD)/generator/kiln
 
 .PHONY: all deps configure build demo test test-all bench bundle clean format

@@ -8,6 +8,7 @@
 #include "generator/compile/compile_dir.hpp"
 #include "generator/compile/process.hpp"
 #include "generator/emit/generate.hpp"
+#include "generator/model/onnx/onnx_import.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
@@ -135,6 +136,11 @@ void build(const BuildArgs& a) {
              human_bytes(int64_t(fs::file_size(a.output))), m.name, g.name, g.arch,
              gen.plan.kernels.size(), cudnn ? "cuDNN linked" : "no cuDNN",
              a.train ? ", training step" : "");
+  // The program embeds the plan, not the weights: an ONNX model's travel as a file.
+  if (is_onnx_path(a.model.model))
+    fmt::print("its weights: kiln import {} -o MODEL.json --weights-out W.safetensors, then {} "
+               "--weights W.safetensors\n",
+               a.model.model, a.output);
 }
 
 } // namespace

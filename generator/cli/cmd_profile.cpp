@@ -97,7 +97,7 @@ void profile(const ProfileArgs& a) {
   ExecutorOptions eo;
   eo.on_step = progress.callback();
   Executor ex(plan, *backend, eo);
-  bind_weights_and_input(ex, plan, a.dev, mi.input);
+  bind_weights_and_input(ex, plan, a.dev, mi.input, a.model.model);
   const auto t0 = std::chrono::steady_clock::now();
   ex.run("forward");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -109,7 +109,9 @@ void profile(const ProfileArgs& a) {
   p.dtype = m.dtype;
   p.device = a.dev.device;
   p.input = a.dev.input;
-  p.weights = a.dev.weights.empty() ? cat("seeded ", a.dev.seed) : a.dev.weights;
+  p.weights = !a.dev.weights.empty()              ? a.dev.weights
+              : model_file_weights(a.model.model) ? a.model.model
+                                                  : cat("seeded ", a.dev.seed);
   p.tile = tile;
   std::map<int, LayerProfile> measured; // by value: convs reading the same value share it
   for (int c : convs) {

@@ -134,7 +134,7 @@ void run(const RunArgs& a) {
   ExecutorOptions eo;
   eo.on_step = progress.callback();
   Executor ex(plan, *backend, eo);
-  bind_weights_and_input(ex, plan, a.dev, input);
+  bind_weights_and_input(ex, plan, a.dev, input, a.model.model);
   if (a.train) {
     Tensor target = io::read_npy(a.target);
     if (target.dtype() != DType::i64 && target.dtype() != DType::i32)

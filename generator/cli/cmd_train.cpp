@@ -300,6 +300,8 @@ void train(TrainArgs a) {
   } else {
     if (!a.weights.empty())
       bind_weights(ex, plan, io::read_safetensors(a.weights).tensors, a.weights);
+    else if (const auto* w = model_file_weights(a.model.model)) // an ONNX model's own
+      bind_weights(ex, plan, *w, a.model.model);
     else
       bind_seeded_weights(ex, plan, a.seed);
     zero_optimizer_state(ex, plan);

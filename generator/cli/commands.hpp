@@ -28,5 +28,6 @@ void add_profile(CLI::App& app);
 void add_train(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_tune(CLI::App& app);
+void add_import(CLI::App& app);
 
 } // namespace kiln::cli

@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"kiln " KILN_VERSION
                ": ahead-of-time CUDA kernel generator for convolutional networks.\n"
-               "Reads a model (kiln-model/1 JSON) and a GPU descriptor (kiln-gpu/1), emits "
+               "Reads a model (kiln-model/1 JSON or ONNX) and a GPU descriptor (kiln-gpu/1), emits "
                "kernels specialized to each layer and GPU, and runs whole networks.\n"
                "Example: kiln inspect resnet18; kiln run resnet18 --input x.npy --output y.npy",
                "kiln"};
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_inspect(app);
   kiln::cli::add_models(app);
   kiln::cli::add_gpu(app);
+  kiln::cli::add_import(app);
   kiln::cli::add_fold(app);
   kiln::cli::add_generate(app);
   kiln::cli::add_compile(app);

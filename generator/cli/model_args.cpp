@@ -1,10 +1,12 @@
 #include "generator/cli/model_args.hpp"
 
 #include "generator/model/model_json.hpp"
+#include "generator/model/onnx/onnx_import.hpp"
 #include "runtime/embedded.hpp"
 #include "runtime/error.hpp"
 
 #include <filesystem>
+#include <memory>
 
 namespace kiln {
 extern const EmbeddedFile shipped_model_files[];
@@ -15,7 +17,8 @@ namespace kiln::cli {
 
 void ModelArgs::add_to(CLI::App* cmd, bool model_optional) {
   auto* opt = cmd->add_option("MODEL", model,
-                              "model file (kiln-model/1 JSON) or a shipped model's name "
+                              "model file (kiln-model/1 JSON, or ONNX: *.onnx, imported in memory "
+                              "with its initializers as the weights) or a shipped model's name "
                               "(`kiln models` lists them)" +
                                   std::string(model_optional ? "; default resnet18" : ""));
   if (!model_optional)
@@ -49,7 +52,25 @@ std::vector<std::string> shipped_model_names() {
   return r;
 }
 
+namespace {
+
+// One import per file and process: commands load a model more than once (its input, then
+// its weights).
+const ImportedModel& imported(const std::string& path) {
+  static std::map<std::string, std::unique_ptr<ImportedModel>> cache;
+  auto& slot = cache[path];
+  if (!slot) slot = std::make_unique<ImportedModel>(import_onnx(path));
+  return *slot;
+}
+
+} // namespace
+
+const std::map<std::string, Tensor>* model_file_weights(const std::string& path_or_name) {
+  return is_onnx_path(path_or_name) ? &imported(path_or_name).weights : nullptr;
+}
+
 Model load_model_or_shipped(const std::string& path_or_name) {
+  if (is_onnx_path(path_or_name)) return imported(path_or_name).model;
   std::error_code ec;
   if (std::filesystem::exists(path_or_name, ec) || path_or_name.find('/') != std::string::npos ||
       path_or_name.ends_with(".json"))

@@ -57,7 +57,8 @@ void DeviceArgs::add_to(CLI::App* cmd) {
          "backend: cpu (the reference), emu (the generated kernels on the CPU emulator), gpu")
       ->check(CLI::IsMember({"cpu", "emu", "gpu"}));
   cmd->add_option("--weights", weights,
-                  "parameters by name (.safetensors, PyTorch state_dict names); default: seeded");
+                  "parameters by name (.safetensors, PyTorch state_dict names); default: an ONNX "
+                  "model's own initializers, else seeded");
   cmd->add_option("--seed", seed, "seed for the weights when no --weights are given (default 0)");
   cmd->add_option("--input", input, "input batch, .npy [N, C, H, W]")->required();
 }
@@ -123,10 +124,12 @@ GeneratedRun prepare_generated(const Model& m, const GpuDesc& g, const GenerateO
 }
 
 void bind_weights_and_input(Executor& ex, const Plan& plan, const DeviceArgs& a,
-                            const Tensor& input) {
+                            const Tensor& input, const std::string& model) {
   if (!a.weights.empty()) {
     const io::Safetensors w = io::read_safetensors(a.weights);
     bind_weights(ex, plan, w.tensors, a.weights);
+  } else if (const auto* w = model_file_weights(model)) {
+    bind_weights(ex, plan, *w, model);
   } else {
     bind_seeded_weights(ex, plan, a.seed);
   }

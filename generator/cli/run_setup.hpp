@@ -50,8 +50,9 @@ struct GeneratedRun {
 GeneratedRun prepare_generated(const Model& m, const GpuDesc& g, const GenerateOptions& o,
                                const std::string& device);
 
-// Binds --weights (or the weights drawn from --seed) and writes the input.
+// Binds --weights (or an ONNX model's own weights, or the weights drawn from --seed) and
+// writes the input.
 void bind_weights_and_input(Executor& ex, const Plan& plan, const DeviceArgs& a,
-                            const Tensor& input);
+                            const Tensor& input, const std::string& model);
 
 } // namespace kiln::cli

@@ -1,0 +1,69 @@
+// The state of one import: each ONNX value is either an activation (a kiln layer's output,
+// or the model input) or a constant (initializers, Constant nodes and everything computed
+// from constants only, such as the shape arithmetic PyTorch exports before a Reshape).
+// Converters read their node's inputs through it and add kiln layers and weights to it.
+#pragma once
+
+#include "generator/model/model.hpp"
+#include "runtime/tensor.hpp"
+
+#include <onnx/onnx_pb.h> // needs ONNX_ML=1: Debian ships the -ml variant only
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::onnx_import {
+
+struct Value {
+  bool is_const = false;
+  int ref = kModelInput; // the activation's producer (a node index or kModelInput)
+  Tensor constant;
+};
+
+class Converter {
+public:
+  Converter(Model& model, std::map<std::string, Tensor>& weights, int64_t opset)
+      : model(model), weights(weights), opset(opset) {}
+
+  Model& model;
+  std::map<std::string, Tensor>& weights;
+  const int64_t opset;
+  std::map<std::string, Value> values;
+  std::map<std::string, int> uses; // readers of each value (node inputs and graph outputs)
+  std::set<std::string> taken;     // layer names in use, and the input's
+  int folded = 0;                  // nodes computed at import time
+  int dropped = 0;                 // Identity / Dropout nodes removed
+
+  // Input i is given (present and not the empty name of an omitted optional input).
+  bool has_input(const onnx::NodeProto& n, int i) const;
+  const Value& input(const onnx::NodeProto& n, int i) const;
+  // The activation at input i; a constant there is an error naming `role`.
+  int activation(const onnx::NodeProto& n, int i, std::string_view role = "data") const;
+  // The constant at input i; an activation there is an error naming `role`.
+  const Tensor& constant(const onnx::NodeProto& n, int i, std::string_view role) const;
+  bool all_inputs_const(const onnx::NodeProto& n) const;
+  const Shape& shape_of(int ref) const { return model.shape_of(ref); }
+
+  void set_output(const onnx::NodeProto& n, int i, Value v);
+  void set_const_output(const onnx::NodeProto& n, Tensor t);
+  // Outputs from index `first` on must be unread (e.g. BatchNormalization's running
+  // statistics, MaxPool's Indices, Dropout's mask).
+  void require_unused_outputs(const onnx::NodeProto& n, int first) const;
+
+  // Adds a layer for node `n`, infers its shape (errors name the node) and makes it the
+  // node's first output. `weight_name`: the initializer holding its weight, whose PyTorch
+  // module path ("layer1.0.conv1.weight" -> "layer1.0.conv1") names the layer when it has one.
+  int add_layer(const onnx::NodeProto& n, OpKind op, const Attrs& a, std::vector<int> inputs,
+                const std::string& weight_name = "");
+  // Stores parameter `suffix` ("weight", "bias", ...) of `layer` as f32.
+  void add_param(int layer, const std::string& suffix, const Tensor& t);
+};
+
+// A constant's elements as integers (shape arguments); errors name the node and role.
+std::vector<int64_t> const_ints(const onnx::NodeProto& n, const Tensor& t, std::string_view role);
+// A constant as f32 (weights).
+Tensor as_f32(const Tensor& t);
+
+} // namespace kiln::onnx_import

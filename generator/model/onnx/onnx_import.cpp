@@ -1,0 +1,165 @@
+#include "generator/model/onnx/onnx_import.hpp"
+
+#include "generator/model/onnx/converter.hpp"
+#include "generator/model/onnx/graph_order.hpp"
+#include "generator/model/onnx/model_proto.hpp"
+#include "generator/model/onnx/names_utf8.hpp"
+#include "generator/model/onnx/node_attrs.hpp"
+#include "generator/model/onnx/ops.hpp"
+#include "generator/model/onnx/tensor_proto.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+
+#include <filesystem>
+
+namespace kiln {
+
+namespace oi = onnx_import;
+
+namespace {
+
+// The graph's one data input (graph inputs that are initializers are weights, as older
+// exporters list them) and its shape, the symbolic batch axis resolved.
+void read_input(const onnx::GraphProto& g, const std::map<std::string, Tensor>& inits,
+                int64_t batch, Model& m) {
+  std::vector<const onnx::ValueInfoProto*> data;
+  for (const auto& in : g.input())
+    if (!inits.count(in.name())) data.push_back(&in);
+  if (data.empty())
+    throw Error("", "graph", "the graph has no input (every input is an initializer)");
+  if (data.size() > 1) {
+    std::string names;
+    for (const auto* in : data)
+      names += (names.empty() ? "\"" : ", \"") + in->name() + "\"";
+    throw Error("", "graph",
+                cat("the graph has ", data.size(), " inputs (", names,
+                    "); kiln models take one input (weights must be initializers)"));
+  }
+  const onnx::ValueInfoProto& in = *data[0];
+  const std::string where = cat("input \"", in.name(), "\"");
+  if (in.name().empty()) throw Error("", "graph", "the graph input has no name");
+  if (!in.type().has_tensor_type()) throw Error("", where, "is not a tensor");
+  const auto& tt = in.type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto::FLOAT)
+    throw Error("", where,
+                cat("has element type ", oi::onnx_type_name(tt.elem_type()),
+                    "; kiln imports models with a FLOAT input (an imported model runs in f16, "
+                    "bf16 or f64 with --dtype)"));
+  if (!tt.has_shape()) throw Error("", where, "has no shape");
+  const int rank = tt.shape().dim_size();
+  if (rank != 4 && rank != 2)
+    throw Error("", where,
+                cat("has rank ", rank, "; kiln models take [N, C, H, W] or [N, features]"));
+  Shape s;
+  for (int i = 0; i < rank; ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (d.has_dim_value()) {
+      if (d.dim_value() <= 0 || d.dim_value() > (int64_t(1) << 24))
+        throw Error("", where, cat("dimension ", i, " is ", d.dim_value()));
+      s.push_back(d.dim_value());
+    } else if (i == 0) {
+      s.push_back(batch > 0 ? batch : 1); // symbolic batch
+    } else {
+      throw Error("", where,
+                  cat("dimension ", i, " is symbolic (\"", d.dim_param(),
+                      "\"); kiln needs the image size fixed in the file"));
+    }
+  }
+  m.input_name = in.name();
+  m.input_shape = s;
+}
+
+} // namespace
+
+bool is_onnx_path(const std::string& path) { return path.ends_with(".onnx"); }
+
+ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::string& file,
+                                const std::string& model_dir, int64_t batch) {
+  try {
+    const onnx::ModelProto proto = oi::parse_model_proto(bytes, file);
+    ImportedModel r;
+    r.opset = oi::default_opset(proto);
+    const onnx::GraphProto& g = proto.graph();
+    oi::check_graph_names(g);
+    if (g.sparse_initializer_size() > 0)
+      throw Error("", "graph", "sparse initializers are not supported");
+    std::map<std::string, Tensor> inits;
+    for (const auto& t : g.initializer()) {
+      if (t.name().empty()) throw Error("", "graph", "an initializer has no name");
+      if (inits.count(t.name()))
+        throw Error("", cat("initializer \"", t.name(), "\""), "is defined twice");
+      inits.emplace(t.name(), oi::tensor_from_proto(t, model_dir));
+    }
+    Model& m = r.model;
+    m.file = file;
+    m.name = g.name().empty() ? std::filesystem::path(file).stem().string() : g.name();
+    if (m.name.empty() || !oi::is_utf8(m.name)) m.name = "onnx_model";
+    m.dtype = DType::f32;
+    read_input(g, inits, batch, m);
+
+    oi::Converter c(m, r.weights, r.opset);
+    c.taken.insert(m.input_name);
+    for (const auto& n : g.node())
+      for (const std::string& in : n.input())
+        ++c.uses[in];
+    for (const auto& o : g.output())
+      ++c.uses[o.name()];
+    std::set<std::string> available;
+    for (auto& [name, t] : inits) {
+      available.insert(name);
+      oi::Value v;
+      v.is_const = true;
+      v.constant = std::move(t);
+      c.values.emplace(name, std::move(v));
+    }
+    available.insert(m.input_name);
+    c.values[m.input_name] = oi::Value{};
+
+    const auto& table = oi::op_converters();
+    for (int i : oi::node_order(g, available)) {
+      const onnx::NodeProto& n = g.node(i);
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        throw Error("", oi::node_label(n),
+                    cat("operator domain \"", n.domain(),
+                        "\" is not supported (kiln imports the "
+                        "default ONNX domain: ",
+                        oi::supported_op_list(), ")"));
+      auto it = table.find(n.op_type());
+      if (it == table.end())
+        throw Error("", oi::node_label(n),
+                    cat("unsupported operator \"", n.op_type(),
+                        "\" (kiln imports: ", oi::supported_op_list(), ")"));
+      if (n.output_size() == 0) throw Error("", oi::node_label(n), "has no output");
+      it->second(c, n);
+    }
+    r.onnx_nodes = g.node_size();
+    r.folded = c.folded;
+    r.dropped = c.dropped;
+
+    if (g.output_size() == 0) throw Error("", "graph", "the graph has no output");
+    for (const auto& o : g.output()) {
+      const std::string where = cat("output \"", o.name(), "\"");
+      auto it = c.values.find(o.name());
+      if (it == c.values.end()) throw Error("", where, "is not produced by any node");
+      if (it->second.is_const)
+        throw Error("", where, "is a constant (it does not depend on the model input)");
+      if (it->second.ref == kModelInput)
+        throw Error("", where, "is the model input itself; kiln models need a layer");
+      m.outputs.push_back(it->second.ref);
+    }
+    if (batch > 0 && m.input_shape[0] != batch) m.input_shape[0] = batch;
+    infer_shapes(m);
+    return r;
+  } catch (const Error& e) {
+    throw e.in_file(file);
+  }
+}
+
+ImportedModel import_onnx(const std::string& path, int64_t batch) {
+  const std::vector<std::byte> bytes = io::read_file(path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return import_onnx_bytes(bytes, path, dir, batch);
+}
+
+} // namespace kiln

@@ -1,0 +1,182 @@
+// BatchNormalization, Gemm, MatMul (+ Add as its bias), Add.
+#include "generator/model/onnx/node_attrs.hpp"
+#include "generator/model/onnx/ops.hpp"
+#include "runtime/error.hpp"
+
+namespace kiln::onnx_import {
+
+namespace {
+
+// [K, M] -> [M, K] as f32, scaled (Gemm's alpha).
+Tensor transposed(const Tensor& b, double scale) {
+  const int64_t k = b.shape()[0], m = b.shape()[1];
+  Tensor t(DType::f32, {m, k});
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      t.set(j * k + i, scale * b.get(i * m + j));
+  return t;
+}
+
+Tensor scaled(const Tensor& b, double scale) {
+  Tensor t = as_f32(b);
+  if (scale != 1)
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, scale * t.get(i));
+  return t;
+}
+
+// A bias broadcast along the last axis of [N, M]: [M], [1, M], or a scalar.
+Tensor row_bias(const onnx::NodeProto& n, const Tensor& c, int64_t m, double scale) {
+  const Shape& s = c.shape();
+  Tensor t(DType::f32, {m});
+  if (c.numel() == 1) {
+    for (int64_t j = 0; j < m; ++j)
+      t.set(j, scale * c.get(0));
+  } else if ((s.size() == 1 && s[0] == m) || (s.size() == 2 && s[0] == 1 && s[1] == m)) {
+    for (int64_t j = 0; j < m; ++j)
+      t.set(j, scale * c.get(j));
+  } else {
+    throw Error("", node_label(n),
+                cat("bias C has shape ", shape_str(s), "; kiln's linear takes a bias of [", m,
+                    "] or [1, ", m, "] (one per output feature)"));
+  }
+  return t;
+}
+
+int need_2d(const Converter& c, const onnx::NodeProto& n, int i) {
+  const int x = c.activation(n, i, "A");
+  if (c.shape_of(x).size() != 2)
+    throw Error("", node_label(n),
+                cat("input A has shape ", shape_str(c.shape_of(x)),
+                    "; kiln's linear takes [N, features] (Flatten before it)"));
+  return x;
+}
+
+} // namespace
+
+void convert_batch_norm(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {"epsilon", "momentum", "spatial", "training_mode"});
+  if (at.get_int("training_mode", 0) != 0)
+    throw Error("", node_label(n),
+                "attribute \"training_mode\" = 1: kiln imports inference BatchNormalization only");
+  if (at.get_int("spatial", 1) != 1)
+    throw Error("", node_label(n), "attribute \"spatial\" = 0 is not supported");
+  c.require_unused_outputs(n, 1);
+  const int x = c.activation(n, 0);
+  const Shape xs = c.shape_of(x);
+  if (xs.size() != 4 && xs.size() != 2)
+    throw Error(
+        "", node_label(n),
+        cat("input has shape ", shape_str(xs), "; kiln's batchnorm takes [N, C, H, W] or [N, C]"));
+  const char* roles[] = {"scale", "B", "input_mean", "input_var"};
+  for (int i = 1; i <= 4; ++i)
+    if (c.constant(n, i, roles[i - 1]).shape() != Shape{xs[1]})
+      throw Error("", node_label(n),
+                  cat(roles[i - 1], " has shape ",
+                      shape_str(c.constant(n, i, roles[i - 1]).shape()), ", expected [", xs[1],
+                      "]"));
+  Attrs a;
+  a.eps = at.get_float("epsilon", 1e-5f);
+  const int layer = c.add_layer(n, OpKind::batchnorm, a, {x}, n.input(1));
+  c.add_param(layer, "weight", c.constant(n, 1, "scale"));
+  c.add_param(layer, "bias", c.constant(n, 2, "B"));
+  c.add_param(layer, "running_mean", c.constant(n, 3, "input_mean"));
+  c.add_param(layer, "running_var", c.constant(n, 4, "input_var"));
+}
+
+void convert_gemm(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {"alpha", "beta", "transA", "transB", "broadcast"});
+  if (at.get_int("transA", 0) != 0)
+    throw Error("", node_label(n),
+                "attribute \"transA\" = 1 is not supported (A is [N, K] activations)");
+  const int x = need_2d(c, n, 0);
+  const Tensor& b = c.constant(n, 1, "B");
+  if (b.shape().size() != 2)
+    throw Error("", node_label(n), cat("B has shape ", shape_str(b.shape()), ", expected 2-D"));
+  const bool trans_b = at.get_int("transB", 0) != 0;
+  const double alpha = at.get_float("alpha", 1), beta = at.get_float("beta", 1);
+  const int64_t k = c.shape_of(x)[1];
+  // kiln's weight is [out, in], as PyTorch's Linear and Gemm with transB = 1.
+  const Tensor w = trans_b ? scaled(b, alpha) : transposed(b, alpha);
+  if (w.shape()[1] != k)
+    throw Error("", node_label(n),
+                cat("B has shape ", shape_str(b.shape()), " (transB = ", int(trans_b),
+                    ") but A has ", k, " features"));
+  Attrs a;
+  a.out_features = w.shape()[0];
+  a.bias = c.has_input(n, 2) && beta != 0;
+  const int layer = c.add_layer(n, OpKind::linear, a, {x}, n.input(1));
+  c.add_param(layer, "weight", w);
+  if (a.bias) c.add_param(layer, "bias", row_bias(n, c.constant(n, 2, "C"), a.out_features, beta));
+}
+
+void convert_matmul(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {});
+  if (c.all_inputs_const(n))
+    throw Error("", node_label(n), "MatMul of two constants is not folded by kiln");
+  const int x = need_2d(c, n, 0);
+  const Tensor& b = c.constant(n, 1, "B");
+  if (b.shape().size() != 2 || b.shape()[0] != c.shape_of(x)[1])
+    throw Error("", node_label(n),
+                cat("B has shape ", shape_str(b.shape()), ", expected [", c.shape_of(x)[1],
+                    ", out_features]"));
+  Attrs a;
+  a.out_features = b.shape()[1];
+  a.bias = false; // an Add right after may give it one
+  const int layer = c.add_layer(n, OpKind::linear, a, {x}, n.input(1));
+  c.add_param(layer, "weight", transposed(b, 1));
+}
+
+void convert_add(Converter& c, const onnx::NodeProto& n) {
+  if (c.all_inputs_const(n)) return convert_arith(c, n);
+  const NodeAttrs at(n, {});
+  const int ci = c.input(n, 0).is_const ? 0 : c.input(n, 1).is_const ? 1 : -1;
+  if (ci < 0) {
+    const int a = c.activation(n, 0), b = c.activation(n, 1);
+    if (c.shape_of(a) != c.shape_of(b))
+      throw Error("", node_label(n),
+                  cat("adds ", shape_str(c.shape_of(a)), " and ", shape_str(c.shape_of(b)),
+                      ": kiln's add takes inputs of the same shape (no broadcasting)"));
+    c.add_layer(n, OpKind::add, {}, {a, b});
+    return;
+  }
+  // An activation plus a constant: the bias of the MatMul (or bias-less Conv) before it,
+  // when nothing else reads that layer's output.
+  const int ai = 1 - ci;
+  const int ref = c.activation(n, ai);
+  const Tensor& k = c.constant(n, ci, "bias");
+  int readers = 0;
+  for (const auto& [name, v] : c.values)
+    if (!v.is_const && v.ref == ref) readers += c.uses.count(name) ? c.uses.at(name) : 0;
+  Node* layer = ref == kModelInput ? nullptr : &c.model.nodes[ref];
+  const auto refuse = [&] {
+    return Error("", node_label(n),
+                 cat("adds a constant ", shape_str(k.shape()), " to an activation ",
+                     shape_str(c.shape_of(ref)),
+                     ": kiln's add takes two activations; a constant is imported only as the "
+                     "bias of the bias-less MatMul or Conv right before it"));
+  };
+  if (!layer || layer->attrs.bias || readers != 1) throw refuse();
+  Tensor bias;
+  if (layer->op == OpKind::linear) {
+    const int64_t m = layer->attrs.out_features;
+    const Shape& s = k.shape();
+    if (!((s.size() == 1 && s[0] == m) || (s.size() == 2 && s[0] == 1 && s[1] == m)))
+      throw refuse();
+    bias = as_f32(k).reshaped({m});
+  } else if (layer->op == OpKind::conv2d) {
+    const int64_t ch = layer->attrs.out_channels;
+    const Shape& s = k.shape();
+    if (!(s == Shape{ch, 1, 1} || s == Shape{1, ch, 1, 1})) throw refuse();
+    bias = as_f32(k).reshaped({ch});
+  } else {
+    throw refuse();
+  }
+  layer->attrs.bias = true;
+  c.add_param(ref, "bias", bias);
+  Value v;
+  v.ref = ref;
+  c.set_output(n, 0, v);
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,193 @@
+"""ONNX models built with onnx.helper (no PyTorch) that use every operator kiln imports;
+kiln's cpu output must equal an independent NumPy (float64) computation within 1e-5
+relative, through `kiln run MODEL.onnx` (weights from the initializers), through
+`kiln import` + `kiln run --weights`, and (model A) through the generated kernels on the
+emulator. Also: PyTorch state_dict names kept as weight names, `kiln inspect` and
+`kiln build` on .onnx, `kiln import --help`."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+import kiln_test as kt  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+import onnx_models as om  # noqa: E402
+
+TOL = 1e-5
+d = kt.tmpdir()
+path = lambda name: os.path.join(d, name)
+rng = np.random.RandomState(13)
+r = lambda *s: rng.randn(*s).astype(np.float32)
+pos = lambda *s: (rng.rand(*s) + 0.5).astype(np.float32)
+
+# ---- Model A (opset 13): convolutions, pools, residual add, concat, resize, shape arithmetic
+P = {"conv1.weight": r(8, 3, 3, 3) * 0.3, "conv1.bias": r(8), "bn1.weight": pos(8), "bn1.bias": r(8),
+     "bn1.running_mean": r(8) * 0.1, "bn1.running_var": pos(8), "conv2.weight": r(8, 4, 3, 3) * 0.3,
+     "conv3.weight": r(8, 8, 3, 3) * 0.2, "conv3.bias": r(8), "fc1.weight": r(10, 16) * 0.3,
+     "fc1.bias": r(10), "fc2_w": r(10, 6) * 0.3, "fc2_b": r(6)}
+C = lambda name, v, dt=TensorProto.INT64: helper.make_node(
+    "Constant", [], [name], value=helper.make_tensor(name + "_t", dt, [len(v)] if isinstance(v, list) else [],
+                                                     v if isinstance(v, list) else [v]))
+nodes = [
+    helper.make_node("Conv", ["image", "conv1.weight", "conv1.bias"], ["c1"], name="conv1", pads=[1, 0, 2, 1]),
+    helper.make_node("BatchNormalization", ["c1", "bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var"],
+                     ["b1"], name="bn1", epsilon=1e-5),
+    helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
+    helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+    helper.make_node("Conv", ["p1", "conv2.weight"], ["c2"], name="conv2", group=2, strides=[2, 2],
+                     auto_pad="SAME_UPPER"),
+    helper.make_node("Conv", ["p1", "conv3.weight", "conv3.bias"], ["c3"], name="conv3", strides=[2, 2],
+                     dilations=[2, 2], pads=[2, 2, 2, 2]),
+    helper.make_node("Add", ["c2", "c3"], ["a1"], name="add1"),
+    helper.make_node("Relu", ["a1"], ["r2"], name="relu2"),
+    helper.make_node("AveragePool", ["r2"], ["ap1"], name="avg1", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     count_include_pad=1),
+    helper.make_node("Concat", ["ap1", "r2"], ["cat"], name="cat", axis=1),
+    C("scales", [1.0, 1.0, 2.0, 2.0], TensorProto.FLOAT),
+    helper.make_node("Resize", ["cat", "", "scales"], ["up"], name="up", mode="nearest"),
+    helper.make_node("AveragePool", ["up"], ["ap2"], name="avg2", kernel_shape=[3, 3], strides=[2, 2],
+                     pads=[1, 1, 1, 1]),
+    helper.make_node("GlobalAveragePool", ["ap2"], ["gap"], name="gap"),
+    # The shape arithmetic an exporter writes for x.view(x.size(0), -1), and then some.
+    helper.make_node("Shape", ["gap"], ["shape"]),
+    C("zero", 0), C("one", [1]), C("two", [2]), C("zeros", [0]), C("axes0", [0]),
+    helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+    helper.make_node("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+    helper.make_node("Slice", ["shape", "one", "two"], ["chan"]),
+    helper.make_node("Cast", ["chan"], ["chan64"], to=TensorProto.INT64),
+    helper.make_node("Mul", ["chan64", "one"], ["m"]),
+    helper.make_node("Div", ["m", "one"], ["dv"]),
+    helper.make_node("Sub", ["dv", "zeros"], ["feat"]),
+    helper.make_node("Concat", ["batch1", "feat"], ["target"], axis=0),
+    helper.make_node("Reshape", ["gap", "target"], ["flat"], name="flatten"),
+    helper.make_node("Gemm", ["flat", "fc1.weight", "fc1.bias"], ["f1"], name="fc1", transB=1),
+    C("clip_min", 0.0, TensorProto.FLOAT),
+    helper.make_node("Clip", ["f1", "clip_min"], ["cl"], name="clip"),
+    helper.make_node("MatMul", ["cl", "fc2_w"], ["mm"], name="fc2"),
+    helper.make_node("Add", ["mm", "fc2_b"], ["f2"], name="fc2_bias"),
+    helper.make_node("Dropout", ["f2"], ["dr"], name="drop"),
+    helper.make_node("Identity", ["dr"], ["id"], name="ident"),
+    helper.make_node("Softmax", ["id"], ["prob"], name="softmax", axis=1),
+]
+A = om.model(nodes, [om.init(k, v) for k, v in P.items()], "image", "prob", 13, name="every_op_a")
+onnx.checker.check_model(A)
+onnx.save(A, path("a.onnx"))
+
+
+def ref_a(x):
+    p = {k: v.astype(np.float64) for k, v in P.items()}
+    y = om.conv(x, p["conv1.weight"], p["conv1.bias"], pads=(1, 0, 2, 1))
+    y = om.relu(om.batchnorm(y, p["bn1.weight"], p["bn1.bias"], p["bn1.running_mean"], p["bn1.running_var"]))
+    p1 = om.maxpool(y, 2, 2, pads=(0, 0, 1, 1))  # ceil_mode: the last partial window
+    c2 = om.conv(p1, p["conv2.weight"], stride=(2, 2), pads=(1, 0, 1, 1), group=2)  # SAME_UPPER
+    c3 = om.conv(p1, p["conv3.weight"], p["conv3.bias"], stride=(2, 2), pads=(2, 2, 2, 2), dil=(2, 2))
+    r2 = om.relu(c2 + c3)
+    cat = np.concatenate([om.avgpool(r2, 3, 1, (1, 1, 1, 1), True), r2], axis=1)
+    up = cat.repeat(2, axis=2).repeat(2, axis=3)
+    ap2 = om.avgpool(up, 3, 2, (1, 1, 1, 1), False)
+    flat = ap2.mean(axis=(2, 3))
+    f1 = np.maximum(flat @ p["fc1.weight"].T + p["fc1.bias"], 0)
+    return om.softmax(f1 @ p["fc2_w"] + p["fc2_b"])
+
+
+# ---- Model B (opset 9): Upsample, Flatten, Squeeze, attribute-style axes, old Dropout
+Q = {"stem.weight": r(4, 3, 3, 3) * 0.3, "stem.bias": r(4), "head.weight": r(4, 5) * 0.3, "head.bias": r(5),
+     "cls.weight": r(3, 100) * 0.1, "cls.bias": r(3)}
+nodes_b = [
+    helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem", kernel_shape=[3, 3],
+                     auto_pad="SAME_LOWER", strides=[2, 2]),
+    helper.make_node("Relu", ["s"], ["sr"], name="stem_relu"),
+    C("up_scales", [1.0, 1.0, 3.0, 3.0], TensorProto.FLOAT),
+    helper.make_node("Upsample", ["sr", "up_scales"], ["u"], name="upsample", mode="nearest"),
+    helper.make_node("MaxPool", ["u"], ["mp"], name="mp", kernel_shape=[3, 3], strides=[3, 3], auto_pad="VALID"),
+    helper.make_node("Flatten", ["mp"], ["fl"], name="flat", axis=1),
+    helper.make_node("Gemm", ["fl", "cls.weight", "cls.bias"], ["logits"], name="cls", transB=1, alpha=0.5, beta=2.0),
+    helper.make_node("Dropout", ["logits"], ["out"], name="drop", ratio=0.5),
+]
+# A second output path through GlobalAveragePool + Squeeze, checked through model B2.
+B = om.model(nodes_b, [om.init(k, Q[k]) for k in ("stem.weight", "stem.bias", "cls.weight", "cls.bias")],
+             "x", "out", 9, name="every_op_b", input_shape=(2, 3, 10, 10))
+onnx.checker.check_model(B)
+onnx.save(B, path("b.onnx"))
+nodes_b2 = nodes_b[:2] + [
+    helper.make_node("GlobalAveragePool", ["sr"], ["g"], name="gap"),
+    helper.make_node("Squeeze", ["g"], ["sq"], name="squeeze", axes=[2, 3]),
+    helper.make_node("Gemm", ["sq", "head.weight", "head.bias"], ["out"], name="head"),  # transB = 0
+]
+B2 = om.model(nodes_b2, [om.init(k, Q[k]) for k in ("stem.weight", "stem.bias", "head.weight", "head.bias")],
+              "x", "out", 9, name="every_op_b2", input_shape=(2, 3, 10, 10))
+onnx.checker.check_model(B2)
+onnx.save(B2, path("b2.onnx"))
+
+
+def stem(x):
+    q = {k: v.astype(np.float64) for k, v in Q.items()}
+    # SAME_LOWER, stride 2 on 10: out 5, total padding 1, at the beginning.
+    return om.relu(om.conv(x, q["stem.weight"], q["stem.bias"], stride=(2, 2), pads=(1, 1, 0, 0))), q
+
+
+def ref_b(x):
+    s, q = stem(x)
+    u = s.repeat(3, axis=2).repeat(3, axis=3)
+    flat = om.maxpool(u, 3, 3).reshape(x.shape[0], -1)
+    return 0.5 * flat @ q["cls.weight"].T + 2.0 * q["cls.bias"]
+
+
+def ref_b2(x):
+    s, q = stem(x)
+    return s.mean(axis=(2, 3)) @ q["head.weight"] + q["head.bias"]
+
+
+def check_model(name, ref, shape, emu=False):
+    x = r(*shape)
+    np.save(path(name + "_x.npy"), x)
+    want = ref(x.astype(np.float64))
+    onnx_path = path(name + ".onnx")
+    kt.kiln("run", onnx_path, "--input", path(name + "_x.npy"), "--output", path(name + "_y.npy"))
+    err = kt.rel(np.load(path(name + "_y.npy")), want)
+    print(f"{name}: kiln run {name}.onnx --device cpu: relative error {err:.2e} (tolerance {TOL})")
+    kt.check(err < TOL, f"{name}: cpu output differs from NumPy: {err}")
+    # The same through kiln import and --weights.
+    out, _ = kt.kiln("import", onnx_path, "-o", path(name + ".json"), "--weights-out", path(name + ".safetensors"))
+    kt.check("imported" in out, f"import prints a summary: {out}")
+    kt.kiln("run", path(name + ".json"), "--weights", path(name + ".safetensors"), "--input", path(name + "_x.npy"),
+            "--output", path(name + "_y2.npy"))
+    kt.check(np.array_equal(np.load(path(name + "_y2.npy")), np.load(path(name + "_y.npy"))),
+             f"{name}: import + --weights equals running the .onnx")
+    if emu:
+        kt.kiln("run", onnx_path, "--device", "emu", "--input", path(name + "_x.npy"), "--output",
+                path(name + "_ye.npy"))
+        err = kt.rel(np.load(path(name + "_ye.npy")), want)
+        print(f"{name}: generated kernels on the emulator: relative error {err:.2e} (tolerance {TOL})")
+        kt.check(err < TOL, f"{name}: emu output differs from NumPy: {err}")
+
+
+check_model("a", ref_a, (2, 3, 12, 12), emu=True)
+check_model("b", ref_b, (2, 3, 10, 10))
+check_model("b2", ref_b2, (2, 3, 10, 10))
+
+# State_dict names kept; MatMul's weight (not a PyTorch name) takes the node's name.
+w = kt.read_safetensors(path("a.safetensors"))
+for k in ("conv1.weight", "conv1.bias", "bn1.weight", "bn1.running_mean", "bn1.running_var", "conv2.weight",
+          "conv3.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+    kt.check(k in w, f"weight {k} in the imported weights: {sorted(w)}")
+kt.check(np.array_equal(w["conv1.weight"], P["conv1.weight"]), "conv1.weight kept bit for bit")
+kt.check(np.array_equal(w["fc2.weight"], P["fc2_w"].T), "MatMul's [in, out] weight stored as kiln's [out, in]")
+
+# A symbolic batch takes --batch; inspect reads .onnx directly.
+out, _ = kt.kiln("import", path("a.onnx"), "-o", path("a8.json"), "--batch", "8")
+import json  # noqa: E402
+kt.check(json.load(open(path("a8.json")))["input"]["shape"] == [8, 3, 12, 12], "--batch sets the symbolic batch")
+out, _ = kt.kiln("inspect", path("a.onnx"), "--batch", "4")
+kt.check("conv1" in out and "fc2" in out, f"inspect of a .onnx file: {out}")
+out, _ = kt.kiln("import", "--help")
+kt.check("Examples" in out and "--weights-out" in out, f"import --help teaches: {out}")
+
+# A per-model program straight from ONNX (kernels compiled with NVRTC; it runs where a GPU is).
+out, _ = kt.kiln("build", path("b2.onnx"), "--gpu", "h100", "-o", path("b2_h100"))
+kt.check(os.access(path("b2_h100"), os.X_OK), "kiln build of a .onnx file writes the program")
+kt.check("--weights-out" in out, f"kiln build says where an ONNX model's weights go: {out}")
+kt.finish()
