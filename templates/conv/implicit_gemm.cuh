@@ -32,6 +32,13 @@
 //                          runtime/step_fn.hpp's split_k_begin), each block reducing one range
 //                          of one tile into partial[s][m][o] (float, no epilogue); partial.sum
 //                          completes y. More blocks when M x O is a few tiles and K is long.
+//   POOL                   conv2d.pool_forward: a max pool fused after bias and relu. PKH, PKW,
+//                          PSH, PSW, PPH, PPW (window, stride, padding), POH, POW (pooled
+//                          extents), PTH x PTW pooled outputs per block: the block's BM rows
+//                          are the FH x FW footprint of its pooled tile (FH = (PTH - 1) * PSH
+//                          + PKH <= BM / FW, rows past it or outside the conv's output are
+//                          -inf), M = N * pooled tiles * BM; the tile is staged in shared
+//                          memory and pooled there, y is the pooled output (NHWC).
 // Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y; with
 //   SPLIT > 1: x, w, partial.
 // Grid: 1-D, ceil(M / BM) * ceil(O / BN) * SPLIT blocks; block i reduces range i / TILES of the
@@ -91,6 +98,17 @@ template <class T> KILN_FN T hi(u32 p) { return T{u16(p >> 16)}; }
 template <class T> KILN_FN T lo(u64 p) { return __uint_as_float(u32(p)); }
 template <class T> KILN_FN T hi(u64 p) { return __uint_as_float(u32(p >> 32)); }
 
+// The pooled tiling of POOL (conv2d.pool_forward); without it, one "tile" of one pixel.
+template <class Cfg, bool = Cfg::POOL> struct pool_tile {
+  static constexpr int FH = 1, FW = 1, TILES_W = 1, TILES = 1;
+};
+template <class Cfg> struct pool_tile<Cfg, true> {
+  static constexpr int FH = (Cfg::PTH - 1) * Cfg::PSH + Cfg::PKH;
+  static constexpr int FW = (Cfg::PTW - 1) * Cfg::PSW + Cfg::PKW;
+  static constexpr int TILES_W = (Cfg::POW + Cfg::PTW - 1) / Cfg::PTW;
+  static constexpr int TILES = (Cfg::POH + Cfg::PTH - 1) / Cfg::PTH * TILES_W;
+};
+
 } // namespace igemm
 
 template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
@@ -101,7 +119,9 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   // The output size is the instance's (padding after the input may differ from before it:
   // tiles of a tiled segment pad only at the image border).
   constexpr int OH = Cfg::OH, OW = Cfg::OW;
-  constexpr I M = I(Cfg::N) * OH * OW;
+  constexpr bool POOL = Cfg::POOL;
+  using PT = igemm::pool_tile<Cfg>;
+  constexpr I M = POOL ? I(Cfg::N) * PT::TILES * Cfg::BM : I(Cfg::N) * OH * OW;
   constexpr int K = KH * KW * C;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
   constexpr int THREADS = 32 * Cfg::WM * Cfg::WN;
@@ -130,6 +150,9 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   static_assert(SPLIT >= 1 && SPLIT <= (K + 15) / 16, "every k range holds 16 k or more");
   static_assert(SPLIT == 1 || (!Cfg::HAS_BIAS && !Cfg::HAS_RESIDUAL && !Cfg::RELU && !Cfg::GUARD),
                 "partial sums carry no epilogue (partial.sum applies it)");
+  static_assert(!POOL || (SPLIT == 1 && !Cfg::HAS_RESIDUAL && !Cfg::GUARD &&
+                          PT::FH * PT::FW <= BM && BM * (BN + 1) <= STAGES * (BM + BN) * ROW),
+                "a pooled tile's footprint fits the block's rows, its staging the pipeline");
 
   const Global<const T> x = arg<const T>(args, 0);
   const Global<const T> w = arg<const T>(args, 1);
@@ -172,10 +195,24 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   KILN_IGEMM_UNROLL
   for (int i = 0; i < A_ROWS; ++i) {
     const I m = m_block + row0 + i * ROW_STEP;
-    const I n = m / (OH * OW);
-    const int r = int(m - n * (OH * OW));
-    const int oh = r / OW, ow = r - (r / OW) * OW;
-    a_ih[i] = m < M ? oh * Cfg::SH - Cfg::PH : kOutside;
+    I n;
+    int oh, ow;
+    bool valid;
+    if constexpr (POOL) { // row r of the footprint of pooled tile tp of image n
+      const I pt = m / BM;
+      const int r = int(m - pt * BM);
+      n = pt / PT::TILES;
+      const int tp = int(pt - n * PT::TILES);
+      oh = (tp / PT::TILES_W) * Cfg::PTH * Cfg::PSH - Cfg::PPH + r / PT::FW;
+      ow = (tp % PT::TILES_W) * Cfg::PTW * Cfg::PSW - Cfg::PPW + r % PT::FW;
+      valid = r < PT::FH * PT::FW && oh >= 0 && oh < OH && ow >= 0 && ow < OW;
+    } else {
+      n = m / (OH * OW);
+      const int r = int(m - n * (OH * OW));
+      oh = r / OW, ow = r - (r / OW) * OW;
+      valid = m < M;
+    }
+    a_ih[i] = valid ? oh * Cfg::SH - Cfg::PH : kOutside;
     a_iw[i] = ow * Cfg::SW - Cfg::PW;
     a_pix[i] =
         n * (I(H) * W * C) + (I(oh * Cfg::SH - Cfg::PH) * W + a_iw[i]) * (Cfg::X_NCHW ? 1 : C);
@@ -359,6 +396,59 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
           }
         }
       }
+    }
+    return;
+  }
+  if constexpr (POOL) {
+    // Stage relu?(acc + b) of the footprint (-inf outside the conv's output: the pool's
+    // padding) over the drained pipeline's shared memory, then take window maxima there.
+    constexpr int YP = BN + 1; // floats per staged row: conflict-free column reads
+    const Shared<float> ys = dynamic_shared<float>();
+    const float neg_inf = __int_as_float(int(0xff800000u));
+    const I pt = m_block / BM, n = pt / PT::TILES;
+    const int tp = int(pt - n * PT::TILES);
+    const int ph0 = (tp / PT::TILES_W) * Cfg::PTH, pw0 = (tp % PT::TILES_W) * Cfg::PTW;
+    sync_threads();
+    KILN_IGEMM_UNROLL
+    for (int j = 0; j < NT; ++j) {
+      const int c = warp_n * WTN + j * 8 + 2 * t, o = n_block + c;
+      float bias[2] = {0.0f, 0.0f};
+      if constexpr (Cfg::HAS_BIAS) {
+        const Global<const T> b = arg<const T>(args, 2);
+        if (o < O) bias[0] = to_float(b[o]);
+        if (o + 1 < O) bias[1] = to_float(b[o + 1]);
+      }
+      KILN_IGEMM_UNROLL
+      for (int i = 0; i < MT; ++i) {
+        KILN_IGEMM_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp_m * WTM + i * 16 + h * 8 + g;
+          const int oh = ph0 * Cfg::PSH - Cfg::PPH + r / PT::FW;
+          const int ow = pw0 * Cfg::PSW - Cfg::PPW + r % PT::FW;
+          const bool valid = r < PT::FH * PT::FW && oh >= 0 && oh < OH && ow >= 0 && ow < OW;
+          KILN_IGEMM_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            float v = acc[i][j][2 * h + e] + bias[e];
+            if constexpr (Cfg::RELU) v = v > 0.0f ? v : 0.0f;
+            ys[r * YP + c + e] = valid ? v : neg_inf;
+          }
+        }
+      }
+    }
+    sync_threads();
+    const Global<T> y = arg<T>(args, kArgY);
+    for (int e = tid; e < Cfg::PTH * Cfg::PTW * BN; e += THREADS) {
+      const int c = e % BN, q = e / BN; // channels fastest: y is NHWC
+      const int ph = ph0 + q / Cfg::PTW, pw = pw0 + q % Cfg::PTW, o = n_block + c;
+      if (ph >= Cfg::POH || pw >= Cfg::POW || o >= O) continue;
+      float v = neg_inf;
+      for (int kh = 0; kh < Cfg::PKH; ++kh)
+        for (int kw = 0; kw < Cfg::PKW; ++kw) {
+          const int r = ((q / Cfg::PTW) * Cfg::PSH + kh) * PT::FW + (q % Cfg::PTW) * Cfg::PSW + kw;
+          const float u = ys[r * YP + c];
+          v = u > v || u != u ? u : v; // a NaN wins, as in pool/pool2d.cuh
+        }
+      y[((n * Cfg::POH + ph) * Cfg::POW + pw) * O + o] = from_float<T>(v);
     }
     return;
   }

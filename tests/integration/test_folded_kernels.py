@@ -1,6 +1,7 @@
 """Kernels for folded shapes (issue 12, point 3): where a conv's or linear's output is a few
 tiles, split-K (the reduction over S ranges into fp32 partial sums, then partial.sum with the
-epilogue); where a max pool alone reads a conv, the fused conv2d.pool_forward. The cost model
+epilogue); where a max pool alone reads a conv, the fused conv2d.pool_forward (direct conv or implicit
+GEMM). The cost model
 chooses both per layer and the manifest says which; the plans the FoldedCNNs models get, and
 emu runs of plans with each against the cpu backend."""
 import json
@@ -39,12 +40,20 @@ names = [k["name"] for k in man["kernels"]]
 kt.check(any("_split" in n and n.startswith("linear_implicit_gemm") for n in names), f"a split kernel: {names}")
 kt.check(any(n.startswith("partial_sum") and "_relu" in n for n in names), f"partial.sum applies the relu: {names}")
 
-# game_sot_timer3 folded by 4 on the V100 (no mma.sync for the implicit GEMM: direct convs):
-# the conv before the last pool is fused with it.
+# game_sot_timer3 folded by 4 at batch 1024: in f16 on the H100 its convs before pools are
+# fused with them on tensor cores (the implicit GEMM's pooled epilogue); in f32 on the T4
+# (no TF32: direct convs) through the direct conv's.
 kt.kiln("fold", "game_sot_timer3", "--factor", "4", "-o", path("timer4.json"))
-kt.kiln("generate", path("timer4.json"), "--gpu", "v100", "--batch", "256", "-o", path("timer4"))
+kt.kiln("generate", path("timer4.json"), "--gpu", "h100", "--batch", "1024", "--dtype", "f16", "-o", path("timer4"))
 plan, man = plan_and_manifest(path("timer4"))
-kt.check(len(man["conv_pool"]) >= 1, f"game_sot_timer3 x4 on the V100 fuses a conv and its pool: {man}")
+kt.check(len(man["conv_pool"]) >= 2, f"game_sot_timer3 x4 f16 on the H100 fuses convs with their pools: {man}")
+fused_kernels = [k for k in man["kernels"] if "_maxpool" in k["name"]]
+kt.check(fused_kernels and all(k["family"] == "conv2d_implicit_gemm" for k in fused_kernels),
+         f"on tensor cores: {[k['name'] for k in fused_kernels]}")
+kt.kiln("generate", path("timer4.json"), "--gpu", "t4", "--batch", "1024", "-o", path("timer4_t4"))
+_, man_t4 = plan_and_manifest(path("timer4_t4"))
+kt.check(any(k["family"] == "conv2d_direct" and "_maxpool" in k["name"] for k in man_t4["kernels"]),
+         f"f32 on the T4 fuses through the direct conv: {man_t4['conv_pool']}")
 for c in man["conv_pool"]:
     kt.check(c["fused_us"] < 0.85 * c["separate_us"], f"a fusion that pays: {c}")
     fused = [s for s in steps_of(plan) if s["node"] == c["node"]]
@@ -88,17 +97,20 @@ kt.check([s["node"] for s in man["split_k"]] == ["c1+r1"], f"the wide conv is sp
 emu_equals_cpu(split_model, rng.standard_normal((16, 160, 4, 4)).astype(np.float32), "h100", "f16", 1e-2,
                "split-K conv, f16")
 
-# ConvN's conv, relu, max pool 3 stride 2 (and 3 stride 1) in f32 on the V100: fused.
+# ConvN's conv, relu, max pool 3 stride 2 (and 3 stride 1): fused in f32 on the T4 (direct
+# conv) and in f16 on the H100 (implicit GEMM).
 pool_model = model("conv_pool", [
     {"name": "c1", "op": "conv2d", "out_channels": 32, "kernel": 3, "padding": 1}, {"name": "r1", "op": "relu"},
     {"name": "p1", "op": "maxpool2d", "kernel": 3, "stride": 2},
     {"name": "c2", "op": "conv2d", "out_channels": 32, "kernel": 3, "padding": 1}, {"name": "r2", "op": "relu"},
     {"name": "p2", "op": "maxpool2d", "kernel": 3, "stride": 1},
     {"name": "flatten", "op": "flatten"}, {"name": "fc", "op": "linear", "out_features": 10}], [4, 3, 22, 30])
-kt.kiln("generate", pool_model, "--gpu", "v100", "-o", path("pool"))
-_, man = plan_and_manifest(path("pool"))
-kt.check("c1+r1+p1" in [c["node"] for c in man["conv_pool"]], f"conv, relu and pool fused: {man['conv_pool']}")
-emu_equals_cpu(pool_model, rng.standard_normal((4, 3, 22, 30)).astype(np.float32), "v100", "f32", 1e-5,
-               "conv + relu + maxpool fused, f32")
+x = rng.standard_normal((4, 3, 22, 30)).astype(np.float32)
+for gpu, dtype, tol in (("t4", "f32", 1e-5), ("h100", "f16", 1e-2)):
+    kt.kiln("generate", pool_model, "--gpu", gpu, "--dtype", dtype, "-o", path("pool"))
+    _, man = plan_and_manifest(path("pool"))
+    kt.check("c1+r1+p1" in [c["node"] for c in man["conv_pool"]],
+             f"{gpu} {dtype}: conv, relu and pool fused: {man['conv_pool']}")
+    emu_equals_cpu(pool_model, x, gpu, dtype, tol, f"conv + relu + maxpool fused, {dtype} on the {gpu}")
 
 kt.finish()

@@ -40,6 +40,7 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c64h56w56_o128k
   static constexpr bool IDX64 = false;
   static constexpr bool X_NCHW = false;
   static constexpr int SPLIT = 1;
+  static constexpr bool POOL = false;
 };
 
 KILN_KERNEL(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c64h56w56_o128k3x3s2x2p1x1d1x1_bias_relu_sm90, 128) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c64h56w56_o128k3x3s2x2p1x1d1x1_bias_relu_sm90_cfg>(kiln_args); }

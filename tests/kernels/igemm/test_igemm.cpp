@@ -358,3 +358,90 @@ TEST_CASE("split-K implicit GEMM and its partial.sum match the reference on the 
     CHECK(r.pass);
   }
 }
+
+namespace {
+
+// conv2d.pool_forward on tensor cores: ConvN's pools (3/2, 3/1) after 3x3 convs, 2/2, pool
+// padding, ceil_mode (a last window past the image), footprints that leave rows of the
+// block tile unused, O not a multiple of the tile, an NCHW input.
+std::vector<StepSpec> pooled_specs() {
+  struct Case {
+    std::string label;
+    Conv cv;
+    Int2 k, s, p;
+    bool ceil;
+  };
+  const std::vector<Case> cases = {
+      {"convn c32 p3s2",
+       {2, 32, 11, 13, 32, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, false, true},
+       {3, 3},
+       {2, 2},
+       {0, 0},
+       false},
+      {"convn c40 p3s1 o45",
+       {1, 40, 9, 7, 45, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true, false, true},
+       {3, 3},
+       {1, 1},
+       {0, 0},
+       false},
+      {"c16 p2s2",
+       {2, 16, 8, 10, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, false},
+       {2, 2},
+       {2, 2},
+       {0, 0},
+       false},
+      {"c24 p3s2 pad1 ceil",
+       {1, 24, 9, 11, 40, {1, 1}, {1, 1}, {0, 0}, {1, 1}, true, false, true},
+       {3, 3},
+       {2, 2},
+       {1, 1},
+       true},
+  };
+  std::vector<StepSpec> specs;
+  for (DType t : kTypes)
+    for (const Case& c : cases) {
+      StepSpec s = conv_spec(c.label, c.cv, t);
+      s.fn = Fn::conv2d_pool_forward;
+      s.pool.kernel = c.k, s.pool.stride = c.s, s.pool.padding = c.p, s.pool.ceil_mode = c.ceil;
+      const Shape y = s.args.back().shape;
+      s.args.back().shape = infer_shape(OpKind::maxpool2d, s.pool, std::span<const Shape>(&y, 1));
+      specs.push_back(s);
+    }
+  StepSpec nchw = specs.front(); // a network's NCHW input read in place
+  nchw.label += " x-nchw";
+  nchw.args[0].layout = Layout::nchw;
+  specs.push_back(nchw);
+  return specs;
+}
+
+std::vector<Built> pooled_variants(const std::vector<std::string>& gpus) {
+  std::vector<Built> built = all_variants(pooled_specs(), gpus);
+  std::erase_if(built, [](const Built& b) { return b.variant.family != "conv2d_implicit_gemm"; });
+  return built;
+}
+
+} // namespace
+
+TEST_CASE("implicit GEMM with a fused max pool compiles with NVRTC for sm_75, sm_80 and sm_90") {
+  std::vector<Built> built = pooled_variants({"t4", "a100", "h200"});
+  std::set<std::string> seen; // two tiles per layer and GPU
+  std::map<std::string, int> per;
+  std::erase_if(built, [&](const Built& b) { return per[b.spec.label + b.gpu]++ >= 2; });
+  for (const Built& b : built)
+    seen.insert(b.spec.label);
+  // f32 has no tensor-core math on sm_75; every other spec is served on every GPU.
+  CHECK(seen.size() == pooled_specs().size());
+  for (const std::string& f : nvrtc_failures(built))
+    FAIL_CHECK(f);
+}
+
+TEST_CASE("implicit GEMM with a fused max pool matches the reference on the emulator") {
+  std::vector<Built> built = pooled_variants({"h200"});
+  std::map<std::string, int> per;
+  std::erase_if(built, [&](const Built& b) { return per[b.spec.label]++ >= 2; });
+  CHECK(per.size() == pooled_specs().size());
+  for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-igemm-pool"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
+}

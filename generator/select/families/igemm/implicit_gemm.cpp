@@ -55,10 +55,13 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // Split-K (generator/emit/split_k.cpp): raw sums of S ranges of k into partial, which
   // partial.sum completes.
   const bool split = st.fn == Fn::conv2d_forward_partial || st.fn == Fn::linear_forward_partial;
+  // A max pool fused after the epilogue (generator/emit/conv_pool.cpp).
+  const bool pool = st.fn == Fn::conv2d_pool_forward;
   // A conv that compacts its output is the register-tiled families' (conv/epilogue.cuh).
-  if ((st.fn != Fn::conv2d_forward && !linear && !split) || st.accumulate ||
+  if ((st.fn != Fn::conv2d_forward && !linear && !split && !pool) || st.accumulate ||
       st.guard == Guard::sparse || st.arg("y_values") >= 0)
     return {};
+  if (pool && (s.has("residual") || st.guard != Guard::none)) return {};
   Attrs a = st.attrs;
   if (linear) a = Attrs{}; // stride 1, padding 0, dilation 1
   if (a.groups != 1) return {};
@@ -73,13 +76,15 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const auto image = [&](const Shape& v) {
     return linear && v.size() == 2 ? Shape{v[0], v[1], 1, 1} : v;
   };
-  const Shape x = image(xb.shape), w = image(s.shape("w")),
-              y = image(s.shape(split ? "partial" : "y"));
+  const Shape x = image(xb.shape), w = image(s.shape("w"));
+  const Shape y = pool ? infer_shape(OpKind::conv2d, a, std::span<const Shape>(&xb.shape, 1))
+                       : image(s.shape(split ? "partial" : "y"));
+  const int64_t POH = pool ? s.shape("y")[2] : 0, POW = pool ? s.shape("y")[3] : 0;
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) return {};
   const int64_t N = x[0], C = x[1], H = x[2], W = x[3];
   const int64_t O = w[0], KH = w[2], KW = w[3], OH = y[2], OW = y[3];
-  const int64_t M = N * OH * OW, K = KH * KW * C;
-  if (M <= 0 || O <= 0 || K <= 0 || N <= 0 || y[0] % N != 0) return {};
+  const int64_t conv_rows = N * OH * OW, K = KH * KW * C;
+  if (conv_rows <= 0 || O <= 0 || K <= 0 || N <= 0 || y[0] % N != 0) return {};
   const int64_t S = y[0] / N; // the partial buffer holds S slices of y
   if (S < 1 || (!split && S != 1) || S > (K + 15) / 16) return {};
   const bool bias = s.has("b"), residual = s.has("residual");
@@ -97,9 +102,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
       bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "",
       conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
-  const double bytes =
-      double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
-      (split ? 4.0 * double(numel(y)) : double(numel(y) * (residual ? 2 : 1) * es));
+  const double bytes = double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
+                       (split  ? 4.0 * double(numel(y))
+                        : pool ? double(numel(s.shape("y")) * es)
+                               : double(numel(y) * (residual ? 2 : 1) * es));
 
   std::vector<Variant> out;
   // x NHWC, or x as the plan holds it when that is NCHW (a network's input, or a folded
@@ -108,6 +114,22 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   if (!linear && s.layout("x") == Layout::nchw) x_layouts.push_back(true);
   for (bool x_nchw : x_layouts)
     for (const IgemmTile& tile : igemm_tiles()) {
+      // Pooled: the most pooled outputs per block whose footprint fits its BM rows.
+      int64_t pth = 0, ptw = 0, fh = 1, fw = 1;
+      if (pool) {
+        const Attrs& pa = st.pool;
+        for (int64_t th = 1; th <= POH; ++th)
+          for (int64_t tw = 1; tw <= POW; ++tw) {
+            const int64_t h = (th - 1) * pa.stride[0] + pa.kernel[0];
+            const int64_t wd = (tw - 1) * pa.stride[1] + pa.kernel[1];
+            if (h * wd <= tile.bm &&
+                (th * tw > pth * ptw || (th * tw == pth * ptw && h * wd < fh * fw)))
+              pth = th, ptw = tw, fh = h, fw = wd;
+          }
+        if (pth == 0) continue; // one window is more than the block's rows
+      }
+      const int64_t ptiles = pool ? (POH + pth - 1) / pth * ((POW + ptw - 1) / ptw) : 0;
+      const int64_t M = pool ? N * ptiles * tile.bm : conv_rows;
       const bool vec_a = !x_nchw && C % vec == 0;
       const char* loads = x_nchw ? "ldnchw" : vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
       if (!vec_a && tile.registers_ld == 0) continue;
@@ -120,9 +142,15 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.family = linear ? "linear_implicit_gemm" : "conv2d_implicit_gemm";
       v.header = "conv/implicit_gemm.cuh";
       v.function = "kiln::conv::implicit_gemm";
-      v.name = fmt::format("{}_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}_{}", v.family, dtype_tag(t),
+      const std::string pool_tag =
+          pool ? fmt::format("_maxpool{}x{}s{}x{}p{}x{}_o{}x{}_pt{}x{}", st.pool.kernel[0],
+                             st.pool.kernel[1], st.pool.stride[0], st.pool.stride[1],
+                             st.pool.padding[0], st.pool.padding[1], POH, POW, pth, ptw)
+               : "";
+      v.name = fmt::format("{}_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}{}_{}", v.family, dtype_tag(t),
                            tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
-                           kLdmatrix ? "ldm" : "lds", shape, idx64 ? "_i64" : "", s.arch_tag());
+                           kLdmatrix ? "ldm" : "lds", shape, pool_tag, idx64 ? "_i64" : "",
+                           s.arch_tag());
       cfg_type(v, "T", cpp_type(t));
       cfg_int(v, "N", N);
       cfg_int(v, "C", C);
@@ -156,6 +184,19 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_bool(v, "IDX64", idx64);
       cfg_bool(v, "X_NCHW", x_nchw);
       cfg_int(v, "SPLIT", S);
+      cfg_bool(v, "POOL", pool);
+      if (pool) {
+        cfg_int(v, "PKH", st.pool.kernel[0]);
+        cfg_int(v, "PKW", st.pool.kernel[1]);
+        cfg_int(v, "PSH", st.pool.stride[0]);
+        cfg_int(v, "PSW", st.pool.stride[1]);
+        cfg_int(v, "PPH", st.pool.padding[0]);
+        cfg_int(v, "PPW", st.pool.padding[1]);
+        cfg_int(v, "POH", POH);
+        cfg_int(v, "POW", POW);
+        cfg_int(v, "PTH", pth);
+        cfg_int(v, "PTW", ptw);
+      }
       v.args = {"x", "w"};
       if (bias) v.args.push_back("b");
       if (residual) v.args.push_back("residual");
@@ -170,6 +211,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.block = {threads, 1, 1};
       v.grid = {blocks, 1, 1};
       v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
+      if (pool && tile.bm * (tile.bn + 1) * 4 > v.dynamic_smem) continue; // the staged tile
       v.static_smem = 0;
       // ptxas keeps 256-thread blocks to 128 registers (two blocks per SM).
       v.registers_per_thread =
