@@ -1,10 +1,13 @@
 """Shared by the GPU benchmarks: run kiln (`kiln run --device gpu --bench N`) and parse its
 report, time a PyTorch step with CUDA events, write the CSV (GPU and kiln version named in
 its first row) and a plot. DESIGN.md 9: warm-up, medians, the peer in the same run."""
+import atexit
 import csv
 import os
 import re
+import shutil
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -20,6 +23,35 @@ def human(text):
 
 def kiln_version(kiln):
     return subprocess.run([kiln, "--version"], capture_output=True, text=True).stdout.split()[1]
+
+
+def setup(script, args):
+    """What a benchmark script does first: its scratch inputs (removed at exit unless
+    --keep), the warning that only --device gpu times anything, and kiln's version."""
+    inputs = Inputs()
+    if not args.keep:
+        atexit.register(shutil.rmtree, inputs.dir, True)
+    if args.device != "gpu":
+        where = "CPU emulator" if args.device == "emu" else "CPU reference"
+        print(f"--device {args.device}: kiln's kernels run on the {where} under the host clock; the timings "
+              "below are meaningless (this run checks the driver, not performance)")
+    try:
+        return inputs, kiln_version(args.kiln)
+    except (OSError, IndexError) as e:
+        sys.exit(f"{script}: cannot run {args.kiln} --version: {e}")
+
+
+def run_kiln(kiln, *args, timeout=1800):
+    """kiln's completed process (exit 124 and a message when it outlives `timeout`)."""
+    try:
+        return subprocess.run([kiln, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
+
+
+def last_line(p):
+    """The line that says why a kiln run failed (or what it printed last)."""
+    return (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
 
 
 def gpu_name():

@@ -73,11 +73,8 @@ Outputs (first CSV row: '#', kiln version, device and GPU name, descriptor, sett
     dotted and dash-dotted); no plot without matplotlib.
 """
 import argparse
-import atexit
 import json
 import math
-import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -139,27 +136,14 @@ factors = parse_factors(a.factors)
 models = parse_models(a.models)
 if a.batch < 1 or a.runs < 1:
     ap.error("--batch and --runs must be positive")
-inputs = common.Inputs()
-if not a.keep:
-    atexit.register(shutil.rmtree, inputs.dir, True)
-if a.device != "gpu":
-    print(f"--device {a.device}: kiln's kernels run on the {'CPU emulator' if a.device == 'emu' else 'CPU reference'} "
-          "under the host clock; the timings below are meaningless (this run checks the driver, not performance)")
-try:
-    version = common.kiln_version(a.kiln)
-except (OSError, IndexError) as e:
-    sys.exit(f"folded.py: cannot run {a.kiln} --version: {e}")
+inputs, version = common.setup("folded.py", a)
 
 
 def kiln(*args, timeout=1800):
-    try:
-        return subprocess.run([a.kiln, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
+    return common.run_kiln(a.kiln, *args, timeout=timeout)
 
 
-def last_line(p):
-    return (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+last_line = common.last_line
 
 
 def kiln_json(*args):

@@ -77,11 +77,8 @@ Outputs (first CSV row: '#', kiln version, device and GPU name, descriptor, sett
     crossover, dashed: the predicted threshold (no plot without matplotlib).
 """
 import argparse
-import atexit
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -126,27 +123,14 @@ a = ap.parse_args()
 densities = sorted(float(d) for d in a.densities.split(","))
 if any(not 0.0 <= d <= 1.0 for d in densities):
     sys.exit("sparse_conv.py: densities must lie in [0, 1]")
-inputs = common.Inputs()
-if not a.keep:
-    atexit.register(shutil.rmtree, inputs.dir, True)
-if a.device != "gpu":
-    print(f"--device {a.device}: kiln's kernels run on the {'CPU emulator' if a.device == 'emu' else 'CPU reference'} "
-          "under the host clock; the timings below are meaningless (this run checks the driver, not performance)")
-try:
-    version = common.kiln_version(a.kiln)
-except (OSError, IndexError) as e:
-    sys.exit(f"sparse_conv.py: cannot run {a.kiln} --version: {e}")
+inputs, version = common.setup("sparse_conv.py", a)
 
 
 def kiln(*args, timeout=1800):
-    try:
-        return subprocess.run([a.kiln, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
+    return common.run_kiln(a.kiln, *args, timeout=timeout)
 
 
-def last_line(p):
-    return (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+last_line = common.last_line
 
 
 def resolve_descriptor():

@@ -1,6 +1,5 @@
 #include "generator/emit/conv_pool.hpp"
 
-#include "generator/emit/split_k.hpp"
 #include "generator/select/select.hpp"
 
 #include <cmath>
@@ -8,10 +7,6 @@
 namespace kiln {
 
 namespace {
-
-double estimate(const Plan& p, const Step& s, const GpuDesc& g) {
-  return kernel_estimate_us(StepInfo{p, s, g});
-}
 
 // The steps (index into `steps`) reading buffer b, and whether anything else holds it.
 std::vector<size_t> readers(const Plan& p, const std::vector<Step>& steps, int b, size_t writer) {
@@ -58,9 +53,9 @@ std::vector<ConvPoolDecision> plan_conv_pool(Plan& p, const GpuDesc& g) {
         if (a.role == "y") a.buffer = pool.need("y");
       ConvPoolDecision d;
       d.node = fused.node;
-      d.separate_us = estimate(p, steps[i], g) + estimate(p, pool, g);
-      d.fused_us = estimate(p, fused, g);
-      if (!(d.fused_us < kSplitKGain * d.separate_us)) continue;
+      d.separate_us = kernel_estimate_us({p, steps[i], g}) + kernel_estimate_us({p, pool, g});
+      d.fused_us = kernel_estimate_us({p, fused, g});
+      if (!(d.fused_us < kRewriteGain * d.separate_us)) continue;
       // The fused step takes the pool's place (its inputs are ready there: the conv's were).
       steps[r[0]] = std::move(fused);
       steps.erase(steps.begin() + long(i));

@@ -12,10 +12,6 @@ namespace {
 // a single tile.
 constexpr int64_t kSlices[] = {2, 3, 4, 6, 8, 12, 16};
 
-double estimate(const Plan& p, const Step& s, const GpuDesc& g) {
-  return kernel_estimate_us(StepInfo{p, s, g});
-}
-
 // The reduction's length, or 0 where the step cannot be split.
 int64_t reduction(const Plan& p, const Step& s) {
   const bool linear = s.fn == Fn::linear_forward;
@@ -77,21 +73,22 @@ std::vector<SplitKDecision> plan_split_k(Plan& p, const GpuDesc& g) {
       if (K < 32) continue;
       SplitKDecision d;
       d.node = ph.steps[i].node;
-      d.unsplit_us = estimate(p, ph.steps[i], g);
+      d.unsplit_us = kernel_estimate_us({p, ph.steps[i], g});
       if (!std::isfinite(d.unsplit_us)) continue; // a library step stays one
       d.split_us = INFINITY;
       for (int64_t slices : kSlices) {
         if (slices > (K + 15) / 16) break;
         Split sp = make_split(p, ph.steps[i], slices);
         p.buffers.push_back(sp.partial); // visible to the families while costed
-        const double us = estimate(p, sp.compute, g) + estimate(p, sp.sum, g);
+        const double us =
+            kernel_estimate_us({p, sp.compute, g}) + kernel_estimate_us({p, sp.sum, g});
         p.buffers.pop_back();
         if (us < d.split_us) {
           d.split_us = us;
           d.slices = slices;
         }
       }
-      if (!(d.split_us < kSplitKGain * d.unsplit_us)) continue;
+      if (!(d.split_us < kRewriteGain * d.unsplit_us)) continue;
       Split sp = make_split(p, ph.steps[i], d.slices);
       p.buffers.push_back(std::move(sp.partial));
       ph.steps[i] = std::move(sp.compute);

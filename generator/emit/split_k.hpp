@@ -22,10 +22,6 @@ struct SplitKDecision {
   double split_us = 0;   // the split kernel's estimate plus partial.sum's
 };
 
-// A split pays only where the estimate drops below this fraction of the unsplit one (the
-// partial sums' traffic and a second launch are easy to underestimate).
-inline constexpr double kSplitKGain = 0.85;
-
 // Rewrites eligible steps of an inference plan (after layouts are applied, before kernels
 // are assigned); returns the steps it chose to split.
 std::vector<SplitKDecision> plan_split_k(Plan& p, const GpuDesc& g);

@@ -41,4 +41,9 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true,
 // the step (a plan rewrite weighing steps it may create: never a library call there).
 double kernel_estimate_us(const StepInfo& s);
 
+// A plan rewrite (split-K, conv + pool fusion) is made only where it brings the estimate
+// below this fraction of what it replaces: the extra traffic and launches it brings are
+// easy to underestimate.
+inline constexpr double kRewriteGain = 0.85;
+
 } // namespace kiln

@@ -58,6 +58,7 @@
 #pragma once
 
 #include "common/kiln.cuh"
+#include "conv/pool_epilogue.cuh"
 
 #if defined(KILN_CUDA)
 #define KILN_IGEMM_UNROLL _Pragma("unroll")
@@ -441,13 +442,7 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
       const int c = e % BN, q = e / BN; // channels fastest: y is NHWC
       const int ph = ph0 + q / Cfg::PTW, pw = pw0 + q % Cfg::PTW, o = n_block + c;
       if (ph >= Cfg::POH || pw >= Cfg::POW || o >= O) continue;
-      float v = neg_inf;
-      for (int kh = 0; kh < Cfg::PKH; ++kh)
-        for (int kw = 0; kw < Cfg::PKW; ++kw) {
-          const int r = ((q / Cfg::PTW) * Cfg::PSH + kh) * PT::FW + (q % Cfg::PTW) * Cfg::PSW + kw;
-          const float u = ys[r * YP + c];
-          v = u > v || u != u ? u : v; // a NaN wins, as in pool/pool2d.cuh
-        }
+      const float v = staged_window_max<Cfg, PT::FW>(ys, YP, q, c);
       y[((n * Cfg::POH + ph) * Cfg::POW + pw) * O + o] = from_float<T>(v);
     }
     return;

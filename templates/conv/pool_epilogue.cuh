@@ -18,6 +18,23 @@
 
 namespace kiln::conv {
 
+// The maximum of the Cfg::PKH x Cfg::PKW pool window of pooled output q (row-major in a
+// PTH x PTW tile) over a staged footprint tile ys[row * FW + col][channel c] of `pitch`
+// floats per pixel; -inf pads it, and a NaN wins, as in pool/pool2d.cuh.
+template <class Cfg, int FW>
+KILN_FN float staged_window_max(const Shared<float>& ys, int pitch, int q, int c) {
+  float m = __int_as_float(int(0xff800000u));
+  const int r0 = (q / Cfg::PTW) * Cfg::PSH, c0 = (q % Cfg::PTW) * Cfg::PSW;
+#pragma unroll
+  for (int kh = 0; kh < Cfg::PKH; ++kh)
+#pragma unroll
+    for (int kw = 0; kw < Cfg::PKW; ++kw) {
+      const float v = ys[((r0 + kh) * FW + c0 + kw) * pitch + c];
+      m = v > m || v != v ? v : m; // once NaN, stays NaN
+    }
+  return m;
+}
+
 template <class Cfg, int NPG, int NCO, int P, int PO, int kB, int kY>
 KILN_FN void pool_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n, int g, int oh0,
                            int ow0, int o0, int pg, int cq, int ph0, int pw0) {
@@ -55,15 +72,7 @@ KILN_FN void pool_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
     const int q = Cfg::NHWC ? e / TO : e % (PTH * PTW);
     const int ph = ph0 + q / PTW, pw = pw0 + q % PTW, og = o0 + o;
     if (ph >= Cfg::POH || pw >= Cfg::POW || og >= Og) continue;
-    float m = kNegInf;
-#pragma unroll
-    for (int kh = 0; kh < Cfg::PKH; ++kh)
-#pragma unroll
-      for (int kw = 0; kw < Cfg::PKW; ++kw) {
-        const int r = (q / PTW) * Cfg::PSH + kh, c = (q % PTW) * Cfg::PSW + kw;
-        const float v = ys[(r * TW + c) * YPITCH + o];
-        m = v > m || v != v ? v : m; // once NaN, stays NaN
-      }
+    const float m = staged_window_max<Cfg, TW>(ys, YPITCH, q, o);
     const int oc = g * Og + og;
     const I at = Cfg::NHWC ? ((I(n) * Cfg::POH + ph) * Cfg::POW + pw) * Cfg::O + oc
                            : ((I(n) * Cfg::O + oc) * Cfg::POH + ph) * Cfg::POW + pw;
