@@ -90,7 +90,7 @@ enum class Fn {
   linear_forward_partial,
   // x, w, [b] -> y = maxpool(relu?(conv(x, w) + b)), the pool's window, stride, padding and
   // ceil_mode in Step::pool: a conv whose output only a max pool reads, fused
-  // (generator/emit/conv_pool.cpp) so that output never reaches memory.
+  // (generator/rewrite/conv_pool.cpp) so that output never reaches memory.
   conv2d_pool_forward,
 };
 

@@ -5,7 +5,7 @@
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/progress.hpp"
 #include "generator/cli/run_setup.hpp"
-#include "generator/emit/lower.hpp"
+#include "generator/lower/lower.hpp"
 #include "generator/model/profile.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"

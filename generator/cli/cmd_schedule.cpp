@@ -3,7 +3,7 @@
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/svg_plot.hpp"
-#include "generator/emit/plan_builder.hpp"
+#include "generator/lower/plan_builder.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/chain_json.hpp"
 #include "generator/schedule/strategy.hpp"

@@ -1,67 +1,15 @@
 #include "generator/cli/inspect_fold.hpp"
 
 #include "generator/cli/format.hpp"
+#include "generator/cost/fold_roofline.hpp"
+#include "generator/cost/roofline.hpp"
 #include "generator/model/fold.hpp"
-#include "generator/select/cost.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 
 namespace kiln::cli {
-
-namespace {
-
-// The unit the model's convolutions and linears run on: tensor cores for 16-bit types
-// (and tf32 for f32 where the GPU has it), as kiln's kernels use them.
-std::string math_of(DType t, const GpuDesc& g) {
-  if (t == DType::f16) return "fp16";
-  if (t == DType::bf16) return "bf16";
-  return g.compute_capability() >= 80 ? "tf32" : "fp32";
-}
-
-struct Row {
-  std::string name, op;
-  double flops = 0, bytes = 0; // per image
-  double us = 0;               // roofline time per image
-};
-
-struct Fold {
-  int64_t factor = 1, batch = 0;
-  std::vector<Row> rows;
-  Row total;
-};
-
-Fold roofline(const Model& src, const GpuDesc& g, int64_t f) {
-  Model m = src;
-  if (f > 1) m = fold_model(src, FoldOptions{f, std::nullopt});
-  Fold r;
-  r.factor = f;
-  r.batch = m.input_shape[0];
-  const double esize = double(dtype_size(m.dtype)), images = double(r.batch);
-  const double peak = peak_tflops(g, math_of(m.dtype, g)) * 1e6; // flops per microsecond
-  const double bw = g.memory_bandwidth_gbps * 1e3;               // bytes per microsecond
-  r.total.name = "total";
-  for (size_t i = 0; i < m.nodes.size(); ++i) {
-    const Node& n = m.nodes[i];
-    if (op_is_view(n.op)) continue;
-    double elems = double(numel(n.shape));
-    for (const Shape& s : m.input_shapes(int(i)))
-      elems += double(numel(s));
-    for (const ParamSpec& p : m.params(int(i)))
-      elems += double(numel(p.shape));
-    Row row{n.name, std::string(op_name(n.op)), double(thop_flops(m, int(i))) / images,
-            elems * esize / images, 0};
-    row.us = std::max(row.flops / peak, row.bytes / bw);
-    r.total.flops += row.flops;
-    r.total.bytes += row.bytes;
-    r.total.us += row.us;
-    r.rows.push_back(row);
-  }
-  return r;
-}
-
-} // namespace
 
 std::vector<int64_t> parse_fold_factors(const std::string& text) {
   std::vector<int64_t> out;
@@ -87,19 +35,19 @@ std::vector<int64_t> parse_fold_factors(const std::string& text) {
 
 void print_fold_roofline(const Model& m, const GpuDesc& g, const std::vector<int64_t>& factors,
                          bool json) {
-  std::vector<Fold> folds;
+  std::vector<FoldRoofline> folds;
   for (int64_t f : factors)
-    folds.push_back(roofline(m, g, f));
+    folds.push_back(fold_roofline(m, g, f));
   const double base_us = folds.front().total.us;
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = m.name;
     j["gpu"] = g.name;
-    j["math"] = math_of(m.dtype, g);
+    j["math"] = math_name(layer_math(m.dtype, g));
     nlohmann::ordered_json fs = nlohmann::ordered_json::array();
-    for (const Fold& f : folds) {
+    for (const FoldRoofline& f : folds) {
       nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-      for (const Row& r : f.rows)
+      for (const FoldRoofline::Row& r : f.rows)
         layers.push_back({{"name", r.name},
                           {"op", r.op},
                           {"flops_per_image", r.flops},
@@ -120,14 +68,14 @@ void print_fold_roofline(const Model& m, const GpuDesc& g, const std::vector<int
     return;
   }
   fmt::print("{} on {} ({}): roofline per image, the batch rounded to whole folds\n", m.name,
-             g.name, math_of(m.dtype, g));
+             g.name, math_name(layer_math(m.dtype, g)));
   size_t w = 5;
-  for (const Row& r : folds.front().rows)
+  for (const FoldRoofline::Row& r : folds.front().rows)
     w = std::max(w, std::min<size_t>(r.name.size(), 40));
-  for (const Fold& f : folds) {
+  for (const FoldRoofline& f : folds) {
     fmt::print("\nfold {} (batch {}):\n{:<{}}  {:<10}  {:>10}  {:>10}  {:>9}  {:>10}\n", f.factor,
                f.batch, "layer", w, "op", "FLOPs/img", "bytes/img", "FLOP/byte", "us/img");
-    for (const Row& r : f.rows)
+    for (const FoldRoofline::Row& r : f.rows)
       fmt::print("{:<{}}  {:<10}  {:>10}  {:>10}  {:>9.1f}  {:>10.4f}\n",
                  r.name.size() > w ? r.name.substr(0, w - 3) + "..." : r.name, w, r.op,
                  human_count(int64_t(r.flops)), human_bytes(int64_t(r.bytes)),
@@ -135,7 +83,7 @@ void print_fold_roofline(const Model& m, const GpuDesc& g, const std::vector<int
   }
   fmt::print("\n{:>6}  {:>10}  {:>10}  {:>9}  {:>14}  {:>6}\n", "fold", "FLOPs/img", "bytes/img",
              "FLOP/byte", "images/s", "gain");
-  for (const Fold& f : folds)
+  for (const FoldRoofline& f : folds)
     fmt::print("{:>6}  {:>10}  {:>10}  {:>9.1f}  {:>14}  {:>5.2f}x\n", f.factor,
                human_count(int64_t(f.total.flops)), human_bytes(int64_t(f.total.bytes)),
                f.total.flops / f.total.bytes, with_commas(int64_t(1e6 / f.total.us)),
@@ -144,7 +92,7 @@ void print_fold_roofline(const Model& m, const GpuDesc& g, const std::vector<int
              "once (parameters shared by the batch); time: the larger of FLOPs over the {} peak "
              "and bytes over the memory bandwidth, layer by layer. A floor: real kernels add "
              "launches and lose efficiency on small layers.\n",
-             math_of(m.dtype, g));
+             math_name(layer_math(m.dtype, g)));
 }
 
 } // namespace kiln::cli

@@ -196,7 +196,7 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     // The launcher is one more translation unit of the library.
     Job launcher;
     launcher.name = "launch";
-    launcher.source_path = include + "/common/emu/launch.cpp";
+    launcher.source_path = include + "/runtime/emu/device/launch.cpp";
     launcher.source = read_text(launcher.source_path);
     jobs.push_back(launcher);
     std::vector<std::string> objects(jobs.size());

@@ -1,6 +1,6 @@
 #include "generator/emit/assign_kernels.hpp"
 
-#include "generator/emit/layouts.hpp"
+#include "generator/rewrite/layouts.hpp"
 #include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
 

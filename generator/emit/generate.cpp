@@ -1,11 +1,11 @@
 #include "generator/emit/generate.hpp"
 
 #include "generator/compile/cache.hpp"
-#include "generator/emit/fuse.hpp"
+#include "generator/rewrite/fuse.hpp"
 #include "generator/emit/instance.hpp"
-#include "generator/emit/layouts.hpp"
-#include "generator/emit/lower.hpp"
-#include "generator/emit/plan_builder.hpp"
+#include "generator/rewrite/layouts.hpp"
+#include "generator/lower/lower.hpp"
+#include "generator/lower/plan_builder.hpp"
 #include "generator/schedule/budget.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "generator/schedule/tiled_strategy.hpp"
@@ -132,7 +132,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["block"] = r.variant.block;
     k["dynamic_smem"] = r.variant.dynamic_smem;
     k["args"] = r.variant.args;
-    k["math"] = r.variant.math;
+    k["math"] = math_name(r.variant.math);
     k["promises_no_spills"] = r.variant.promises_no_spills;
     k["nodes"] = r.nodes;
     k["chosen"] = r.chosen;

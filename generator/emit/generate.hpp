@@ -3,10 +3,10 @@
 #pragma once
 
 #include "generator/emit/assign_kernels.hpp"
-#include "generator/emit/conv_pool.hpp"
-#include "generator/emit/lower.hpp"
-#include "generator/emit/sparse_plan.hpp"
-#include "generator/emit/split_k.hpp"
+#include "generator/rewrite/conv_pool.hpp"
+#include "generator/lower/lower.hpp"
+#include "generator/rewrite/sparse_plan.hpp"
+#include "generator/rewrite/split_k.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model.hpp"
 

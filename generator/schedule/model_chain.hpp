@@ -5,7 +5,7 @@
 // schedule's predicted peak bounds what the plan really holds live.
 #pragma once
 
-#include "generator/schedule/training_graph.hpp"
+#include "generator/lower/training_graph.hpp"
 #include "schedules/chain.hpp"
 #include "schedules/chain_schedule.hpp"
 

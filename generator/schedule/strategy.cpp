@@ -1,6 +1,6 @@
 #include "generator/schedule/strategy.hpp"
 
-#include "generator/emit/plan_builder.hpp"
+#include "generator/lower/plan_builder.hpp"
 #include "runtime/error.hpp"
 #include "schedules/chain_strategies.hpp"
 #include "schedules/dag_strategies.hpp"

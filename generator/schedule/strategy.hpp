@@ -4,9 +4,10 @@
 #pragma once
 
 #include "generator/gpu/gpu_desc.hpp"
-#include "generator/schedule/cost_model.hpp"
+#include "generator/cost/layer_times.hpp"
+#include "generator/schedule/step_times.hpp"
 #include "generator/schedule/model_chain.hpp"
-#include "generator/schedule/training_graph.hpp"
+#include "generator/lower/training_graph.hpp"
 #include "schedules/dag.hpp"
 
 #include <nlohmann/json.hpp>

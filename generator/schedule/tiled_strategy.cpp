@@ -1,7 +1,7 @@
 #include "generator/schedule/tiled_strategy.hpp"
 
-#include "generator/emit/lower.hpp"
-#include "generator/emit/plan_builder.hpp"
+#include "generator/lower/lower.hpp"
+#include "generator/lower/plan_builder.hpp"
 #include "generator/schedule/budget.hpp"
 #include "runtime/error.hpp"
 #include "schedules/infeasible.hpp"

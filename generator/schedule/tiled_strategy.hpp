@@ -11,7 +11,7 @@
 #pragma once
 
 #include "generator/schedule/strategy.hpp"
-#include "generator/schedule/tiled_segment.hpp"
+#include "generator/lower/tiled_segment.hpp"
 
 #include <optional>
 #include <string>

@@ -53,7 +53,7 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
         rejected.push_back(v.name + ": " + why);
         continue;
       }
-      CostEstimate cost = estimate_cost(s.gpu, v);
+      CostEstimate cost = estimate_kernel(s.gpu, v.work());
       if (hints) cost.micros *= hints->correction(v.family);
       c.valid.push_back({std::move(v), cost});
     }

@@ -4,7 +4,7 @@
 // within reach of what cuDNN does, the step becomes a cuDNN library call, and says why.
 #pragma once
 
-#include "generator/select/cost.hpp"
+#include "generator/cost/kernel_cost.hpp"
 #include "generator/select/family.hpp"
 #include "generator/select/hints.hpp"
 
@@ -40,10 +40,5 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true,
 // The chosen kernel's estimated microseconds, or infinity where no kernel template serves
 // the step (a plan rewrite weighing steps it may create: never a library call there).
 double kernel_estimate_us(const StepInfo& s);
-
-// A plan rewrite (split-K, conv + pool fusion) is made only where it brings the estimate
-// below this fraction of what it replaces: the extra traffic and launches it brings are
-// easy to underestimate.
-inline constexpr double kRewriteGain = 0.85;
 
 } // namespace kiln

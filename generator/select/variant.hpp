@@ -2,6 +2,7 @@
 // fixed, its launch geometry, and the estimates selection compares.
 #pragma once
 
+#include "generator/cost/kernel_cost.hpp"
 #include "runtime/plan.hpp"
 
 #include <array>
@@ -22,18 +23,29 @@ struct Variant {
   std::vector<std::string> args; // step argument roles in kernel parameter order
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t dynamic_smem = 0;
-  int64_t static_smem = 0;     // shared memory the template declares statically (estimate)
+  int64_t static_smem = 0;       // shared memory the template declares statically (estimate)
   int registers_per_thread = 32; // estimate before compiling
   bool promises_no_spills = true;
   // Roofline inputs and the fraction of it this family reaches when occupancy is good.
   double flops = 0, bytes = 0, efficiency = 0.5;
-  std::string math = "fp32"; // which peak applies: fp32, tf32, fp16, bf16
-  std::string note;          // why these parameters
+  Math math = Math::fp32; // which peak applies
+  std::string note;       // why these parameters
   // Layout each 4-D argument must have (roles absent here accept either: none of ours).
   std::vector<std::pair<std::string, Layout>> layouts;
 
   int64_t threads() const { return block[0] * block[1] * block[2]; }
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
+  // What the cost model prices (cost/kernel_cost.hpp).
+  KernelWork work() const {
+    return {flops,
+            bytes,
+            math,
+            efficiency,
+            threads(),
+            blocks(),
+            registers_per_thread,
+            static_smem + dynamic_smem};
+  }
 };
 
 // Appends a cfg constant: integers, booleans and type names.

@@ -77,7 +77,7 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
     const Kernel k = kernel_of(w.variant);
     SweepRow row;
     row.item = mine[n];
-    row.check = check_step(p, step, k, w.variant.math, device.check, seed + mine[n]);
+    row.check = check_step(p, step, k, std::string(math_name(w.variant.math)), device.check, seed + mine[n]);
     row.check.node = step.node;
     if (row.check.pass && device.time) {
       try {

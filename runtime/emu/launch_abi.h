@@ -1,5 +1,5 @@
 /* The C ABI between the runtime and an emulated kernel library (a shared object built from
- * kernel sources by the host compiler plus templates/common/emu/launch.cpp). Plain C so the
+ * kernel sources by the host compiler plus runtime/emu/device/launch.cpp). Plain C so the
  * runtime can use it through dlsym without including anything under templates/.
  *
  * Exported by every emulated kernel library:

@@ -1,5 +1,5 @@
 // A library of emulated kernels (a shared object built from kernel sources by the host
-// compiler with templates/common/emu/launch.cpp): loaded with dlopen, its ABI version
+// compiler with runtime/emu/device/launch.cpp): loaded with dlopen, its ABI version
 // checked, kernels launched by name as a CUDA launch would be. What the emu backend uses.
 #pragma once
 

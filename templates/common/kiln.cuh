@@ -1,6 +1,6 @@
 // kiln's device API: what every kernel template is written against. The same instance
 // source compiles for the GPU (NVRTC or nvcc: __CUDACC__ / __CUDACC_RTC__) and with the
-// host compiler for the emu backend (common/emu/emu.hpp), where the threads of a block
+// host compiler for the emu backend (runtime/emu/device/emu.hpp), where the threads of a block
 // run as fibers and every memory access can be checked.
 //
 // Rules for templates, so the emulator sees everything:
@@ -19,7 +19,7 @@
 #define KILN_EMU 1
 #define KILN_FN inline
 #define KILN_CONST constexpr
-#include "common/emu/emu.hpp"
+#include "runtime/emu/device/emu.hpp"
 #endif
 
 namespace kiln {
@@ -62,7 +62,7 @@ struct bf16 {
 #if defined(KILN_CUDA)
 #include "common/device_cuda.cuh"
 #else
-#include "common/emu/device_emu.hpp"
+#include "runtime/emu/device/device_emu.hpp"
 #endif
 
 namespace kiln {

@@ -199,7 +199,7 @@ Kernel kernel_of(const Variant& v) {
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed, double density) {
   const Plan p = spec_plan(b.spec);
   KernelCheck r =
-      check_step(p, p.phases[0].steps[0], kernel_of(b.variant), b.variant.math, emu, seed, density);
+      check_step(p, p.phases[0].steps[0], kernel_of(b.variant), std::string(math_name(b.variant.math)), emu, seed, density);
   r.node = b.spec.label + " on " + b.gpu;
   return r;
 }

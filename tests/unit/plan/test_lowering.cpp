@@ -1,7 +1,7 @@
 // The lowering (model -> plan) through the executor and the cpu backend: training
 // gradients against finite differences of the loss, memory semantics, and the plan format.
 #include "every_op_model.hpp"
-#include "generator/emit/lower.hpp"
+#include "generator/lower/lower.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"

@@ -4,7 +4,7 @@
 // against the update written out here, MSE gradients against finite differences of the loss,
 // and every recompute strategy giving store-all's MSE gradients bit for bit.
 #include "every_op_model.hpp"
-#include "generator/emit/lower.hpp"
+#include "generator/lower/lower.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "runtime/cpu/backend.hpp"

@@ -2,8 +2,8 @@
 // within 1e-12 relative, for VGG16's 13 convolutions and 5 pools as one segment and for a
 // residual segment, with image sizes no multiple of the tile counts, over 1x1 to 8x8 tiles;
 // f32 within its tolerance; runs bit-identical run to run.
-#include "generator/emit/lower.hpp"
-#include "generator/schedule/tiled_segment.hpp"
+#include "generator/lower/lower.hpp"
+#include "generator/lower/tiled_segment.hpp"
 #include "tests/unit/schedule/tiled_run.hpp"
 
 #include <cstring>

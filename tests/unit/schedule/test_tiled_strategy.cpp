@@ -3,8 +3,8 @@
 // network computes; the rest of the network under rotor keeps the segment's tiled backward;
 // clear errors for forced tilings over the budget, budgets below the floor and models that
 // start with nothing tileable.
-#include "generator/emit/lower.hpp"
-#include "generator/emit/plan_builder.hpp"
+#include "generator/lower/lower.hpp"
+#include "generator/lower/plan_builder.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/model/model_json.hpp"
 #include "generator/model/overrides.hpp"

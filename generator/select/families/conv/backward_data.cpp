@@ -71,7 +71,7 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     v.flops = 2 * g.macs();
     v.efficiency =
         micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, phase_h, phase_w, Cg, Og);
-    v.math = "fp32";
+    v.math = Math::fp32;
     v.note = fmt::format("gather by stride phase: {}x{} pixels of one phase x {} channels per "
                          "block, {} dy channels staged per step, {}x{} outputs per thread",
                          tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);

@@ -90,7 +90,7 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     const double util = double(Og) / double(otiles * w.to) * double(K) / double(ktiles * w.tk) *
                         double(R) / double((R + kChunk - 1) / kChunk * kChunk);
     v.efficiency = micro_tile_efficiency(w.po, w.pk) * util;
-    v.math = "fp32";
+    v.math = Math::fp32;
     v.note = fmt::format("dw tile {}x{} per block, {} slices of the N*OH*OW reduction ({} "
                          "positions staged per step), summed in slice order",
                          w.to, w.tk, slices, kChunk);

@@ -45,7 +45,7 @@ std::vector<Variant> BiasBackwardFamily::candidates(const StepInfo& s) const {
     // a thread per channel reads with a stride of S between neighbouring threads.
     v.efficiency =
         per_block ? 0.8 * std::min(1.0, double(S) / 32) : 0.8 / double(std::min<int64_t>(S, 8));
-    v.math = "fp32";
+    v.math = Math::fp32;
     v.note = per_block ? "a block per channel, tree reduction in shared memory"
                        : "a thread per channel, sums in order";
     v.layouts = {{"dy", Layout::nchw}};

@@ -1,6 +1,6 @@
 #include "generator/select/families/conv/conv_geometry.hpp"
 
-#include "generator/select/cost.hpp"
+#include "generator/cost/kernel_cost.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -120,8 +120,7 @@ void drop_underfilled(std::vector<Variant>& variants, const GpuDesc& gpu) {
     most = std::max(most, v.blocks());
   const int64_t enough = std::min<int64_t>(gpu.sm_count, most);
   std::erase_if(variants, [&](const Variant& v) {
-    const double floor_us = std::max(v.flops / (peak_tflops(gpu, v.math) * 1e6),
-                                     v.bytes / (gpu.memory_bandwidth_gbps * 1e3));
+    const double floor_us = roofline(gpu, v.flops, v.bytes, v.math).floor_us();
     return 2 * v.blocks() < enough && floor_us > 1.0;
   });
 }

@@ -138,7 +138,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.efficiency = micro_tile_efficiency(tile.p, tile.pc) *
                    (pool ? tile_utilization(tile, tiles_h * tile.th, tiles_w * tile.tw, Og, Cg)
                          : tile_utilization(tile, g.OH, g.OW, Og, Cg));
-    v.math = "fp32";
+    v.math = Math::fp32;
     v.note = fmt::format("{}x{} output pixels x {} channels per block, {} input channels staged "
                          "per step, {}x{} outputs per thread",
                          tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);

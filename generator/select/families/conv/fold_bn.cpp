@@ -44,7 +44,7 @@ std::vector<Variant> ConvFoldBnFamily::candidates(const StepInfo& s) const {
   v.bytes = double(dtype_size(t)) * double(2 * count + (bias ? 6 : 5) * w[0]);
   v.flops = double(count) * 3;
   v.efficiency = out_layout == Layout::nchw ? 0.8 : 0.5; // OHWI reads w with a stride
-  v.math = "fp32";
+  v.math = Math::fp32;
   v.note = "one w_out element per thread in w_out's memory order";
   v.layouts = {{"w", Layout::nchw}, {"w_out", out_layout}};
   return {v};

@@ -1,7 +1,7 @@
 // templates/dense/gemm.cuh and linear_dot.cuh, seen from the generator.
 #include "generator/select/families/dense/linear.hpp"
 
-#include "generator/select/cost.hpp"
+#include "generator/cost/kernel_cost.hpp"
 #include "generator/select/families/dense/dense_common.hpp"
 
 #include <algorithm>
@@ -188,10 +188,9 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   v.flops = 2.0 * double(n) * double(k) * double(f);
   // Streaming rows, it nears the bandwidth (short blocks when F is small lose some); where
   // the FLOPs dominate it is far from the FMA peak: every FMA needs a load of x (L1/L2).
-  const double compute_us = v.flops / (peak_tflops(s.gpu, "fp32") * 1e6);
-  const double memory_us = v.bytes / (s.gpu.memory_bandwidth_gbps * 1e3);
+  const Roofline r = roofline(s.gpu, v.flops, v.bytes, Math::fp32);
   v.efficiency =
-      (compute_us > memory_us ? 0.2 : 0.7) * std::min(1.0, double(f) / double(4 * threads));
+      (r.compute_us > r.memory_us ? 0.2 : 0.7) * std::min(1.0, double(f) / double(4 * threads));
   v.note = fmt::format("one block per output feature and {} batch rows, threads split the dot "
                        "products, block tree sums",
                        nb);

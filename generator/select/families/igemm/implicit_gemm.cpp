@@ -17,14 +17,6 @@ constexpr bool kLdmatrix = true; // fragments by ldmatrix.x4 ("ldm"; "lds": 32-b
 // Offsets at or past this need 64-bit arithmetic in the kernel.
 constexpr int64_t kIndex32Limit = int64_t(1) << 31;
 
-// Tensor-core math of an element type on a compute capability, or "" where there is none.
-std::string math_for(DType t, int cc) {
-  if (t == DType::f16 && cc >= 75) return "fp16";
-  if (t == DType::bf16 && cc >= 80) return "bf16";
-  if (t == DType::f32 && cc >= 80) return "tf32";
-  return "";
-}
-
 // Fraction of the issued tile work that is real: M, N and K rounded up to whole tiles.
 double tile_utilisation(int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_t bk) {
   auto up = [](int64_t a, int64_t b) { return (a + b - 1) / b * b; };
@@ -52,10 +44,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // [K, F] OHWI [K, 1, 1, F] and y [N, K] NHWC [N, 1, 1, K], byte for byte, so its forward
   // runs on tensor cores too (the folded models' wide classifiers at small batches).
   const bool linear = st.fn == Fn::linear_forward || st.fn == Fn::linear_forward_partial;
-  // Split-K (generator/emit/split_k.cpp): raw sums of S ranges of k into partial, which
+  // Split-K (generator/rewrite/split_k.cpp): raw sums of S ranges of k into partial, which
   // partial.sum completes.
   const bool split = st.fn == Fn::conv2d_forward_partial || st.fn == Fn::linear_forward_partial;
-  // A max pool fused after the epilogue (generator/emit/conv_pool.cpp).
+  // A max pool fused after the epilogue (generator/rewrite/conv_pool.cpp).
   const bool pool = st.fn == Fn::conv2d_pool_forward;
   // A conv that compacts its output is the register-tiled families' (conv/epilogue.cuh).
   if ((st.fn != Fn::conv2d_forward && !linear && !split && !pool) || st.accumulate ||
@@ -71,8 +63,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
     if (arg.role != "nnz" && arg.role != "partial" && s.plan.buffers[arg.buffer].dtype != t)
       return {};
   if (split && s.dtype("partial") != DType::f32) return {};
-  const std::string math = math_for(t, s.cc());
-  if (math.empty()) return {};
+  const std::optional<Math> tc = tensor_core_math(t, s.cc());
+  if (!tc) return {};
+  const Math math = *tc;
   const auto image = [&](const Shape& v) {
     return linear && v.size() == 2 ? Shape{v[0], v[1], 1, 1} : v;
   };
@@ -230,7 +223,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
           "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
           "{}, {} shared stages{}, {} loads, {} fragments{}",
           M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
-          math, stages, cc >= 80 ? " (cp.async)" : "",
+          math_name(math), stages, cc >= 80 ? " (cp.async)" : "",
           vec_a   ? "16-byte"
           : vec_b ? "element (x) and 16-byte (w)"
                   : "element",

@@ -1,5 +1,5 @@
 // templates/conv/sparse_backward_weight.cuh seen from the generator.
-#include "generator/select/cost.hpp"
+#include "generator/cost/kernel_cost.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
@@ -121,7 +121,7 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
       const double util = double(Og) / double(otiles * to) * double(Cg) / double(ctiles * kc) *
                           double(KK) / double(ktiles * kt);
       const double work = d * double(kt) * double(2 * po + 2), scan = 3.0;
-      v.math = "fp32";
+      v.math = Math::fp32;
       v.efficiency = overlapped_efficiency(s.gpu, v, 0.3 * util * work / (work + scan));
       v.note = fmt::format(
           "dw tile {} output x {} input channels x {} taps per block, input walked "

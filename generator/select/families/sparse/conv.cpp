@@ -1,5 +1,5 @@
 // templates/conv/sparse.cuh seen from the generator.
-#include "generator/select/cost.hpp"
+#include "generator/cost/kernel_cost.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
@@ -134,10 +134,10 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     // pixels in one warp (narrow TO) diverge on their lists' lengths.
     const double util = double(g.OH * g.OW) / double(tiles * th * tw) * double(Og) /
                         double(otiles * to) * double(Cg) / double(group_slices * cs);
-    v.math = "fp32";
+    v.math = Math::fp32;
     v.efficiency = overlapped_efficiency(
         s.gpu, v, std::min(0.25, double(po) / double(2 * po + 3)) * (nco < 32 ? 0.6 : 1.0) * util);
-    v.math = "fp32";
+    v.math = Math::fp32;
     v.note = fmt::format("{}x{} output pixels x {} channels per block ({} per lane), {} slices of "
                          "{} channels staged per step; loops over the input's nonzeros only{}",
                          th, tw, to, po, sc, cs,

@@ -1,5 +1,5 @@
 // The sparse group of template families (see families/groups.hpp).
-#include "generator/select/cost.hpp"
+#include "generator/cost/kernel_cost.hpp"
 #include "generator/select/families/groups.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
@@ -17,9 +17,8 @@ double planned_density(const Step& st) { return st.density >= 0 ? std::min(1.0, 
 
 double overlapped_efficiency(const GpuDesc& g, const Variant& v, double compute_efficiency,
                              double memory_efficiency) {
-  const double compute = v.flops / (peak_tflops(g, v.math) * 1e6);
-  const double memory = v.bytes / (g.memory_bandwidth_gbps * 1e3);
-  const double floor = std::max(compute, memory);
+  const Roofline r = roofline(g, v.flops, v.bytes, v.math);
+  const double compute = r.compute_us, memory = r.memory_us, floor = r.floor_us();
   const double time = std::max(compute / compute_efficiency, memory / memory_efficiency);
   return time > 0 ? floor / time : compute_efficiency;
 }

@@ -58,7 +58,7 @@ Variant make_variant(const StepInfo& s, const std::string& family, const std::st
   v.header = header;
   v.function = function;
   v.name = name + "_" + s.arch_tag();
-  v.math = "fp32"; // every storage type computes in fp32
+  v.math = Math::fp32; // every storage type computes in fp32
   return v;
 }
 

@@ -1,0 +1,226 @@
+// The exported launcher of an emulated kernel library (ABI: runtime/emu/launch_abi.h), and
+// the one translation unit of the emulator's machinery: compile it into every library of
+// kernels built by the host compiler. Blocks are handed out in order to `workers` OS
+// threads (the caller is the first); each worker keeps its fiber stacks, shared-memory
+// arena and shadow across launches.
+
+// System headers first: kiln.cuh turns `asm` into an error for the code that follows it.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "common/kiln.cuh"
+
+#include "runtime/emu/device/fiber.hpp"
+#include "runtime/emu/device/report.hpp"
+#include "runtime/emu/device/scheduler.hpp"
+#include "runtime/emu/launch_abi.h"
+
+namespace kiln::emu {
+namespace {
+
+static_assert(sizeof(KilnEmuArgs) == sizeof(kiln::KernelArgs), "KilnEmuArgs must match");
+
+// What a worker keeps between launches.
+struct Worker {
+  FiberStacks stacks;
+  char* arena = nullptr;            // kMaxShared bytes
+  Shadow* shadow = nullptr;         // one entry per arena byte, allocated when a launch checks
+  std::vector<PendingCopy> pending; // cp.async tracking, allocated when a launch checks races
+  std::size_t poisoned = 0;         // arena bytes used since the last poisoning
+  u32 epoch = 0;
+  Block block{};
+
+  Worker() {
+    arena = static_cast<char*>(std::aligned_alloc(64, kMaxShared));
+    if (!arena) throw std::bad_alloc();
+    std::memset(arena, 0xff, kMaxShared); // NaN in every float format, -1 in integers
+  }
+  ~Worker() {
+    std::free(arena);
+    std::free(shadow);
+  }
+  void prepare(int nthreads, bool shadowed, bool races) {
+    stacks.reserve(nthreads);
+    if (races && pending.empty()) pending.resize(std::size_t(kMaxThreads) * kMaxPendingCopies);
+    if (shadowed && !shadow) {
+      shadow = static_cast<Shadow*>(std::calloc(kMaxShared, sizeof(Shadow)));
+      if (!shadow) throw std::bad_alloc();
+      epoch = 1;
+    }
+    if (shadow && epoch > 0xf0000000u) { // stamps would wrap: start over
+      std::memset(shadow, 0, kMaxShared * sizeof(Shadow));
+      epoch = 1;
+    }
+  }
+};
+
+std::mutex pool_mu;
+std::vector<std::unique_ptr<Worker>> pool;
+
+std::unique_ptr<Worker> acquire_worker() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (!pool.empty()) {
+      std::unique_ptr<Worker> w = std::move(pool.back());
+      pool.pop_back();
+      return w;
+    }
+  }
+  return std::make_unique<Worker>();
+}
+
+void release_worker(std::unique_ptr<Worker> w) {
+  std::lock_guard<std::mutex> lock(pool_mu);
+  pool.push_back(std::move(w));
+}
+
+void run_worker(LaunchState& st, Worker& w) {
+  const KilnEmuLaunch& L = *st.launch;
+  Block& b = w.block;
+  b.grid_dim = dim3(L.grid[0], L.grid[1], L.grid[2]);
+  b.block_dim = dim3(L.block[0], L.block[1], L.block[2]);
+  b.checks = L.checks;
+  b.launch = &L;
+  b.run = &st;
+  b.arena = w.arena;
+  b.shadow = w.shadow;
+  b.pending = w.pending.data();
+  b.dyn_bytes = L.dynamic_smem;
+  b.slots = w.stacks.base();
+  b.nthreads = st.nthreads;
+  b.epoch = w.epoch;
+  while (!st.stop.load(std::memory_order_relaxed)) {
+    // A block taken is always run, so every block below a failing one runs: the lowest
+    // failing block (the one reported) does not depend on the number of workers.
+    const u64 lb = st.next.fetch_add(1, std::memory_order_relaxed);
+    if (lb >= st.total_blocks) break;
+    std::memset(w.arena, 0xff, std::max(w.poisoned, b.dyn_bytes));
+    const bool ok = run_block(b, lb);
+    w.poisoned = std::max(w.poisoned, b.static_top);
+    if (!ok) break;
+  }
+  w.epoch = b.epoch;
+}
+
+std::string validate(const KilnEmuLaunch& L) {
+  if (!L.entry) return "no kernel entry";
+  for (int i = 0; i < 3; ++i)
+    if (L.grid[i] == 0 || L.block[i] == 0) return "a zero grid or block dimension";
+  if (L.block[0] > 1024 || L.block[1] > 1024 || L.block[2] > 64 ||
+      u64(L.block[0]) * L.block[1] * L.block[2] > u64(kMaxThreads))
+    return format("block (%u,%u,%u) exceeds CUDA's limits (1024 threads; z <= 64)", L.block[0],
+                  L.block[1], L.block[2]);
+  if (L.grid[0] > 0x7fffffffu || L.grid[1] > 65535u || L.grid[2] > 65535u)
+    return format("grid (%u,%u,%u) exceeds CUDA's limits", L.grid[0], L.grid[1], L.grid[2]);
+  if (L.dynamic_smem > kMaxShared)
+    return format("%zu bytes of dynamic shared memory exceed the %zu a block can have",
+                  L.dynamic_smem, kMaxShared);
+  if (L.checks & ~KILN_EMU_CHECK_ALL) return format("unknown check bits 0x%x", L.checks);
+  return {};
+}
+
+void write_error(char* error, std::size_t len, const std::string& s) {
+  if (!error || len == 0) return;
+  const std::size_t n = std::min(len - 1, s.size());
+  std::memcpy(error, s.data(), n);
+  error[n] = '\0';
+}
+
+int launch(const KilnEmuLaunch& L, char* error, std::size_t error_len) {
+  if (std::string bad = validate(L); !bad.empty()) {
+    write_error(error, error_len,
+                format("kernel '%s': invalid launch: ", L.kernel_name ? L.kernel_name : "?") + bad);
+    return KILN_EMU_INVALID;
+  }
+  LaunchState st;
+  st.launch = &L;
+  // The entry really is a void(kiln::KernelArgs); the C header only carries it (via void()).
+  st.entry = reinterpret_cast<void (*)(kiln::KernelArgs)>(reinterpret_cast<void (*)()>(L.entry));
+  std::memcpy(st.args.p, L.args, sizeof st.args.p);
+  st.total_blocks = u64(L.grid[0]) * L.grid[1] * L.grid[2];
+  st.nthreads = int(L.block[0] * L.block[1] * L.block[2]);
+
+  u64 nworkers = L.workers ? L.workers : std::max(1u, std::thread::hardware_concurrency());
+  nworkers = std::min<u64>({nworkers, st.total_blocks, 256});
+  std::vector<std::unique_ptr<Worker>> workers;
+  struct Release { // workers go back to the pool on every path
+    std::vector<std::unique_ptr<Worker>>& w;
+    ~Release() {
+      for (auto& x : w)
+        if (x) release_worker(std::move(x));
+    }
+  } release{workers};
+  for (u64 i = 0; i < nworkers; ++i) {
+    workers.push_back(acquire_worker());
+    workers.back()->prepare(st.nthreads, (L.checks & kShadowChecks) != 0,
+                            (L.checks & KILN_EMU_CHECK_RACE) != 0);
+  }
+
+  std::vector<std::thread> threads;
+  std::mutex error_mu;
+  std::string thread_error;
+  auto body = [&](Worker& w) {
+    try {
+      run_worker(st, w);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      thread_error = e.what();
+      st.stop = true;
+    }
+  };
+  try {
+    for (u64 i = 1; i < nworkers; ++i)
+      threads.emplace_back(body, std::ref(*workers[i]));
+  } catch (const std::exception& e) {
+    st.stop = true;
+    thread_error = e.what();
+  }
+  body(*workers[0]);
+  for (auto& t : threads)
+    t.join();
+
+  if (st.failed) {
+    write_error(error, error_len, st.report);
+    return KILN_EMU_REPORT;
+  }
+  if (!thread_error.empty()) {
+    write_error(error, error_len, "emulator: " + thread_error);
+    return KILN_EMU_INVALID;
+  }
+  return KILN_EMU_OK;
+}
+
+} // namespace
+} // namespace kiln::emu
+
+extern "C" __attribute__((visibility("default"))) unsigned kiln_emu_abi_version(void) {
+  return KILN_EMU_ABI_VERSION;
+}
+
+extern "C" __attribute__((visibility("default"))) int
+kiln_emu_launch(const KilnEmuLaunch* launch, char* error, size_t error_len) {
+  if (!launch) {
+    kiln::emu::write_error(error, error_len, "no launch description");
+    return KILN_EMU_INVALID;
+  }
+  try {
+    return kiln::emu::launch(*launch, error, error_len);
+  } catch (const std::exception& e) {
+    kiln::emu::write_error(error, error_len, std::string("emulator: ") + e.what());
+    return KILN_EMU_INVALID;
+  }
+}
