@@ -22,9 +22,10 @@ std::vector<LayerTimes> layer_times(const Model& m, const GpuDesc& g, const Prof
     const double flops = 2.0 * double(m.macs(int(i)));
     const Roofline r = roofline(g, flops, bytes, math);
     const double fwd = r.floor_us() + kLaunchUs;
-    // Backward: data and weight gradients double conv/linear work (on CUDA cores: kiln's
-    // backward kernels compute in fp32); others reread inputs.
-    const double bwd = n.op == OpKind::conv2d || n.op == OpKind::linear
+    // Backward: data and weight gradients double the work of the ops whose work is MACs
+    // (conv2d, linear; on CUDA cores: kiln's backward kernels compute in fp32); others reread
+    // their inputs.
+    const double bwd = m.macs(int(i)) > 0
                            ? 2 * roofline(g, flops, bytes, Math::fp32).floor_us() + 2 * kLaunchUs
                            : 1.5 * r.memory_us + kLaunchUs;
     t[i] = {fwd, bwd};

@@ -1,8 +1,8 @@
 #include "generator/lower/lower.hpp"
 
-#include "generator/lower/concat_chunks.hpp"
+#include "generator/lower/op_lowering.hpp"
 #include "generator/lower/plan_builder.hpp"
-#include "generator/model/param_ranges.hpp"
+#include "generator/lower/steps.hpp"
 #include "generator/lower/tiled_segment.hpp"
 #include "generator/lower/training_graph.hpp"
 
@@ -19,31 +19,7 @@ std::string TrainRecipe::key() const {
                      beta2, eps, loss == TrainLoss::mse ? "mse" : "cross_entropy");
 }
 
-std::string input_buffer_name(const Model& m) { return "in:" + m.input_name; }
-std::string act_name(const std::string& node) { return "act:" + node; }
-std::string dact_name(const std::string& node) { return "dact:" + node; }
-std::string param_buffer_name(const std::string& param) { return "param:" + param; }
-std::string grad_buffer_name(const std::string& param) { return "grad:" + param; }
-
 namespace {
-
-Fn forward_fn(OpKind op) {
-  switch (op) {
-  case OpKind::conv2d: return Fn::conv2d_forward;
-  case OpKind::linear: return Fn::linear_forward;
-  case OpKind::batchnorm: return Fn::batchnorm_forward;
-  case OpKind::relu: return Fn::relu_forward;
-  case OpKind::maxpool2d: return Fn::maxpool2d_forward;
-  case OpKind::avgpool2d: return Fn::avgpool2d_forward;
-  case OpKind::adaptive_avgpool2d:
-  case OpKind::global_avgpool: return Fn::adaptive_avgpool2d_forward;
-  case OpKind::add: return Fn::add_forward;
-  case OpKind::concat: return Fn::concat_forward;
-  case OpKind::upsample2d: return Fn::upsample2d_forward;
-  case OpKind::softmax: return Fn::softmax_forward;
-  default: throw Error("", "", cat(op_name(op), " is a view and has no step"));
-  }
-}
 
 class Lowering {
 public:
@@ -67,32 +43,11 @@ private:
     return p;
   }
 
-  Step step(Fn fn, int node, std::vector<Arg> args) const {
-    Step s;
-    s.kind = StepKind::reference;
-    s.fn = fn;
-    if (node >= 0) {
-      s.node = m_.nodes[node].name;
-      s.op = m_.nodes[node].op;
-      s.attrs = m_.nodes[node].attrs;
-    }
-    s.args = std::move(args);
-    return s;
-  }
-
   int value(int ref) const { return ref == kModelInput ? input_ : val_[ref]; }
 
-  void add_params(int i) {
-    const Node& n = m_.nodes[i];
-    for (const ParamSpec& ps : m_.params(i)) {
-      const std::string pname = n.name + "." + ps.suffix;
-      const int buf = b_.buffer(param_buffer_name(pname), ps.shape,
-                                ps.trainable ? BufferRole::param : BufferRole::state);
-      ParamBinding pb{pname, buf, -1, 0, 0};
-      std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, i, ps);
-      b_.plan().params.push_back(pb);
-      params_[pname] = buf;
-    }
+  void add_params(int i) { bind_node_params(b_, m_, i, false, params_); }
+  int param(int node, const std::string& suffix) {
+    return b_.plan().params[size_t(params_.at(m_.nodes[size_t(node)].name + "." + suffix))].buffer;
   }
 
   void forward() {
@@ -123,33 +78,23 @@ private:
       if (in_segment) { // the segment's output, computed tile by tile
         add_params(int(i));
         TileEmitter(m_, *o_.tiled, b_,
-                    {[&](int node, const char* suffix) {
-                       return params_.at(m_.nodes[node].name + "." + suffix);
-                     },
+                    {[&](int node, const char* suffix) { return param(node, suffix); },
                      [](int, const char*) { return -1; }})
             .forward(input_, val_[i], false);
         continue;
       }
-      std::vector<Arg> args;
-      if (n.op == OpKind::add || n.op == OpKind::concat) {
-        for (size_t k = 0; k < n.inputs.size(); ++k)
-          args.push_back({"x" + std::to_string(k), value(n.inputs[k])});
-      } else {
-        args.push_back({"x", value(n.inputs[0])});
-      }
+      std::vector<int> inputs;
+      for (int r : n.inputs)
+        inputs.push_back(value(r));
       add_params(int(i));
-      for (const ParamSpec& ps : m_.params(int(i))) {
-        std::string role = ps.suffix;
-        if (n.op != OpKind::batchnorm) role = ps.suffix == "weight" ? "w" : "b";
-        args.push_back({role, params_.at(n.name + "." + ps.suffix)});
-      }
-      args.push_back({"y", val_[i]});
-      const Step s = step(forward_fn(n.op), int(i), std::move(args));
-      if (n.op == OpKind::concat) {
-        std::vector<int64_t> channels;
-        for (int r : n.inputs)
-          channels.push_back(m_.shape_of(r)[1]);
-        for (const Step& part : concat_chunks(s, channels))
+      const OpLowering& rules = op_lowering(n.op);
+      const Step s =
+          node_step(n, *rules.forward,
+                    forward_args(
+                        m_, int(i), inputs, false,
+                        [&](const std::string& suffix) { return param(int(i), suffix); }, val_[i]));
+      if (rules.split_forward) {
+        for (const Step& part : rules.split_forward(s, m_, n))
           b_.step(part);
       } else {
         b_.step(s);
@@ -164,7 +109,7 @@ private:
   PlanBuilder b_;
   int input_ = -1;
   std::vector<int> val_;
-  std::map<std::string, int> params_;
+  ParamIndex params_;
 };
 
 } // namespace

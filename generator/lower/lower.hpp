@@ -5,6 +5,7 @@
 // selection refines the plan later.
 #pragma once
 
+#include "generator/lower/steps.hpp"
 #include "generator/model/model.hpp"
 #include "runtime/plan.hpp"
 
@@ -43,12 +44,5 @@ struct LowerOptions {
 Plan lower_model(const Model& m, const LowerOptions& o);
 // The same before finish_plan: for passes that rewrite steps first.
 Plan lower_model_steps(const Model& m, const LowerOptions& o);
-
-// Buffer names: the model input, node activations and gradients, parameters.
-std::string input_buffer_name(const Model& m);
-std::string act_name(const std::string& node);
-std::string dact_name(const std::string& node);
-std::string param_buffer_name(const std::string& param);
-std::string grad_buffer_name(const std::string& param);
 
 } // namespace kiln

@@ -52,15 +52,18 @@ void drop_unused_buffers(Plan& p) {
   std::vector<char> used(nb, 0);
   for (const Phase& ph : p.phases)
     for (const Step& s : ph.steps) {
-      for (const Arg& a : s.args) used[a.buffer] = 1;
+      for (const Arg& a : s.args)
+        used[a.buffer] = 1;
       if (s.buffer >= 0) used[s.buffer] = 1;
     }
   for (const ParamBinding& pb : p.params) {
     used[pb.buffer] = 1;
     if (pb.grad >= 0) used[pb.grad] = 1;
   }
-  for (int b : p.inputs) used[b] = 1;
-  for (int b : p.outputs) used[b] = 1;
+  for (int b : p.inputs)
+    used[b] = 1;
+  for (int b : p.outputs)
+    used[b] = 1;
   if (p.target >= 0) used[p.target] = 1;
   if (p.loss >= 0) used[p.loss] = 1;
   for (size_t b = 0; b < nb; ++b)
@@ -80,12 +83,16 @@ void drop_unused_buffers(Plan& p) {
   };
   for (Phase& ph : p.phases)
     for (Step& s : ph.steps) {
-      for (Arg& a : s.args) fix(a.buffer);
+      for (Arg& a : s.args)
+        fix(a.buffer);
       fix(s.buffer);
     }
-  for (ParamBinding& pb : p.params) fix(pb.buffer), fix(pb.grad);
-  for (int& b : p.inputs) fix(b);
-  for (int& b : p.outputs) fix(b);
+  for (ParamBinding& pb : p.params)
+    fix(pb.buffer), fix(pb.grad);
+  for (int& b : p.inputs)
+    fix(b);
+  for (int& b : p.outputs)
+    fix(b);
   fix(p.target);
   fix(p.loss);
 }
@@ -112,7 +119,8 @@ Plan finish_plan(Plan plan_) {
 
   // Frees right after each transient buffer's last use, in that step's phase.
   std::vector<std::vector<std::vector<int>>> frees(plan_.phases.size());
-  for (size_t p = 0; p < plan_.phases.size(); ++p) frees[p].resize(plan_.phases[p].steps.size());
+  for (size_t p = 0; p < plan_.phases.size(); ++p)
+    frees[p].resize(plan_.phases[p].steps.size());
   for (size_t b = 0; b < nb; ++b) {
     const Buffer& buf = plan_.buffers[b];
     if (buf.view_of >= 0 || is_persistent(buf.role) || last[b] < 0) continue;
@@ -146,7 +154,8 @@ Plan finish_plan(Plan plan_) {
     ids.push_back(int(b));
   }
   const sched::MemoryPlan mp = sched::plan_memory(life);
-  for (size_t i = 0; i < ids.size(); ++i) plan_.buffers[ids[i]].offset = mp.offsets[i];
+  for (size_t i = 0; i < ids.size(); ++i)
+    plan_.buffers[ids[i]].offset = mp.offsets[i];
   for (Buffer& buf : plan_.buffers)
     if (buf.view_of >= 0) buf.offset = plan_.buffers[buf.view_of].offset;
   plan_.arena_bytes = mp.arena_bytes;

@@ -1,5 +1,7 @@
 #include "generator/lower/tiled_segment.hpp"
 
+#include "generator/lower/op_lowering.hpp"
+#include "generator/lower/steps.hpp"
 #include "runtime/error.hpp"
 #include "schedules/infeasible.hpp"
 
@@ -12,25 +14,8 @@ namespace {
 
 bool tileable(const Model& m, int i, bool train) {
   const Node& n = m.nodes[i];
-  const Int2 pe = padding_end(n.attrs);
-  if (n.shape.size() != 4) return false;
-  switch (n.op) {
-  case OpKind::conv2d: return pe == n.attrs.padding;
-  case OpKind::maxpool2d:
-  case OpKind::avgpool2d: return !n.attrs.ceil_mode && pe == n.attrs.padding;
-  case OpKind::relu:
-  case OpKind::add: return true;
-  case OpKind::batchnorm: return !train; // batch statistics span the whole image
-  default: return false;
-  }
-}
-
-sched::Window window(const Attrs& a, int axis, OpKind op) {
-  if (op == OpKind::conv2d)
-    return {a.kernel[axis], a.stride[axis], a.padding[axis], a.dilation[axis]};
-  if (op == OpKind::maxpool2d || op == OpKind::avgpool2d)
-    return {a.kernel[axis], a.stride[axis], a.padding[axis], 1};
-  return {};
+  const OpLowering& rules = op_lowering(n.op);
+  return rules.tileable && rules.tileable(n, train);
 }
 
 } // namespace
@@ -72,16 +57,16 @@ TiledSegment tiled_segment_to(const Model& m, int best) {
     const Node& nd = m.nodes[i];
     sched::SegOp op;
     op.name = nd.name;
-    op.window = {window(nd.attrs, 0, nd.op), window(nd.attrs, 1, nd.op)};
+    const OpLowering& rules = op_lowering(nd.op);
+    if (rules.window) op.window = {rules.window(nd.attrs, 0), rules.window(nd.attrs, 1)};
     for (int r : nd.inputs)
       op.inputs.push_back(r == kModelInput ? -1 : r);
     op.channels = nd.shape[1], op.element_bytes = p.element_bytes;
     op.out_h = nd.shape[2], op.out_w = nd.shape[3];
-    op.pool_max_like = nd.op == OpKind::maxpool2d;
-    // What each tiled backward step reads decides how long forward values stay live.
-    op.backward_reads_input =
-        nd.op == OpKind::conv2d || nd.op == OpKind::maxpool2d || nd.op == OpKind::batchnorm;
-    op.backward_reads_output = nd.op == OpKind::relu || nd.op == OpKind::batchnorm;
+    // What each tiled backward step reads decides how long forward values stay live (the
+    // parameter gradients read the input).
+    op.backward_reads_input = rules.input_grad_reads_input || rules.param_grads;
+    op.backward_reads_output = rules.input_grad_reads_output;
     p.ops.push_back(op);
     s.nodes.push_back(i);
   }
@@ -150,11 +135,7 @@ int TileEmitter::window(int have, const sched::Region& region, const sched::Regi
   if (region == need) return have;
   const Shape& full = b_.plan().buffers[have].shape;
   const int out = fresh(name, {full[0], full[1], need.h.size(), need.w.size()});
-  Step s;
-  s.kind = StepKind::reference;
-  s.fn = Fn::region_copy;
-  s.node = name;
-  s.args = {{"src", have}, {"dst", out}};
+  Step s = plain_step(Fn::region_copy, name, {{"src", have}, {"dst", out}});
   s.src_origin = {need.h.lo - region.h.lo, need.w.lo - region.w.lo};
   s.extent = {need.h.size(), need.w.size()};
   b_.step(s);
@@ -164,9 +145,7 @@ int TileEmitter::window(int have, const sched::Region& region, const sched::Regi
 Attrs TileEmitter::tile_attrs(int op, const sched::Region& out, const sched::Region& in) const {
   Attrs a = m_.nodes[s_.nodes[size_t(op)]].attrs;
   const sched::SegOp& so = s_.problem.ops[size_t(op)];
-  if (m_.nodes[s_.nodes[size_t(op)]].op != OpKind::conv2d && !so.pool_max_like &&
-      m_.nodes[s_.nodes[size_t(op)]].op != OpKind::avgpool2d)
-    return a;
+  if (!op_lowering(m_.nodes[s_.nodes[size_t(op)]].op).window) return a;
   // Padding only where the needed rows leave the image: before the first and after the last.
   const sched::Range axis_out[2] = {out.h, out.w}, axis_in[2] = {in.h, in.w};
   for (int d = 0; d < 2; ++d) {
@@ -192,7 +171,6 @@ TileEmitter::TileValues TileEmitter::forward_tile(int t, int input, bool train) 
     const int node = s_.nodes[j];
     const Node& nd = m_.nodes[node];
     const sched::SegOp& so = s_.problem.ops[j];
-    std::vector<Arg> args;
     sched::Region first_need;
     for (size_t k = 0; k < so.inputs.size(); ++k) {
       const int ref = so.inputs[k];
@@ -202,30 +180,14 @@ TileEmitter::TileValues TileEmitter::forward_tile(int t, int input, bool train) 
       const int x = window(have, ref < 0 ? whole : value_region(tp, ref), need,
                            cat(nd.name, ".in", k, "@", t));
       v.inputs[j].push_back(x);
-      args.push_back({nd.op == OpKind::add ? "x" + std::to_string(k) : std::string("x"), x});
-    }
-    for (const ParamSpec& ps : m_.params(node)) {
-      if (train && !ps.trainable) continue;
-      args.push_back({nd.op == OpKind::batchnorm ? ps.suffix : (ps.suffix == "weight" ? "w" : "b"),
-                      hooks_.param(node, ps.suffix.c_str())});
     }
     const int y = fresh(cat(nd.name, "@", t), {nd.shape[0], nd.shape[1], r.h.size(), r.w.size()});
-    args.push_back({"y", y});
-    Step s;
-    s.kind = StepKind::reference;
-    switch (nd.op) {
-    case OpKind::conv2d: s.fn = Fn::conv2d_forward; break;
-    case OpKind::relu: s.fn = Fn::relu_forward; break;
-    case OpKind::maxpool2d: s.fn = Fn::maxpool2d_forward; break;
-    case OpKind::avgpool2d: s.fn = Fn::avgpool2d_forward; break;
-    case OpKind::add: s.fn = Fn::add_forward; break;
-    case OpKind::batchnorm: s.fn = Fn::batchnorm_forward; break;
-    default: throw Error("", nd.name, "is not tileable");
-    }
-    s.node = nd.name;
-    s.op = nd.op;
+    Step s = node_step(
+        nd, *op_lowering(nd.op).forward,
+        forward_args(
+            m_, node, v.inputs[j], train,
+            [&](const std::string& suffix) { return hooks_.param(node, suffix.c_str()); }, y));
     s.attrs = tile_attrs(int(j), r, first_need);
-    s.args = std::move(args);
     b_.step(s);
     v.buffer[j] = y;
   }
@@ -236,29 +198,42 @@ void TileEmitter::forward(int input, int output, bool train) {
   for (int t = 0; t < int(s_.tiles.size()); ++t) {
     const TileValues v = forward_tile(t, input, train);
     const sched::TilePlan& tp = s_.tiles[size_t(t)];
-    Step s;
-    s.kind = StepKind::reference;
-    s.fn = Fn::region_copy;
-    s.node = m_.nodes[s_.output_node()].name;
-    s.args = {{"src", v.buffer[size_t(s_.problem.output)]}, {"dst", output}};
+    Step s = plain_step(Fn::region_copy, m_.nodes[s_.output_node()].name,
+                        {{"src", v.buffer[size_t(s_.problem.output)]}, {"dst", output}});
     s.dst_origin = {tp.out.h.lo, tp.out.w.lo};
     s.extent = {tp.out.h.size(), tp.out.w.size()};
     b_.step(s);
   }
 }
 
+// A node's backward in one tile, seen by its rules (op_lowering.hpp): the tile's buffers.
+class TileEmitter::TileSite : public BackwardSite {
+public:
+  TileSite(TileEmitter& e, int node, const Attrs& attrs, int dy, const TileValues& v, int op)
+      : e_(e), node_(node), attrs_(attrs), dy_(dy), v_(v), op_(op) {}
+  const Model& model() const override { return e_.m_; }
+  int node() const override { return node_; }
+  Attrs attrs() const override { return attrs_; }
+  int dy() const override { return dy_; }
+  int output() override { return v_.buffer[size_t(op_)]; }
+  int input(int k) override { return v_.inputs[size_t(op_)].at(size_t(k)); }
+  int param(const char* suffix) override { return e_.hooks_.param(node_, suffix); }
+  int param_grad(const char* suffix) override { return e_.hooks_.param_grad(node_, suffix); }
+  int scratch(const std::string& name, const Shape& shape) override {
+    return e_.fresh(name, shape);
+  }
+  void emit(Step s) override { e_.b_.step(std::move(s)); }
+
+private:
+  TileEmitter& e_;
+  int node_;
+  Attrs attrs_;
+  int dy_;
+  const TileValues& v_;
+  int op_;
+};
+
 void TileEmitter::backward(int input, int dy) {
-  auto step = [&](Fn fn, int node, std::vector<Arg> args, const Attrs& attrs, bool accumulate) {
-    Step s;
-    s.kind = StepKind::reference;
-    s.fn = fn;
-    s.node = m_.nodes[node].name;
-    s.op = m_.nodes[node].op;
-    s.attrs = attrs;
-    s.args = std::move(args);
-    s.accumulate = accumulate;
-    b_.step(s);
-  };
   for (int t = 0; t < int(s_.tiles.size()); ++t) {
     const sched::TilePlan& tp = s_.tiles[size_t(t)];
     const TileValues v = forward_tile(t, input, true); // recomputed, kept for this tile's backward
@@ -266,11 +241,8 @@ void TileEmitter::backward(int input, int dy) {
     const int out = s_.problem.output;
     grad[size_t(out)] = fresh(cat("d", m_.nodes[s_.output_node()].name, "@", t),
                               b_.plan().buffers[v.buffer[size_t(out)]].shape);
-    Step take;
-    take.kind = StepKind::reference;
-    take.fn = Fn::region_copy;
-    take.node = m_.nodes[s_.output_node()].name;
-    take.args = {{"src", dy}, {"dst", grad[size_t(out)]}};
+    Step take = plain_step(Fn::region_copy, m_.nodes[s_.output_node()].name,
+                           {{"src", dy}, {"dst", grad[size_t(out)]}});
     take.src_origin = {tp.out.h.lo, tp.out.w.lo};
     take.extent = {tp.out.h.size(), tp.out.w.size()};
     b_.step(take);
@@ -290,54 +262,29 @@ void TileEmitter::backward(int input, int dy) {
         if (grad[size_t(ref)] < 0) { // zeros, then every contribution adds
           grad[size_t(ref)] = fresh(cat("d", m_.nodes[s_.nodes[size_t(ref)]].name, "@", t),
                                     b_.plan().buffers[v.buffer[size_t(ref)]].shape);
-          step(Fn::fill_zero, node, {{"dst", grad[size_t(ref)]}}, {}, false);
+          Step zero = node_step(nd, Fn::fill_zero, {{"dst", grad[size_t(ref)]}});
+          zero.attrs = {};
+          b_.step(zero);
         }
         const sched::Region need = sched::needed_input(so, int(k), r, value_h(ref), value_w(ref));
         const bool direct = need == have;
         const int dx = direct ? grad[size_t(ref)]
                               : fresh(cat("d", nd.name, ".in", k, "@", t),
                                       b_.plan().buffers[v.inputs[size_t(j)][k]].shape);
-        switch (nd.op) {
-        case OpKind::conv2d:
-          step(Fn::conv2d_backward_data, node,
-               {{"dy", dy_j}, {"w", hooks_.param(node, "weight")}, {"dx", dx}}, attrs, direct);
-          break;
-        case OpKind::relu:
-          step(Fn::relu_backward, node, {{"y", v.buffer[size_t(j)]}, {"dy", dy_j}, {"dx", dx}},
-               attrs, direct);
-          break;
-        case OpKind::maxpool2d:
-          step(Fn::maxpool2d_backward, node,
-               {{"x", v.inputs[size_t(j)][k]}, {"dy", dy_j}, {"dx", dx}}, attrs, direct);
-          break;
-        case OpKind::avgpool2d:
-          step(Fn::avgpool2d_backward, node, {{"dy", dy_j}, {"dx", dx}}, attrs, direct);
-          break;
-        case OpKind::add: step(Fn::copy, node, {{"src", dy_j}, {"dst", dx}}, attrs, direct); break;
-        default: throw Error("", nd.name, "has no tiled backward");
-        }
+        TileSite site(*this, node, attrs, dy_j, v, j);
+        op_lowering(nd.op).input_grad(site, int(k), dx, direct);
         if (!direct) {
-          Step back;
-          back.kind = StepKind::reference;
-          back.fn = Fn::region_copy;
-          back.node = nd.name;
-          back.args = {{"src", dx}, {"dst", grad[size_t(ref)]}};
+          Step back =
+              plain_step(Fn::region_copy, nd.name, {{"src", dx}, {"dst", grad[size_t(ref)]}});
           back.dst_origin = {need.h.lo - have.h.lo, need.w.lo - have.w.lo};
           back.extent = {need.h.size(), need.w.size()};
           back.accumulate = true;
           b_.step(back);
         }
       }
-      if (nd.op == OpKind::conv2d) { // weight gradients, summed over the tiles in tile order
-        const bool acc = written_[size_t(node)];
-        step(Fn::conv2d_backward_weight, node,
-             {{"x", v.inputs[size_t(j)][0]},
-              {"dy", dy_j},
-              {"dw", hooks_.param_grad(node, "weight")}},
-             attrs, acc);
-        if (nd.attrs.bias)
-          step(Fn::bias_backward, node, {{"dy", dy_j}, {"db", hooks_.param_grad(node, "bias")}},
-               attrs, acc);
+      if (const auto grads = op_lowering(nd.op).param_grads) {
+        TileSite site(*this, node, attrs, dy_j, v, j); // summed over the tiles in tile order
+        grads(site, written_[size_t(node)]);
         written_[size_t(node)] = 1;
       }
     }

@@ -72,6 +72,8 @@ private:
   int64_t value_h(int ref) const;
   int64_t value_w(int ref) const;
 
+  class TileSite;
+
   const Model& m_;
   const TiledSegment& s_;
   PlanBuilder& b_;

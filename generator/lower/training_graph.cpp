@@ -1,5 +1,6 @@
 #include "generator/lower/training_graph.hpp"
 
+#include "generator/lower/op_lowering.hpp"
 #include "generator/lower/tiled_segment.hpp"
 #include "runtime/error.hpp"
 
@@ -147,11 +148,10 @@ void TrainingGraph::build() {
             if (mse) add_input(op.inputs, f_op_[storage_of(m, logits_)]);
           } else {
             add_input(op.inputs, grad_buffer_op[c.consumer]);
-            const OpKind k = m.nodes[c.consumer].op;
-            if (k == OpKind::relu || k == OpKind::softmax) add_input(op.inputs, f_op_[c.consumer]);
-            if (k == OpKind::maxpool2d || k == OpKind::batchnorm)
-              add_input(op.inputs, f_op_[storage_of(m, v)]);
-            if (k == OpKind::batchnorm && !first)
+            const OpLowering& k = op_lowering(m.nodes[c.consumer].op);
+            if (k.input_grad_reads_output) add_input(op.inputs, f_op_[c.consumer]);
+            if (k.input_grad_reads_input) add_input(op.inputs, f_op_[storage_of(m, v)]);
+            if (k.params_with_input_grad && !first) // an accumulated dx goes through scratch
               op.temp_bytes = std::max(op.temp_bytes, value_bytes(m, v));
           }
           first = false;
@@ -164,11 +164,11 @@ void TrainingGraph::build() {
     if (trained_[v] && !(seg && seg->contains(v))) {
       TrainOp op{TrainOp::param_grad, v, {}, 0, 0, "W " + nd.name};
       const int x = nd.inputs[0];
-      const bool bn_inside_g = nd.op == OpKind::batchnorm && x != kModelInput && g_op_[x] >= 0;
-      if (!bn_inside_g) {
+      const bool with_params = op_lowering(nd.op).params_with_input_grad;
+      if (!(with_params && x != kModelInput && g_op_[x] >= 0)) { // else G x computes them
         add_input(op.inputs, grad_buffer_op[v]);
         if (storage_of(m, x) != kModelInput) add_input(op.inputs, f_op_[storage_of(m, x)]);
-        if (nd.op == OpKind::batchnorm) op.temp_bytes = value_bytes(m, v); // the unused dx
+        if (with_params) op.temp_bytes = value_bytes(m, v); // the unused dx
       }
       w_op_[v] = int(ops_.size());
       ops_.push_back(op);

@@ -1,9 +1,9 @@
 // TrainingGraph::lower: the plan steps of a training op sequence (training_graph.hpp).
-#include "generator/lower/concat_chunks.hpp"
+#include "generator/lower/op_lowering.hpp"
 #include "generator/lower/plan_builder.hpp"
+#include "generator/lower/steps.hpp"
 #include "generator/lower/tiled_segment.hpp"
 #include "generator/lower/training_graph.hpp"
-#include "generator/model/param_ranges.hpp"
 #include "runtime/error.hpp"
 
 #include <map>
@@ -17,24 +17,6 @@ int storage_of(const Model& m, int ref) {
   while (ref != kModelInput && op_is_view(m.nodes[ref].op))
     ref = m.nodes[ref].inputs[0];
   return ref;
-}
-
-Fn train_forward_fn(OpKind op) {
-  switch (op) {
-  case OpKind::conv2d: return Fn::conv2d_forward;
-  case OpKind::linear: return Fn::linear_forward;
-  case OpKind::batchnorm: return Fn::batchnorm_forward_train;
-  case OpKind::relu: return Fn::relu_forward;
-  case OpKind::maxpool2d: return Fn::maxpool2d_forward;
-  case OpKind::avgpool2d: return Fn::avgpool2d_forward;
-  case OpKind::adaptive_avgpool2d:
-  case OpKind::global_avgpool: return Fn::adaptive_avgpool2d_forward;
-  case OpKind::add: return Fn::add_forward;
-  case OpKind::concat: return Fn::concat_forward;
-  case OpKind::upsample2d: return Fn::upsample2d_forward;
-  case OpKind::softmax: return Fn::softmax_forward;
-  default: throw Error("", "", cat(op_name(op), " has no forward step"));
-  }
 }
 
 } // namespace
@@ -92,9 +74,8 @@ private:
       auto state_buffer = [&](const char* what) {
         return b_.buffer(cat("opt.", what, ":", p.name), shape, BufferRole::optimizer_state, state);
       };
-      Step s = step(adam ? Fn::adam_update : Fn::sgd_update, -1,
-                    {{"param", p.buffer}, {"grad", p.grad}});
-      s.node = p.name;
+      Step s = plain_step(adam ? Fn::adam_update : Fn::sgd_update, p.name,
+                          {{"param", p.buffer}, {"grad", p.grad}});
       s.lr = g_.o_.lr;
       s.weight_decay = r.weight_decay;
       if (adam) {
@@ -120,19 +101,6 @@ private:
     return p;
   }
 
-  Step step(Fn fn, int node, std::vector<Arg> args) const {
-    Step s;
-    s.kind = StepKind::reference;
-    s.fn = fn;
-    if (node >= 0) {
-      s.node = m_.nodes[node].name;
-      s.op = m_.nodes[node].op;
-      s.attrs = m_.nodes[node].attrs;
-    }
-    s.args = std::move(args);
-    return s;
-  }
-
   // A fresh buffer for one execution: "act:x", then "act:x#2", ...
   int fresh(const std::string& name, const Shape& shape) {
     const int k = ++count_[name];
@@ -143,17 +111,7 @@ private:
     input_ = b_.buffer(input_buffer_name(m_), m_.input_shape, BufferRole::input);
     b_.plan().inputs.push_back(input_);
     for (size_t i = 0; i < m_.nodes.size(); ++i)
-      for (const ParamSpec& ps : m_.params(int(i))) {
-        const std::string pname = m_.nodes[i].name + "." + ps.suffix;
-        const int buf = b_.buffer(param_buffer_name(pname), ps.shape,
-                                  ps.trainable ? BufferRole::param : BufferRole::state);
-        ParamBinding pb{pname, buf, -1, 0, 0};
-        std::tie(pb.init_lo, pb.init_hi) = param_init_range(m_, int(i), ps);
-        if (ps.trainable && g_.trained_[i])
-          pb.grad = b_.buffer(grad_buffer_name(pname), ps.shape, BufferRole::param_grad);
-        params_[pname] = int(b_.plan().params.size());
-        b_.plan().params.push_back(pb);
-      }
+      bind_node_params(b_, m_, int(i), g_.trained_[i], params_);
     // Classes per position (the logits without their class axis), or a teacher's logits.
     Shape t = m_.nodes[g_.logits_].shape;
     if (g_.o_.recipe.loss == TrainLoss::mse) {
@@ -214,27 +172,19 @@ private:
 
   void forward(int n) {
     const Node& nd = m_.nodes[n];
-    std::vector<Arg> args;
-    if (nd.op == OpKind::add || nd.op == OpKind::concat) {
-      for (size_t k = 0; k < nd.inputs.size(); ++k)
-        args.push_back({"x" + std::to_string(k), value(nd.inputs[k])});
-    } else {
-      args.push_back({"x", value(nd.inputs[0])});
-    }
-    for (const ParamSpec& ps : m_.params(n)) {
-      if (!ps.trainable) continue; // running statistics are unused in training
-      const int buf = param(n, ps.suffix.c_str());
-      args.push_back(
-          {nd.op == OpKind::batchnorm ? ps.suffix : (ps.suffix == "weight" ? "w" : "b"), buf});
-    }
+    std::vector<int> inputs;
+    for (int r : nd.inputs)
+      inputs.push_back(value(r));
     act_[n] = output_buffer_[n] >= 0 ? output_buffer_[n] : fresh(act_name(nd.name), nd.shape);
-    args.push_back({"y", act_[n]}); // batchnorm keeps no statistics: its backward recomputes them
-    const Step s = step(train_forward_fn(nd.op), n, std::move(args));
-    if (nd.op == OpKind::concat) {
-      std::vector<int64_t> channels;
-      for (int r : nd.inputs)
-        channels.push_back(m_.shape_of(r)[1]);
-      for (const Step& part : concat_chunks(s, channels))
+    // batchnorm keeps no statistics: its backward recomputes them
+    const OpLowering& rules = op_lowering(nd.op);
+    const Step s = node_step(
+        nd, *rules.train_forward,
+        forward_args(
+            m_, n, inputs, true,
+            [&](const std::string& suffix) { return param(n, suffix.c_str()); }, act_[n]));
+    if (rules.split_forward) {
+      for (const Step& part : rules.split_forward(s, m_, nd))
         b_.step(part);
     } else {
       b_.step(s);
@@ -243,17 +193,14 @@ private:
 
   void loss() {
     if (g_.o_.recipe.loss == TrainLoss::mse) {
-      Step s = step(Fn::mse_forward, -1,
-                    {{"logits", value(g_.logits_)}, {"target", target_}, {"loss", loss_}});
-      s.node = "loss";
-      b_.step(std::move(s));
+      b_.step(plain_step(Fn::mse_forward, "loss",
+                         {{"logits", value(g_.logits_)}, {"target", target_}, {"loss", loss_}}));
       return;
     }
     probs_ = fresh("loss.probs", m_.nodes[g_.logits_].shape);
-    Step s = step(
-        Fn::softmax_xent_forward, -1,
+    Step s = plain_step(
+        Fn::softmax_xent_forward, "loss",
         {{"logits", value(g_.logits_)}, {"target", target_}, {"probs", probs_}, {"loss", loss_}});
-    s.node = "loss";
     s.op = OpKind::softmax;
     b_.step(std::move(s));
   }
@@ -268,81 +215,22 @@ private:
     }
     const int dst = fresh(dact_name(nd.name), nd.shape);
     bool first = true;
-    auto emit = [&](Step s, const char* out_role) {
-      s.args.push_back({out_role, dst});
-      s.accumulate = !first;
-      first = false;
-      b_.step(std::move(s));
-    };
     for (const TrainingGraph::Contribution& c : g_.contributions(v)) {
-      if (c.consumer < 0 && g_.o_.recipe.loss == TrainLoss::mse) {
-        Step s = step(Fn::mse_backward, -1, {{"logits", value(g_.logits_)}, {"target", target_}});
-        s.node = "loss";
-        emit(std::move(s), "dlogits");
-        continue;
-      }
       if (c.consumer < 0) {
-        Step s = step(Fn::softmax_xent_backward, -1, {{"probs", probs_}, {"target", target_}});
-        s.node = "loss";
-        s.op = OpKind::softmax;
-        emit(std::move(s), "dlogits");
-        continue;
+        const bool mse = g_.o_.recipe.loss == TrainLoss::mse;
+        Step s = mse ? plain_step(Fn::mse_backward, "loss",
+                                  {{"logits", value(g_.logits_)}, {"target", target_}})
+                     : plain_step(Fn::softmax_xent_backward, "loss",
+                                  {{"probs", probs_}, {"target", target_}});
+        if (!mse) s.op = OpKind::softmax;
+        s.args.push_back({"dlogits", dst});
+        s.accumulate = !first;
+        b_.step(std::move(s));
+      } else {
+        Site site(*this, c.consumer);
+        op_lowering(m_.nodes[c.consumer].op).input_grad(site, c.position, dst, !first);
       }
-      const int c_node = c.consumer;
-      const Node& cn = m_.nodes[c_node];
-      const int dy = grad_[c_node];
-      switch (cn.op) {
-      case OpKind::conv2d:
-      case OpKind::linear:
-        emit(step(cn.op == OpKind::conv2d ? Fn::conv2d_backward_data : Fn::linear_backward_data,
-                  c_node, {{"dy", dy}, {"w", param(c_node, "weight")}}),
-             "dx");
-        break;
-      case OpKind::batchnorm: {
-        std::vector<Arg> args = {{"x", value(v)},
-                                 {"dy", dy},
-                                 {"weight", param(c_node, "weight")},
-                                 {"dweight", param_grad_buf(c_node, "weight")},
-                                 {"dbias", param_grad_buf(c_node, "bias")}};
-        if (first) {
-          emit(step(Fn::batchnorm_backward, c_node, std::move(args)), "dx");
-        } else { // dweight and dbias are written fresh: an accumulated dx goes through a copy
-          const int tmp = fresh("dtmp:" + cn.name, nd.shape);
-          args.push_back({"dx", tmp});
-          b_.step(step(Fn::batchnorm_backward, c_node, std::move(args)));
-          emit(step(Fn::copy, c_node, {{"src", tmp}}), "dst");
-        }
-        break;
-      }
-      case OpKind::relu:
-        emit(step(Fn::relu_backward, c_node, {{"y", value(c_node)}, {"dy", dy}}), "dx");
-        break;
-      case OpKind::softmax:
-        emit(step(Fn::softmax_backward, c_node, {{"y", value(c_node)}, {"dy", dy}}), "dx");
-        break;
-      case OpKind::maxpool2d:
-        emit(step(Fn::maxpool2d_backward, c_node, {{"x", value(v)}, {"dy", dy}}), "dx");
-        break;
-      case OpKind::avgpool2d: emit(step(Fn::avgpool2d_backward, c_node, {{"dy", dy}}), "dx"); break;
-      case OpKind::adaptive_avgpool2d:
-      case OpKind::global_avgpool:
-        emit(step(Fn::adaptive_avgpool2d_backward, c_node, {{"dy", dy}}), "dx");
-        break;
-      case OpKind::upsample2d:
-        emit(step(Fn::upsample2d_backward, c_node, {{"dy", dy}}), "dx");
-        break;
-      case OpKind::add:
-      case OpKind::flatten:
-      case OpKind::fold:
-      case OpKind::unfold: emit(step(Fn::copy, c_node, {{"src", dy}}), "dst"); break;
-      case OpKind::concat: {
-        Step s = step(Fn::concat_backward, c_node, {{"dy", dy}});
-        for (int k = 0; k < c.position; ++k)
-          s.channel_offset += m_.shape_of(cn.inputs[size_t(k)])[1];
-        emit(std::move(s), "dx");
-        break;
-      }
-      }
+      first = false;
     }
     grad_[v] = dst;
   }
@@ -350,32 +238,42 @@ private:
   void param_grad(int n) {
     const Node& nd = m_.nodes[n];
     const int x = nd.inputs[0];
-    if (nd.op == OpKind::conv2d || nd.op == OpKind::linear) {
-      const bool conv = nd.op == OpKind::conv2d;
-      b_.step(step(conv ? Fn::conv2d_backward_weight : Fn::linear_backward_weight, n,
-                   {{"x", value(x)}, {"dy", grad_[n]}, {"dw", param_grad_buf(n, "weight")}}));
-      if (nd.attrs.bias)
-        b_.step(step(Fn::bias_backward, n, {{"dy", grad_[n]}, {"db", param_grad_buf(n, "bias")}}));
-      return;
-    }
-    if (nd.op == OpKind::batchnorm && (x == kModelInput || g_.g_op_[x] < 0)) {
-      const int scratch = fresh("dtmp:" + nd.name, nd.shape);
-      b_.step(step(Fn::batchnorm_backward, n,
-                   {{"x", value(x)},
-                    {"dy", grad_[n]},
-                    {"weight", param(n, "weight")},
-                    {"dx", scratch},
-                    {"dweight", param_grad_buf(n, "weight")},
-                    {"dbias", param_grad_buf(n, "bias")}}));
-    }
+    const OpLowering& rules = op_lowering(nd.op);
+    // Computed by the input gradient's step where there is one.
+    if (rules.params_with_input_grad && x != kModelInput && g_.g_op_[x] >= 0) return;
+    Site site(*this, n);
+    rules.param_grads(site, false);
   }
+
+  // A node's backward seen by its rules (op_lowering.hpp): the latest buffers of its values.
+  class Site : public BackwardSite {
+  public:
+    Site(TrainingLowering& l, int node) : l_(l), node_(node) {}
+    const Model& model() const override { return l_.m_; }
+    int node() const override { return node_; }
+    Attrs attrs() const override { return l_.m_.nodes[size_t(node_)].attrs; }
+    int dy() const override { return l_.grad_[size_t(node_)]; }
+    int output() override { return l_.value(node_); }
+    int input(int k) override { return l_.value(l_.m_.nodes[size_t(node_)].inputs.at(size_t(k))); }
+    int param(const char* suffix) override { return l_.param(node_, suffix); }
+    int param_grad(const char* suffix) override { return l_.param_grad_buf(node_, suffix); }
+    int scratch(const std::string& name, const Shape& shape) override {
+      return l_.fresh(name, shape);
+    }
+    void emit(Step s) override { l_.b_.step(std::move(s)); }
+
+  private:
+    TrainingLowering& l_;
+    int node_;
+  };
 
   const TrainingGraph& g_;
   const Model& m_;
   PlanBuilder b_;
   int input_ = -1, target_ = -1, loss_ = -1, probs_ = -1;
   std::vector<int> act_, grad_, output_buffer_;
-  std::map<std::string, int> params_, count_;
+  ParamIndex params_;
+  std::map<std::string, int> count_;
   std::map<std::pair<int, int>, int> views_;
 };
 

@@ -35,16 +35,14 @@ std::vector<double> op_times(const TrainingGraph& g, const std::vector<LayerTime
       for (size_t c = 0; c < m.nodes.size(); ++c)
         for (int r : m.nodes[c].inputs)
           if (r == op.node) {
-            const OpKind k = m.nodes[c].op;
-            times[j] += k == OpKind::conv2d || k == OpKind::linear ? layers[c].backward_us / 2
-                                                                   : layers[c].backward_us;
+            // MAC ops split their backward between data and weight gradients.
+            times[j] += m.macs(int(c)) > 0 ? layers[c].backward_us / 2 : layers[c].backward_us;
           }
       break;
     case TrainOp::tiled_forward: times[j] = seg.forward_us; break;
     case TrainOp::tiled_backward: times[j] = seg.backward_us; break;
     case TrainOp::param_grad: {
-      const OpKind k = m.nodes[op.node].op;
-      times[j] = k == OpKind::conv2d || k == OpKind::linear ? layers[op.node].backward_us / 2 : 0;
+      times[j] = m.macs(op.node) > 0 ? layers[op.node].backward_us / 2 : 0;
       break;
     }
     }

@@ -1,0 +1,44 @@
+// The generator's rules of every op (op_lowering.hpp): one line per op.
+#include "generator/lower/op_lowering.hpp"
+#include "runtime/error.hpp"
+
+#include <array>
+
+namespace kiln {
+
+namespace lowering {
+extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, relu_lowering,
+    maxpool2d_lowering, avgpool2d_lowering, adaptive_avgpool2d_lowering, global_avgpool_lowering,
+    add_lowering, concat_lowering, flatten_lowering, upsample2d_lowering, softmax_lowering,
+    fold_lowering, unfold_lowering;
+} // namespace lowering
+
+namespace {
+
+const std::array kRules{
+    &lowering::conv2d_lowering,
+    &lowering::linear_lowering,
+    &lowering::batchnorm_lowering,
+    &lowering::relu_lowering,
+    &lowering::maxpool2d_lowering,
+    &lowering::avgpool2d_lowering,
+    &lowering::adaptive_avgpool2d_lowering,
+    &lowering::global_avgpool_lowering,
+    &lowering::add_lowering,
+    &lowering::concat_lowering,
+    &lowering::flatten_lowering,
+    &lowering::upsample2d_lowering,
+    &lowering::softmax_lowering,
+    &lowering::fold_lowering,
+    &lowering::unfold_lowering,
+};
+
+} // namespace
+
+const OpLowering& op_lowering(OpKind op) {
+  for (const OpLowering* r : kRules)
+    if (r->op == op) return *r;
+  throw Error("", "", cat("no lowering rules for op ", op_name(op)));
+}
+
+} // namespace kiln

@@ -1,0 +1,20 @@
+// Rules several ops share (generator/lower/op_lowering.hpp): an input gradient that is the
+// output gradient itself, the weight and bias gradients of a weighted op, and the window of
+// a sliding-window op for tiling.
+#pragma once
+
+#include "generator/lower/op_lowering.hpp"
+
+namespace kiln::lowering {
+
+// dx (+)= dy: add's inputs and the views.
+void pass_gradient(BackwardSite& site, int k, int dx, bool accumulate);
+// dw (+)= the weight gradient `fn` computes from x and dy, and db (+)= the bias gradient.
+void weight_and_bias_grads(BackwardSite& site, Fn weight_fn, bool accumulate);
+// kernel, stride, padding (and dilation where the op has it) along one axis.
+sched::Window conv_window(const Attrs& a, int axis);
+sched::Window pool_window(const Attrs& a, int axis);
+// 4-D, and padded alike before and after (a tiled segment pads tiles itself).
+bool windowed_tileable(const Node& n);
+
+} // namespace kiln::lowering
