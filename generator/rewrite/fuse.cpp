@@ -1,5 +1,7 @@
 #include "generator/rewrite/fuse.hpp"
 
+#include "generator/lower/steps.hpp"
+
 #include "generator/lower/plan_builder.hpp"
 
 #include <map>
@@ -57,12 +59,8 @@ struct Fuser {
         const Step& bn = steps[c];
         const Shape w_shape = p.buffers[head.need("w")].shape;
         const DType w_dtype = p.buffers[head.need("w")].dtype;
-        Step fold;
-        fold.kind = StepKind::reference;
-        fold.fn = Fn::conv2d_fold_bn;
+        Step fold = step_like(head, Fn::conv2d_fold_bn);
         fold.node = head.node + "+" + bn.node;
-        fold.op = head.op;
-        fold.attrs = head.attrs;
         fold.eps = bn.attrs.eps;
         fold.args = {{"w", head.need("w")}};
         if (head.arg("b") >= 0) fold.args.push_back({"b", head.arg("b")});

@@ -1,5 +1,7 @@
 #include "generator/rewrite/layouts.hpp"
 
+#include "generator/lower/steps.hpp"
+
 #include "generator/select/family.hpp"
 
 namespace kiln {
@@ -50,11 +52,7 @@ int insert_convert(Plan& p, size_t phase, size_t at, int src, Layout layout,
   b.layout = layout;
   p.buffers.push_back(b);
   const int dst = int(p.buffers.size()) - 1;
-  Step s;
-  s.kind = StepKind::reference;
-  s.fn = Fn::convert;
-  s.node = name;
-  s.args = {{"src", src}, {"dst", dst}};
+  const Step s = plain_step(Fn::convert, name, {{"src", src}, {"dst", dst}});
   auto& steps = p.phases[phase].steps;
   steps.insert(steps.begin() + long(at), s);
   return dst;
@@ -103,11 +101,7 @@ void apply_layout(Plan& p, Layout layout) {
       const int tmp = int(p.buffers.size()) - 1;
       for (Arg& a : steps[i].args)
         if (a.buffer == base) a.buffer = tmp;
-      Step c;
-      c.kind = StepKind::reference;
-      c.fn = Fn::convert;
-      c.node = p.buffers[base].name;
-      c.args = {{"src", tmp}, {"dst", base}};
+      const Step c = plain_step(Fn::convert, p.buffers[base].name, {{"src", tmp}, {"dst", base}});
       steps.insert(steps.begin() + long(i) + 1, c);
       // Later readers of the output read the output (already NCHW) as before.
       break;

@@ -1,6 +1,7 @@
 #include "generator/rewrite/sparse_plan.hpp"
 
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/lower/steps.hpp"
 #include "generator/select/select.hpp"
 #include "runtime/error.hpp"
 #include "runtime/sparse_form.hpp"
@@ -92,16 +93,6 @@ private:
     return c.kernel ? c.kernel->cost.micros : NAN;
   }
 
-  Step like(Fn fn, const Step& s) const {
-    Step r;
-    r.kind = StepKind::reference;
-    r.fn = fn;
-    r.node = s.node;
-    r.op = s.op;
-    r.attrs = s.attrs;
-    return r;
-  }
-
   // The buffers of x's compacted form with slices of cs (shared by the phase's convs that
   // read x with that slice and the same need of a count).
   Form& form(int x, int64_t cs, bool nnz) {
@@ -147,7 +138,7 @@ private:
       c = (*steps_)[size_t(prod)];
       add_form_args(c, f, kFormOfY);
     } else {
-      c = like(Fn::sparse_compact, consumer);
+      c = step_like(consumer, Fn::sparse_compact);
       c.args = {{"x", x}};
       add_form_args(c, f, kFormOfX);
     }
@@ -181,7 +172,7 @@ private:
     f.fused = compaction(f, prod, x, consumer, d).first;
     const size_t at = f.fused ? size_t(prod) : i;
     if (f.nnz >= 0) {
-      Step z = like(Fn::fill_zero, consumer);
+      Step z = step_like(consumer, Fn::fill_zero);
       z.args = {{"dst", f.nnz}};
       before_[at].push_back(created(std::move(z)));
     }
@@ -244,7 +235,7 @@ private:
         for (Arg& a : c.weight.args)
           if (a.role == "dw") a = {"partial", pb};
         c.weight.accumulate = false;
-        c.sum = like(Fn::partial_sum, dense);
+        c.sum = step_like(dense, Fn::partial_sum);
         c.sum.accumulate = dense.accumulate;
         c.sum.args = {{"partial", pb}, {"dst", dense.need("dw")}};
       }
@@ -303,7 +294,7 @@ private:
     for (int64_t cs = sparse_slice(p_.buffers[x].shape[1] / st.attrs.groups); cs >= 1;
          cs = cs > 8 ? cs / 2 : 0) {
       Form& fc = form(x, cs, !forced);
-      Step s = like(Fn::conv2d_forward_sparse, st);
+      Step s = step_like(st, Fn::conv2d_forward_sparse);
       s.relu = st.relu;
       s.density = dens;
       s.args = {{"x", x}, {"values", fc.values}, {"index", fc.index}, {"count", fc.count}};
@@ -374,7 +365,7 @@ private:
     const double dens = d.density >= 0 ? d.density : 0.5;
     const int64_t cs = sparse_slice(p_.buffers[x].shape[1] / st.attrs.groups);
     Form& f = form(x, cs, !forced);
-    Step sw = like(Fn::conv2d_backward_weight_sparse, st);
+    Step sw = step_like(st, Fn::conv2d_backward_weight_sparse);
     sw.density = dens;
     sw.accumulate = st.accumulate;
     sw.args = {{"x", x},           {"values", f.values},  {"index", f.index},
