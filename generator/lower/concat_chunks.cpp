@@ -16,7 +16,7 @@ std::vector<Step> concat_chunks(const Step& full, const std::vector<int64_t>& ch
     const size_t last = std::min(xs.size(), first + kConcatChunk);
     for (size_t k = first; k < last; ++k) s.args.push_back({"x" + std::to_string(k - first), xs[k]});
     s.args.push_back({"y", y});
-    s.channel_offset = offset;
+    s.params = ChannelSlice{offset};
     for (size_t k = first; k < last; ++k) offset += channels[k];
     r.push_back(std::move(s));
   }

@@ -71,6 +71,7 @@ private:
     Step s;
     s.kind = StepKind::reference;
     s.fn = fn;
+    s.params = default_params(fn);
     if (node >= 0) {
       s.node = m_.nodes[node].name;
       s.op = m_.nodes[node].op;

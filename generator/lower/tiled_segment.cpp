@@ -155,8 +155,8 @@ int TileEmitter::window(int have, const sched::Region& region, const sched::Regi
   s.fn = Fn::region_copy;
   s.node = name;
   s.args = {{"src", have}, {"dst", out}};
-  s.src_origin = {need.h.lo - region.h.lo, need.w.lo - region.w.lo};
-  s.extent = {need.h.size(), need.w.size()};
+  s.params = Region{.src = {need.h.lo - region.h.lo, need.w.lo - region.w.lo},
+                    .size = {need.h.size(), need.w.size()}};
   b_.step(s);
   return out;
 }
@@ -241,8 +241,8 @@ void TileEmitter::forward(int input, int output, bool train) {
     s.fn = Fn::region_copy;
     s.node = m_.nodes[s_.output_node()].name;
     s.args = {{"src", v.buffer[size_t(s_.problem.output)]}, {"dst", output}};
-    s.dst_origin = {tp.out.h.lo, tp.out.w.lo};
-    s.extent = {tp.out.h.size(), tp.out.w.size()};
+    s.params =
+        Region{.dst = {tp.out.h.lo, tp.out.w.lo}, .size = {tp.out.h.size(), tp.out.w.size()}};
     b_.step(s);
   }
 }
@@ -271,8 +271,8 @@ void TileEmitter::backward(int input, int dy) {
     take.fn = Fn::region_copy;
     take.node = m_.nodes[s_.output_node()].name;
     take.args = {{"src", dy}, {"dst", grad[size_t(out)]}};
-    take.src_origin = {tp.out.h.lo, tp.out.w.lo};
-    take.extent = {tp.out.h.size(), tp.out.w.size()};
+    take.params =
+        Region{.src = {tp.out.h.lo, tp.out.w.lo}, .size = {tp.out.h.size(), tp.out.w.size()}};
     b_.step(take);
     for (int j = int(s_.nodes.size()) - 1; j >= 0; --j) {
       const int dy_j = grad[size_t(j)];
@@ -322,8 +322,8 @@ void TileEmitter::backward(int input, int dy) {
           back.fn = Fn::region_copy;
           back.node = nd.name;
           back.args = {{"src", dx}, {"dst", grad[size_t(ref)]}};
-          back.dst_origin = {need.h.lo - have.h.lo, need.w.lo - have.w.lo};
-          back.extent = {need.h.size(), need.w.size()};
+          back.params = Region{.dst = {need.h.lo - have.h.lo, need.w.lo - have.w.lo},
+                               .size = {need.h.size(), need.w.size()}};
           back.accumulate = true;
           b_.step(back);
         }

@@ -95,16 +95,20 @@ private:
       Step s = step(adam ? Fn::adam_update : Fn::sgd_update, -1,
                     {{"param", p.buffer}, {"grad", p.grad}});
       s.node = p.name;
-      s.lr = g_.o_.lr;
-      s.weight_decay = r.weight_decay;
+      if (adam)
+        s.params = Adam{.lr = g_.o_.lr,
+                        .beta1 = r.beta1,
+                        .beta2 = r.beta2,
+                        .eps = r.eps,
+                        .weight_decay = r.weight_decay};
+      else
+        s.params = Sgd{.lr = g_.o_.lr, .weight_decay = r.weight_decay, .momentum = r.momentum};
       if (adam) {
         s.args.push_back({"m", state_buffer("m")});
         s.args.push_back({"v", state_buffer("v")});
         s.args.push_back({"step", count});
-        s.beta1 = r.beta1, s.beta2 = r.beta2, s.eps = r.eps;
       } else if (r.momentum != 0) {
         s.args.push_back({"velocity", state_buffer("velocity")});
-        s.momentum = r.momentum;
       }
       b_.step(s);
     }
@@ -124,6 +128,7 @@ private:
     Step s;
     s.kind = StepKind::reference;
     s.fn = fn;
+    s.params = default_params(fn);
     if (node >= 0) {
       s.node = m_.nodes[node].name;
       s.op = m_.nodes[node].op;
@@ -338,7 +343,7 @@ private:
       case OpKind::concat: {
         Step s = step(Fn::concat_backward, c_node, {{"dy", dy}});
         for (int k = 0; k < c.position; ++k)
-          s.channel_offset += m_.shape_of(cn.inputs[size_t(k)])[1];
+          s.channel_slice().offset += m_.shape_of(cn.inputs[size_t(k)])[1];
         emit(std::move(s), "dx");
         break;
       }

@@ -51,13 +51,13 @@ bool uniform_storage(const StepInfo& s) {
 }
 
 void cfg_guard(Variant& v, const Step& st) {
-  cfg_bool(v, "GUARD", st.guard != Guard::none);
-  cfg_int(v, "THRESHOLD", st.guard != Guard::none ? st.threshold : 0);
+  cfg_bool(v, "GUARD", st.sparse.guard != Guard::none);
+  cfg_int(v, "THRESHOLD", st.sparse.guard != Guard::none ? st.sparse.threshold : 0);
 }
 
 std::string guard_tag(const Step& st) {
-  if (st.guard == Guard::none) return "";
-  return fmt::format("_g{}{}", st.guard == Guard::dense ? 'd' : 's', st.threshold);
+  if (st.sparse.guard == Guard::none) return "";
+  return fmt::format("_g{}{}", st.sparse.guard == Guard::dense ? 'd' : 's', st.sparse.threshold);
 }
 
 OutputForm::OutputForm(const StepInfo& s) {
