@@ -23,8 +23,8 @@ std::string geom_name(const ConvGeom& g) {
   // OH and OW settle the padding after the input (they differ for tiles of a tiled segment).
   return fmt::format("n{}c{}h{}w{}o{}_k{}x{}s{}x{}p{}x{}d{}x{}g{}{}", g.N, g.C, g.H, g.W, g.O, g.KH,
                      g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, g.G,
-                     g.OH == (g.H + 2 * g.PH - g.DH * (g.KH - 1) - 1) / g.SH + 1 &&
-                             g.OW == (g.W + 2 * g.PW - g.DW * (g.KW - 1) - 1) / g.SW + 1
+                     g.OH == window_out(g.H, g.KH, g.SH, g.PH, g.DH, false) &&
+                             g.OW == window_out(g.W, g.KW, g.SW, g.PW, g.DW, false)
                          ? ""
                          : fmt::format("_oh{}ow{}", g.OH, g.OW));
 }
