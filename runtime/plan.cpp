@@ -4,6 +4,8 @@
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/op_json.hpp"
+#include "runtime/ops/registry.hpp"
+#include "runtime/step_json.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,11 +30,6 @@ constexpr std::pair<BufferRole, std::string_view> role_names[] = {
     {BufferRole::activation, "activation"},
     {BufferRole::optimizer_state, "optimizer_state"}};
 
-constexpr std::pair<StepKind, std::string_view> kind_names[] = {{StepKind::launch, "launch"},
-                                                                {StepKind::library, "library"},
-                                                                {StepKind::reference, "reference"},
-                                                                {StepKind::free, "free"}};
-
 template <class E, size_t N>
 E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string& s,
              const std::string& ptr, std::string_view what) {
@@ -45,19 +42,9 @@ E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string
 
 std::string_view layout_name(Layout l) { return l == Layout::nhwc ? "nhwc" : "nchw"; }
 
-std::string_view guard_name(Guard g) {
-  return g == Guard::dense ? "dense" : g == Guard::sparse ? "sparse" : "none";
-}
-
 std::string_view role_name(BufferRole r) {
   for (auto& [e, n] : role_names)
     if (e == r) return n;
-  return "?";
-}
-
-std::string_view step_kind_name(StepKind k) {
-  for (auto& [e, n] : kind_names)
-    if (e == k) return n;
   return "?";
 }
 
@@ -82,6 +69,33 @@ std::vector<int> Step::variadic(char prefix) const {
     r.push_back(b);
   }
 }
+
+namespace {
+
+// The step's parameters as P; an error naming the step when it holds another alternative.
+template <class P, class V> auto& held(const Step& s, V& params) {
+  if (auto* p = std::get_if<P>(&params)) return *p;
+  throw Error("", cat("step ", fn_name(s.fn), " of ", s.node),
+              cat("holds ", params_name(params.index()), " parameters, not ",
+                  params_name(params_index<P>())));
+}
+
+} // namespace
+
+FnParams default_params(Fn f) { return default_params(fn_def(f).params); }
+
+const FoldBn& Step::fold_bn() const { return held<FoldBn>(*this, params); }
+FoldBn& Step::fold_bn() { return held<FoldBn>(*this, params); }
+const Sgd& Step::sgd() const { return held<Sgd>(*this, params); }
+Sgd& Step::sgd() { return held<Sgd>(*this, params); }
+const Adam& Step::adam() const { return held<Adam>(*this, params); }
+Adam& Step::adam() { return held<Adam>(*this, params); }
+const Region& Step::region() const { return held<Region>(*this, params); }
+Region& Step::region() { return held<Region>(*this, params); }
+const ChannelSlice& Step::channel_slice() const { return held<ChannelSlice>(*this, params); }
+ChannelSlice& Step::channel_slice() { return held<ChannelSlice>(*this, params); }
+const FusedPool& Step::fused_pool() const { return held<FusedPool>(*this, params); }
+FusedPool& Step::fused_pool() { return held<FusedPool>(*this, params); }
 
 int Plan::find_buffer(std::string_view name) const {
   for (size_t i = 0; i < buffers.size(); ++i)
@@ -149,50 +163,8 @@ ojson plan_to_json(const Plan& p) {
   ojson phases = ojson::object();
   for (const Phase& ph : p.phases) {
     ojson steps = ojson::array();
-    for (const Step& s : ph.steps) {
-      ojson o;
-      o["kind"] = step_kind_name(s.kind);
-      if (s.kind == StepKind::free) {
-        o["buffer"] = name(s.buffer);
-        steps.push_back(o);
-        continue;
-      }
-      o["fn"] = fn_name(s.fn);
-      o["node"] = s.node;
-      o["op"] = op_name(s.op);
-      o["attrs"] = attrs_to_json(s.op, s.attrs, false);
-      if (s.fn == Fn::conv2d_pool_forward)
-        o["pool"] = attrs_to_json(OpKind::maxpool2d, s.pool, false);
-      // Sorted by role: JSON objects are unordered, so this is the form that round-trips.
-      std::vector<const Arg*> sorted;
-      for (const Arg& a : s.args)
-        sorted.push_back(&a);
-      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->role < b->role; });
-      ojson args = ojson::object();
-      for (const Arg* a : sorted)
-        args[a->role] = name(a->buffer);
-      o["args"] = args;
-      if (s.accumulate) o["accumulate"] = true;
-      if (s.relu) o["relu"] = true;
-      if (s.fn == Fn::concat_backward || (s.fn == Fn::concat_forward && s.channel_offset))
-        o["channel_offset"] = s.channel_offset;
-      const bool update = s.fn == Fn::sgd_update || s.fn == Fn::adam_update;
-      if (update) o["lr"] = s.lr;
-      if (update && s.weight_decay != 0) o["weight_decay"] = s.weight_decay;
-      if (s.fn == Fn::sgd_update && s.momentum != 0) o["momentum"] = s.momentum;
-      if (s.fn == Fn::adam_update) o["betas"] = {s.beta1, s.beta2};
-      if (s.fn == Fn::conv2d_fold_bn || s.fn == Fn::adam_update) o["eps"] = s.eps;
-      if (s.fn == Fn::region_copy)
-        o["region"] = {{"src", s.src_origin}, {"dst", s.dst_origin}, {"size", s.extent}};
-      if (s.guard != Guard::none) {
-        o["guard"] = guard_name(s.guard);
-        o["threshold"] = s.threshold;
-      }
-      if (s.density >= 0) o["density"] = s.density;
-      if (s.kind == StepKind::launch) o["kernel"] = p.kernels[s.kernel].name;
-      if (s.kind == StepKind::library) o["library"] = s.library;
-      steps.push_back(o);
-    }
+    for (const Step& s : ph.steps)
+      steps.push_back(step_to_json(s, p));
     phases[ph.name] = steps;
   }
   j["phases"] = phases;
@@ -355,101 +327,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         throw Error("", pp, cat("unknown phase \"", it.key(), "\" (forward, backward, update)"));
       ju::expect_array(it.value(), pp);
       Phase ph{it.key(), {}};
-      for (size_t i = 0; i < it.value().size(); ++i) {
-        const std::string ptr = ju::child(pp, i);
-        const json& s = it.value()[i];
-        ju::expect_object(s, ptr);
-        Step st;
-        st.kind = parse_enum(kind_names, ju::get_string(ju::require(s, "kind", ptr), ptr + "/kind"),
-                             ptr + "/kind", "step kind");
-        if (st.kind == StepKind::free) {
-          ju::reject_unknown_keys(s, ptr, {"kind", "buffer"});
-          st.buffer = ref(ju::require(s, "buffer", ptr), ptr + "/buffer");
-          ph.steps.push_back(st);
-          continue;
-        }
-        ju::reject_unknown_keys(s, ptr, {"kind",       "fn",      "node",
-                                         "op",         "attrs",   "args",
-                                         "accumulate", "relu",    "channel_offset",
-                                         "lr",         "eps",     "kernel",
-                                         "library",    "region",  "guard",
-                                         "threshold",  "density", "weight_decay",
-                                         "momentum",   "betas",   "pool"});
-        const std::string fn = ju::get_string(ju::require(s, "fn", ptr), ptr + "/fn");
-        auto f = parse_fn(fn);
-        if (!f) throw Error("", ptr + "/fn", cat("unknown function \"", fn, "\""));
-        st.fn = *f;
-        st.node = ju::get_string(ju::require(s, "node", ptr), ptr + "/node");
-        const std::string op = ju::get_string(ju::require(s, "op", ptr), ptr + "/op");
-        auto o = parse_op(op);
-        if (!o) throw Error("", ptr + "/op", cat("unknown op \"", op, "\""));
-        st.op = *o;
-        const json& attrs = ju::require(s, "attrs", ptr);
-        ju::expect_object(attrs, ptr + "/attrs");
-        st.attrs = attrs_from_json(st.op, attrs, ptr + "/attrs", {});
-        if (st.fn == Fn::conv2d_pool_forward) {
-          const json& pool = ju::require(s, "pool", ptr);
-          ju::expect_object(pool, ptr + "/pool");
-          st.pool = attrs_from_json(OpKind::maxpool2d, pool, ptr + "/pool", {});
-        } else if (s.contains("pool")) {
-          throw Error("", ptr + "/pool", "is the fused pool of conv2d.pool_forward only");
-        }
-        const json& args = ju::require(s, "args", ptr);
-        ju::expect_object(args, ptr + "/args");
-        for (auto a = args.begin(); a != args.end(); ++a)
-          st.args.push_back({a.key(), ref(a.value(), ju::child(ptr + "/args", a.key()))});
-        if (s.contains("accumulate"))
-          st.accumulate = ju::get_bool(s["accumulate"], ptr + "/accumulate");
-        if (s.contains("channel_offset"))
-          st.channel_offset = ju::get_int(s["channel_offset"], ptr + "/channel_offset");
-        if (s.contains("lr")) st.lr = ju::get_number(s["lr"], ptr + "/lr");
-        if (s.contains("relu")) st.relu = ju::get_bool(s["relu"], ptr + "/relu");
-        if (s.contains("eps")) st.eps = ju::get_number(s["eps"], ptr + "/eps");
-        if (s.contains("weight_decay"))
-          st.weight_decay = ju::get_number(s["weight_decay"], ptr + "/weight_decay");
-        if (s.contains("momentum")) st.momentum = ju::get_number(s["momentum"], ptr + "/momentum");
-        if (s.contains("betas")) {
-          const json& b = s["betas"];
-          if (!b.is_array() || b.size() != 2)
-            throw Error("", ptr + "/betas", "expected [beta1, beta2]");
-          st.beta1 = ju::get_number(b[0], ptr + "/betas/0");
-          st.beta2 = ju::get_number(b[1], ptr + "/betas/1");
-        }
-        if (s.contains("region")) {
-          const json& r = s["region"];
-          const std::string rp = ptr + "/region";
-          ju::expect_object(r, rp);
-          ju::reject_unknown_keys(r, rp, {"src", "dst", "size"});
-          for (auto [key, field] :
-               {std::pair{"src", &st.src_origin}, {"dst", &st.dst_origin}, {"size", &st.extent}}) {
-            const json& v = ju::require(r, key, rp);
-            const std::string vp = rp + "/" + key;
-            if (!v.is_array() || v.size() != 2) throw Error("", vp, "expected [h, w]");
-            (*field)[0] = ju::get_int(v[0], vp + "/0");
-            (*field)[1] = ju::get_int(v[1], vp + "/1");
-          }
-        }
-        if (s.contains("guard")) {
-          const std::string g = ju::get_string(s["guard"], ptr + "/guard");
-          if (g != "dense" && g != "sparse")
-            throw Error("", ptr + "/guard", cat("unknown guard \"", g, "\" (dense, sparse)"));
-          st.guard = g == "dense" ? Guard::dense : Guard::sparse;
-          st.threshold = ju::get_int(ju::require(s, "threshold", ptr), ptr + "/threshold");
-        } else if (s.contains("threshold")) {
-          throw Error("", ptr + "/threshold", "is the threshold of a guard; the step has none");
-        }
-        if (s.contains("density")) st.density = ju::get_number(s["density"], ptr + "/density");
-        if (st.kind == StepKind::launch) {
-          const std::string kn = ju::get_string(ju::require(s, "kernel", ptr), ptr + "/kernel");
-          auto it = kernel_index.find(kn);
-          if (it == kernel_index.end())
-            throw Error("", ptr + "/kernel", cat("unknown kernel \"", kn, "\""));
-          st.kernel = it->second;
-        }
-        if (st.kind == StepKind::library)
-          st.library = ju::get_string(ju::require(s, "library", ptr), ptr + "/library");
-        ph.steps.push_back(std::move(st));
-      }
+      for (size_t i = 0; i < it.value().size(); ++i)
+        ph.steps.push_back(step_from_json(it.value()[i], ju::child(pp, i), ref, kernel_index));
       p.phases.push_back(std::move(ph));
     }
     // JSON objects are unordered; phases run in their canonical order.

@@ -14,6 +14,7 @@
 #include "runtime/op.hpp"
 #include "runtime/shape.hpp"
 #include "runtime/step_fn.hpp"
+#include "runtime/step_params.hpp"
 
 #include <array>
 #include <nlohmann/json.hpp>
@@ -75,17 +76,6 @@ struct Kernel {
 
 enum class StepKind { launch, library, reference, free };
 
-// Device-side dispatch between a dense and a sparse computation of one value (DESIGN.md
-// 5.4): both steps are in the plan, each guarded, and each reads the running nonzero count
-// `nnz` that the compaction of its input wrote. A `dense` step computes only when nnz >
-// threshold, a `sparse` one only when nnz <= threshold; otherwise it leaves its outputs
-// untouched. Kernels test the guard themselves on the device (no copy to the host, nothing
-// for a CUDA graph to branch on); the reference backend tests it on the host.
-enum class Guard { none, dense, sparse }; // on conv steps (and partial.sum, a conv's completion)
-std::string_view guard_name(Guard g);
-inline bool guard_passes(Guard g, int64_t threshold, int64_t nnz) {
-  return g == Guard::none || (g == Guard::dense ? nnz > threshold : nnz <= threshold);
-}
 std::string_view step_kind_name(StepKind k);
 
 struct Arg {
@@ -99,29 +89,38 @@ struct Step {
   std::string node; // graph node, for messages and NVTX ranges
   OpKind op = OpKind::relu;
   Attrs attrs;
-  Attrs pool; // conv2d.pool_forward: the fused max pool's attributes (a maxpool2d's)
   std::vector<Arg> args;
-  bool accumulate = false;     // add into the outputs instead of overwriting them
-  bool relu = false;           // fused epilogue of conv2d / linear / batchnorm .forward
-  int64_t channel_offset = 0;  // concat.backward
-  double lr = 0;               // sgd.update, adam.update
-  double eps = 0;              // conv2d.fold_bn: the batchnorm's epsilon; adam.update's
-  double weight_decay = 0;     // sgd.update, adam.update: grad + weight_decay * param
-  double momentum = 0;         // sgd.update (with a velocity)
-  double beta1 = 0, beta2 = 0; // adam.update: the moments' decay rates
-  // region.copy: dst[n][c][dst_origin + i][..] (+)= src[n][c][src_origin + i][..] for i < extent.
-  Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
-  Guard guard = Guard::none;
-  int64_t threshold = 0; // guard: the nonzero count at or below which the sparse path runs
-  double density = -1;   // sparse steps: the input density planned for (informative)
-  int kernel = -1;       // launch: index into Plan::kernels
-  std::string library;   // library: "cudnn"
-  int buffer = -1;       // free: the buffer freed
+  bool accumulate = false; // add into the outputs instead of overwriting them
+  Epilogue epilogue;       // functions with a fused epilogue (FnDef::epilogue)
+  SparseDispatch sparse;   // the guard (guardable functions) and the planned density
+  FnParams params;         // the function's own parameters: the alternative its FnDef names
+  int kernel = -1;         // launch: index into Plan::kernels
+  std::string library;     // library: "cudnn"
+  int buffer = -1;         // free: the buffer freed
 
   int arg(std::string_view role) const;         // buffer index, or -1
   int need(std::string_view role) const;        // buffer index; throws if absent
   std::vector<int> variadic(char prefix) const; // x0, x1, ... in order
+
+  // The parameters, typed; throws kiln::Error when the step holds another alternative.
+  const FoldBn& fold_bn() const;
+  FoldBn& fold_bn();
+  const Sgd& sgd() const;
+  Sgd& sgd();
+  const Adam& adam() const;
+  Adam& adam();
+  const Region& region() const;
+  Region& region();
+  const ChannelSlice& channel_slice() const;
+  ChannelSlice& channel_slice();
+  const FusedPool& fused_pool() const;
+  FusedPool& fused_pool();
 };
+
+// The parameters a step of `f` starts with: the defaults of the alternative its function
+// takes. Whoever sets a step's function sets its parameters (validation rejects another
+// alternative).
+FnParams default_params(Fn f);
 
 struct ParamBinding {
   std::string name; // "<layer>.<suffix>", the safetensors name

@@ -110,8 +110,8 @@ Tensor decompacted(const Tensor& values, const Tensor& index, const Tensor& coun
 // The nnz a guarded step must read to run: its own count when that passes, else the
 // nearest count that does.
 int64_t passing_nnz(const Step& s, int64_t nnz) {
-  if (s.guard == Guard::dense) return std::max(nnz, s.threshold + 1);
-  if (s.guard == Guard::sparse) return std::min(nnz, s.threshold);
+  if (s.sparse.guard == Guard::dense) return std::max(nnz, s.sparse.threshold + 1);
+  if (s.sparse.guard == Guard::sparse) return std::min(nnz, s.sparse.threshold);
   return nnz;
 }
 
@@ -185,7 +185,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     cpu::CpuBackend ref_backend;
     Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
     const Step& ds = dev_plan.phases[0].steps[0];
-    const double d = density >= 0 ? density : step.density >= 0 ? step.density : 0.5;
+    const double d = density >= 0 ? density : step.sparse.density >= 0 ? step.sparse.density : 0.5;
     // A compacted input: the form of a random tensor with d nonzeros (x holds that tensor).
     std::optional<Compacted> sparse_in;
     Tensor sparse_x;

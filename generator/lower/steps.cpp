@@ -10,6 +10,7 @@ Step node_step(const Node& n, Fn fn, std::vector<Arg> args) {
   Step s;
   s.kind = StepKind::reference;
   s.fn = fn;
+  s.params = default_params(fn);
   s.node = n.name;
   s.op = n.op;
   s.attrs = n.attrs;
@@ -21,6 +22,7 @@ Step step_like(const Step& of, Fn fn, std::vector<Arg> args) {
   Step s;
   s.kind = StepKind::reference;
   s.fn = fn;
+  s.params = default_params(fn);
   s.node = of.node;
   s.op = of.op;
   s.attrs = of.attrs;
@@ -32,6 +34,7 @@ Step plain_step(Fn fn, std::string label, std::vector<Arg> args) {
   Step s;
   s.kind = StepKind::reference;
   s.fn = fn;
+  s.params = default_params(fn);
   s.node = std::move(label);
   s.args = std::move(args);
   return s;

@@ -16,7 +16,8 @@ namespace kiln {
 // A step computing `fn` for a model node.
 Step node_step(const Node& n, Fn fn, std::vector<Arg> args);
 // A step of the same node as `of` (a rewrite completing or replacing it), with no arguments
-// beyond `args` and none of `of`'s step parameters.
+// beyond `args` and none of `of`'s step parameters (each step starts with its function's
+// default parameters).
 Step step_like(const Step& of, Fn fn, std::vector<Arg> args = {});
 // A step of no model node (copies, the loss, updates); `label` names it in messages.
 Step plain_step(Fn fn, std::string label, std::vector<Arg> args);

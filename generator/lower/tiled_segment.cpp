@@ -136,8 +136,8 @@ int TileEmitter::window(int have, const sched::Region& region, const sched::Regi
   const Shape& full = b_.plan().buffers[have].shape;
   const int out = fresh(name, {full[0], full[1], need.h.size(), need.w.size()});
   Step s = plain_step(Fn::region_copy, name, {{"src", have}, {"dst", out}});
-  s.src_origin = {need.h.lo - region.h.lo, need.w.lo - region.w.lo};
-  s.extent = {need.h.size(), need.w.size()};
+  s.params = Region{.src = {need.h.lo - region.h.lo, need.w.lo - region.w.lo},
+                    .size = {need.h.size(), need.w.size()}};
   b_.step(s);
   return out;
 }
@@ -200,8 +200,8 @@ void TileEmitter::forward(int input, int output, bool train) {
     const sched::TilePlan& tp = s_.tiles[size_t(t)];
     Step s = plain_step(Fn::region_copy, m_.nodes[s_.output_node()].name,
                         {{"src", v.buffer[size_t(s_.problem.output)]}, {"dst", output}});
-    s.dst_origin = {tp.out.h.lo, tp.out.w.lo};
-    s.extent = {tp.out.h.size(), tp.out.w.size()};
+    s.params =
+        Region{.dst = {tp.out.h.lo, tp.out.w.lo}, .size = {tp.out.h.size(), tp.out.w.size()}};
     b_.step(s);
   }
 }
@@ -243,8 +243,8 @@ void TileEmitter::backward(int input, int dy) {
                               b_.plan().buffers[v.buffer[size_t(out)]].shape);
     Step take = plain_step(Fn::region_copy, m_.nodes[s_.output_node()].name,
                            {{"src", dy}, {"dst", grad[size_t(out)]}});
-    take.src_origin = {tp.out.h.lo, tp.out.w.lo};
-    take.extent = {tp.out.h.size(), tp.out.w.size()};
+    take.params =
+        Region{.src = {tp.out.h.lo, tp.out.w.lo}, .size = {tp.out.h.size(), tp.out.w.size()}};
     b_.step(take);
     for (int j = int(s_.nodes.size()) - 1; j >= 0; --j) {
       const int dy_j = grad[size_t(j)];
@@ -276,8 +276,8 @@ void TileEmitter::backward(int input, int dy) {
         if (!direct) {
           Step back =
               plain_step(Fn::region_copy, nd.name, {{"src", dx}, {"dst", grad[size_t(ref)]}});
-          back.dst_origin = {need.h.lo - have.h.lo, need.w.lo - have.w.lo};
-          back.extent = {need.h.size(), need.w.size()};
+          back.params = Region{.dst = {need.h.lo - have.h.lo, need.w.lo - have.w.lo},
+                               .size = {need.h.size(), need.w.size()}};
           back.accumulate = true;
           b_.step(back);
         }

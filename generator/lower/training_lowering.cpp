@@ -76,16 +76,20 @@ private:
       };
       Step s = plain_step(adam ? Fn::adam_update : Fn::sgd_update, p.name,
                           {{"param", p.buffer}, {"grad", p.grad}});
-      s.lr = g_.o_.lr;
-      s.weight_decay = r.weight_decay;
+      if (adam)
+        s.params = Adam{.lr = g_.o_.lr,
+                        .beta1 = r.beta1,
+                        .beta2 = r.beta2,
+                        .eps = r.eps,
+                        .weight_decay = r.weight_decay};
+      else
+        s.params = Sgd{.lr = g_.o_.lr, .weight_decay = r.weight_decay, .momentum = r.momentum};
       if (adam) {
         s.args.push_back({"m", state_buffer("m")});
         s.args.push_back({"v", state_buffer("v")});
         s.args.push_back({"step", count});
-        s.beta1 = r.beta1, s.beta2 = r.beta2, s.eps = r.eps;
       } else if (r.momentum != 0) {
         s.args.push_back({"velocity", state_buffer("velocity")});
-        s.momentum = r.momentum;
       }
       b_.step(s);
     }

@@ -25,7 +25,7 @@ std::vector<size_t> readers(const Plan& p, const std::vector<Step>& steps, int b
 
 bool fusable_conv(const Plan& p, const Step& s) {
   return s.fn == Fn::conv2d_forward && s.kind != StepKind::free && !s.accumulate &&
-         s.guard == Guard::none && s.arg("residual") < 0 && s.arg("y_values") < 0 &&
+         s.sparse.guard == Guard::none && s.arg("residual") < 0 && s.arg("y_values") < 0 &&
          p.buffers[s.need("y")].role == BufferRole::activation &&
          p.buffers[s.need("y")].view_of < 0;
 }
@@ -48,7 +48,7 @@ std::vector<ConvPoolDecision> plan_conv_pool(Plan& p, const GpuDesc& g) {
         continue;
       Step fused = steps[i];
       fused.fn = Fn::conv2d_pool_forward;
-      fused.pool = pool.attrs;
+      fused.params = FusedPool{pool.attrs};
       fused.node = steps[i].node + "+" + pool.node;
       for (Arg& a : fused.args)
         if (a.role == "y") a.buffer = pool.need("y");

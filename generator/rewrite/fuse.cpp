@@ -55,13 +55,13 @@ struct Fuser {
     if (conv) {
       const int c = sole_consumer(head.need("y"), i + 1);
       if (c >= 0 && steps[c].fn == Fn::batchnorm_forward && steps[c].need("x") == head.need("y") &&
-          !steps[c].relu) {
+          steps[c].epilogue.activation == Activation::none) {
         const Step& bn = steps[c];
         const Shape w_shape = p.buffers[head.need("w")].shape;
         const DType w_dtype = p.buffers[head.need("w")].dtype;
         Step fold = step_like(head, Fn::conv2d_fold_bn);
         fold.node = head.node + "+" + bn.node;
-        fold.eps = bn.attrs.eps;
+        fold.params = FoldBn{bn.attrs.eps};
         fold.args = {{"w", head.need("w")}};
         if (head.arg("b") >= 0) fold.args.push_back({"b", head.arg("b")});
         for (const char* r : {"weight", "bias", "running_mean", "running_var"})
@@ -95,7 +95,7 @@ struct Fuser {
     if (conv || head.fn == Fn::linear_forward || head.fn == Fn::batchnorm_forward) {
       const int r = sole_consumer(head.need("y"), i + 1);
       if (r >= 0 && steps[r].fn == Fn::relu_forward && !steps[r].accumulate) {
-        head.relu = true;
+        head.epilogue.activation = Activation::relu;
         set_arg(head, "y", steps[r].need("y"));
         head.node += "+" + steps[r].node;
         dead[r] = 1;

@@ -126,7 +126,7 @@ private:
     const Step& s = (*steps_)[size_t(prod)];
     const bool kind = s.fn == Fn::relu_forward || s.fn == Fn::batchnorm_forward ||
                       s.fn == Fn::conv2d_forward || s.fn == Fn::conv2d_forward_sparse;
-    return kind && !s.accumulate && s.guard == Guard::none && s.arg(kFormOfY.values) < 0 &&
+    return kind && !s.accumulate && s.sparse.guard == Guard::none && s.arg(kFormOfY.values) < 0 &&
            s.need("y") == x && p_.buffers[x].shape.size() == 4;
   }
 
@@ -142,7 +142,7 @@ private:
       c.args = {{"x", x}};
       add_form_args(c, f, kFormOfX);
     }
-    c.density = d;
+    c.sparse.density = d;
     return c;
   }
 
@@ -196,7 +196,7 @@ private:
   // The density at which the sparse step's time reaches the dense step's: where the
   // dispatch switches. 1 when the sparse step is never slower.
   double crossover(Step sparse, double dense_us) const {
-    return crossover([&](double d) { return sparse.density = d, cost(sparse); }, dense_us);
+    return crossover([&](double d) { return sparse.sparse.density = d, cost(sparse); }, dense_us);
   }
   template <class CostAt> double crossover(CostAt sparse_us, double dense_us) const {
     if (sparse_us(1.0) <= dense_us) return 1.0;
@@ -269,7 +269,8 @@ private:
     const int x = st.need("x");
     const int prod = producer(i, x);
     const Step* ps = prod >= 0 ? &(*steps_)[size_t(prod)] : nullptr;
-    const bool after_relu = ps && (ps->fn == Fn::relu_forward || ps->relu);
+    const bool after_relu =
+        ps && (ps->fn == Fn::relu_forward || ps->epilogue.activation == Activation::relu);
     const bool forced = o_.mode != SparseMode::off &&
                         (o_.forced.count(d.layer) || (o_.mode == SparseMode::force && after_relu));
     auto keep = [&](std::string why) {
@@ -295,8 +296,8 @@ private:
          cs = cs > 8 ? cs / 2 : 0) {
       Form& fc = form(x, cs, !forced);
       Step s = step_like(st, Fn::conv2d_forward_sparse);
-      s.relu = st.relu;
-      s.density = dens;
+      s.epilogue = st.epilogue;
+      s.sparse.density = dens;
       s.args = {{"x", x}, {"values", fc.values}, {"index", fc.index}, {"count", fc.count}};
       for (const Arg& a : st.args)
         if (a.role != "x") s.args.push_back(a);
@@ -333,11 +334,11 @@ private:
                            "is at most {:.3f}",
                            given != o_.threshold.end() ? "hints.sparse_threshold; " : "",
                            d.sparse_us, d.compaction_us, d.dense_us, dens, d.threshold);
-    sp.guard = Guard::sparse;
-    sp.threshold = d.threshold_nnz;
+    sp.sparse.guard = Guard::sparse;
+    sp.sparse.threshold = d.threshold_nnz;
     sp.args.push_back({"nnz", f->nnz});
-    st.guard = Guard::dense;
-    st.threshold = d.threshold_nnz;
+    st.sparse.guard = Guard::dense;
+    st.sparse.threshold = d.threshold_nnz;
     st.args.push_back({"nnz", f->nnz});
     after_[i].push_back(created(std::move(sp)));
     decisions_.push_back(d);
@@ -366,7 +367,7 @@ private:
     const int64_t cs = sparse_slice(p_.buffers[x].shape[1] / st.attrs.groups);
     Form& f = form(x, cs, !forced);
     Step sw = step_like(st, Fn::conv2d_backward_weight_sparse);
-    sw.density = dens;
+    sw.sparse.density = dens;
     sw.accumulate = st.accumulate;
     sw.args = {{"x", x},           {"values", f.values},  {"index", f.index},
                {"count", f.count}, {"dy", st.need("dy")}, {"dw", st.need("dw")}};
@@ -394,9 +395,9 @@ private:
                               "sparse {:.1f} us + compaction {:.1f} us",
                               dens, d.dense_us, d.sparse_us, d.compaction_us));
     const double sum_us = split.splits > 1 ? cost(split.sum) : 0;
-    d.threshold =
-        crossover([&](double at) { return split.weight.density = at, cost(split.weight) + sum_us; },
-                  d.dense_us);
+    d.threshold = crossover(
+        [&](double at) { return split.weight.sparse.density = at, cost(split.weight) + sum_us; },
+        d.dense_us);
     d.threshold_nnz = int64_t(std::floor(d.threshold * double(numel(p_.buffers[x].shape))));
     write_form(f, -1, x, i, dens, d.compaction);
     d.path = "dispatch";
@@ -404,14 +405,14 @@ private:
                            "dense at density {:.3f}; the sparse kernels run while the density "
                            "is at most {:.3f}{}",
                            d.sparse_us, d.compaction_us, d.dense_us, dens, d.threshold, how);
-    split.weight.density = dens;
+    split.weight.sparse.density = dens;
     for (Step* s : {&split.weight, &split.sum}) {
-      s->guard = Guard::sparse;
-      s->threshold = d.threshold_nnz;
+      s->sparse.guard = Guard::sparse;
+      s->sparse.threshold = d.threshold_nnz;
       s->args.push_back({"nnz", f.nnz});
     }
-    st.guard = Guard::dense;
-    st.threshold = d.threshold_nnz;
+    st.sparse.guard = Guard::dense;
+    st.sparse.threshold = d.threshold_nnz;
     st.args.push_back({"nnz", f.nnz});
     after_[i].push_back(created(std::move(split.weight)));
     if (split.splits > 1) after_[i].push_back(created(std::move(split.sum)));

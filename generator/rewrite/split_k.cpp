@@ -17,7 +17,7 @@ constexpr int64_t kSlices[] = {2, 3, 4, 6, 8, 12, 16};
 int64_t reduction(const Plan& p, const Step& s) {
   const bool linear = s.fn == Fn::linear_forward;
   if ((s.fn != Fn::conv2d_forward && !linear) || s.kind == StepKind::free || s.accumulate ||
-      s.guard != Guard::none || s.arg("y_values") >= 0 || (!linear && s.attrs.groups != 1))
+      s.sparse.guard != Guard::none || s.arg("y_values") >= 0 || (!linear && s.attrs.groups != 1))
     return 0;
   const Buffer& y = p.buffers[s.need("y")];
   const Shape& w = p.buffers[s.need("w")].shape;
@@ -55,7 +55,7 @@ Split make_split(const Plan& p, const Step& s, int64_t slices) {
   out.sum.fn = Fn::partial_sum;
   out.sum.node = s.node;
   out.sum.op = s.op;
-  out.sum.relu = s.relu;
+  out.sum.epilogue = s.epilogue;
   out.sum.args = {{"partial", partial}};
   for (const char* role : {"b", "residual"})
     if (s.arg(role) >= 0) out.sum.args.push_back({role, s.arg(role)});

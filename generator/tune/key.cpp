@@ -28,8 +28,8 @@ TuneKey tune_key(const Plan& p, const Step& s, Layout layout) {
   if (k.dtype.empty() && !s.args.empty())
     k.dtype = std::string(dtype_name(p.buffers[size_t(s.args.back().buffer)].dtype));
   k.id = fmt::format("{}|{}|{}|relu={}|accumulate={}|guard={}|{}", k.op, typed,
-                     attrs_to_json(s.op, s.attrs, false).dump(), int(s.relu), int(s.accumulate),
-                     guard_name(s.guard), k.layout);
+                     attrs_to_json(s.op, s.attrs, false).dump(), int(s.epilogue.activation),
+                     int(s.accumulate), guard_name(s.sparse.guard), k.layout);
   return k;
 }
 

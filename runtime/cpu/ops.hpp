@@ -9,6 +9,7 @@
 
 #include "runtime/op.hpp"
 #include "runtime/shape.hpp"
+#include "runtime/step_params.hpp"
 
 #include <cstdint>
 #include <span>
@@ -117,19 +118,14 @@ template <class T>
 void mse_backward(CView<T> logits, CView<T> target, View<T> dlogits, bool accumulate);
 
 // Optimizer updates, in place, each element computed in double and rounded once (the
-// formulas: runtime/step_fn.hpp, as torch.optim.SGD and torch.optim.Adam).
+// formulas: runtime/step_fn.hpp, as torch.optim.SGD and torch.optim.Adam; the
+// hyperparameters: the steps' Sgd and Adam, runtime/step_params.hpp).
 // Plain SGD: param -= lr * grad.
 template <class T> void sgd_update(View<T> param, CView<T> grad, double lr);
-struct SgdHyper {
-  double lr = 0, weight_decay = 0, momentum = 0;
-};
 // With momentum, `velocity` (param's size) is updated too; it may be null when momentum is 0.
-template <class T> void sgd_update(View<T> param, CView<T> grad, T* velocity, const SgdHyper& h);
-struct AdamHyper {
-  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
-};
+template <class T> void sgd_update(View<T> param, CView<T> grad, T* velocity, const Sgd& h);
 // t: the count of this update, from 1 (throws kiln::Error below 1).
 template <class T>
-void adam_update(View<T> param, CView<T> grad, T* m, T* v, int64_t t, const AdamHyper& h);
+void adam_update(View<T> param, CView<T> grad, T* m, T* v, int64_t t, const Adam& h);
 
 } // namespace kiln::cpu

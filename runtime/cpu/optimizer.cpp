@@ -10,10 +10,10 @@ namespace kiln::cpu {
 using detail::need;
 
 template <class T> void sgd_update(View<T> param, CView<T> grad, double lr) {
-  sgd_update<T>(param, grad, nullptr, SgdHyper{lr, 0, 0});
+  sgd_update<T>(param, grad, nullptr, Sgd{lr, 0, 0});
 }
 
-template <class T> void sgd_update(View<T> param, CView<T> grad, T* velocity, const SgdHyper& h) {
+template <class T> void sgd_update(View<T> param, CView<T> grad, T* velocity, const Sgd& h) {
   const int64_t n = numel(param.shape);
   need(numel(grad.shape) == n, "sgd_update", "parameter ", shape_str(param.shape), " and gradient ",
        shape_str(grad.shape), " differ in size");
@@ -31,7 +31,7 @@ template <class T> void sgd_update(View<T> param, CView<T> grad, T* velocity, co
 }
 
 template <class T>
-void adam_update(View<T> param, CView<T> grad, T* m, T* v, int64_t t, const AdamHyper& h) {
+void adam_update(View<T> param, CView<T> grad, T* m, T* v, int64_t t, const Adam& h) {
   const int64_t n = numel(param.shape);
   need(numel(grad.shape) == n, "adam_update", "parameter ", shape_str(param.shape),
        " and gradient ", shape_str(grad.shape), " differ in size");
@@ -51,8 +51,8 @@ void adam_update(View<T> param, CView<T> grad, T* m, T* v, int64_t t, const Adam
 
 #define KILN_INSTANTIATE(T)                                                                        \
   template void sgd_update<T>(View<T>, CView<T>, double);                                          \
-  template void sgd_update<T>(View<T>, CView<T>, T*, const SgdHyper&);                             \
-  template void adam_update<T>(View<T>, CView<T>, T*, T*, int64_t, const AdamHyper&);
+  template void sgd_update<T>(View<T>, CView<T>, T*, const Sgd&);                                  \
+  template void adam_update<T>(View<T>, CView<T>, T*, T*, int64_t, const Adam&);
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 #undef KILN_INSTANTIATE

@@ -117,7 +117,10 @@ public:
       if (s.arg("b") >= 0) ck(cudnnAddTensor(handle_, &one, desc("b"), ptr("b"), &one, desc("y"), ptr("y")), "cudnnAddTensor");
       if (s.arg("residual") >= 0)
         ck(cudnnAddTensor(handle_, &one, desc("residual"), ptr("residual"), &one, desc("y"), ptr("y")), "cudnnAddTensor");
-      if (s.relu) ck(cudnnActivationForward(handle_, p.relu, &one, desc("y"), ptr("y"), &zero, desc("y"), ptr("y")), "cudnnActivationForward");
+      if (s.epilogue.activation == Activation::relu)
+        ck(cudnnActivationForward(handle_, p.relu, &one, desc("y"), ptr("y"), &zero, desc("y"),
+                                  ptr("y")),
+           "cudnnActivationForward");
       break;
     case Fn::conv2d_backward_data:
       ck(cudnnConvolutionBackwardData(handle_, &one, p.filter->d, ptr("w"), desc("dy"), ptr("dy"), p.conv,
@@ -161,7 +164,10 @@ public:
                                                  desc("y"), ptr("y"), desc("weight"), ptr("weight"), ptr("bias"),
                                                  ptr("running_mean"), ptr("running_var"), s.attrs.eps),
          "cudnnBatchNormalizationForwardInference");
-      if (s.relu) ck(cudnnActivationForward(handle_, p.relu, &one, desc("y"), ptr("y"), &zero, desc("y"), ptr("y")), "cudnnActivationForward");
+      if (s.epilogue.activation == Activation::relu)
+        ck(cudnnActivationForward(handle_, p.relu, &one, desc("y"), ptr("y"), &zero, desc("y"),
+                                  ptr("y")),
+           "cudnnActivationForward");
       break;
     case Fn::add_forward: {
       const auto xs = s.variadic('x');

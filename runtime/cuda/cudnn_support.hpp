@@ -12,7 +12,11 @@ namespace kiln {
 inline std::string cudnn_unsupported(const Step& s) {
   const Attrs& a = s.attrs;
   const bool symmetric = padding_end(a) == a.padding; // cuDNN pads both sides alike
-  if (s.guard != Guard::none) return "guarded by a device-side nonzero count (cuDNN cannot test it)";
+  if (s.sparse.guard != Guard::none)
+    return "guarded by a device-side nonzero count (cuDNN cannot test it)";
+  if (s.epilogue.activation != Activation::none && s.epilogue.activation != Activation::relu)
+    return std::string("activation ") + std::string(activation_name(s.epilogue.activation)) +
+           " (the runner fuses relu only)";
   if (s.arg("values") >= 0) return "compacts its output (no cuDNN call does)";
   switch (s.fn) {
   case Fn::conv2d_forward:

@@ -66,16 +66,10 @@ Plan spec_plan(const StepSpec& s) {
   st.node = s.label;
   st.op = s.op;
   st.attrs = s.attrs;
-  st.pool = s.pool;
   st.accumulate = s.accumulate;
-  st.relu = s.relu;
-  st.lr = s.lr;
-  st.eps = s.eps;
-  st.weight_decay = s.weight_decay, st.momentum = s.momentum;
-  st.beta1 = s.beta1, st.beta2 = s.beta2;
-  st.channel_offset = s.channel_offset;
-  st.src_origin = s.src_origin, st.dst_origin = s.dst_origin, st.extent = s.extent;
-  st.guard = s.guard, st.threshold = s.threshold, st.density = s.density;
+  st.epilogue = s.epilogue;
+  st.sparse = s.sparse;
+  st.params = std::holds_alternative<std::monostate>(s.params) ? default_params(s.fn) : s.params;
   int64_t offset = 0;
   for (const ArgSpec& a : s.args) {
     Buffer b;

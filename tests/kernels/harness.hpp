@@ -25,15 +25,10 @@ struct StepSpec {
   OpKind op = OpKind::relu;
   Attrs attrs;
   std::vector<ArgSpec> args;
-  bool accumulate = false, relu = false;
-  Guard guard = Guard::none;
-  int64_t threshold = 0;
-  double density = -1; // the density a sparse step is planned (and costed) for
-  double lr = 0, eps = 0;
-  double weight_decay = 0, momentum = 0, beta1 = 0, beta2 = 0; // the optimizer updates
-  int64_t channel_offset = 0;
-  Int2 src_origin{0, 0}, dst_origin{0, 0}, extent{0, 0};
-  Attrs pool; // conv2d.pool_forward's max pool
+  bool accumulate = false;
+  Epilogue epilogue;
+  SparseDispatch sparse; // density: what a sparse step is planned (and costed) for
+  FnParams params;       // none: the function's defaults
 };
 
 // A plan with one reference step over fresh buffers (validated).

@@ -32,7 +32,7 @@ std::vector<StepSpec> specs() {
     const std::string tag = "pad " + std::to_string(p[0]) + std::to_string(p[1]) + "/" + std::to_string(pe[0]) +
                             std::to_string(pe[1]);
     StepSpec f{"conv fwd nchw " + tag, Fn::conv2d_forward, OpKind::conv2d, a, {{"x", x}, {"w", w}, {"b", {8}}, {"y", y}}};
-    f.relu = true;
+    f.epilogue.activation = Activation::relu;
     r.push_back(f);
     r.push_back({"conv fwd nhwc f16 " + tag, Fn::conv2d_forward, OpKind::conv2d, a,
                  {{"x", x, DType::f16, Layout::nhwc}, {"w", w, DType::f16, Layout::nhwc}, {"y", y, DType::f16, Layout::nhwc}}});

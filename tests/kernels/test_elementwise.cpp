@@ -35,7 +35,7 @@ std::vector<StepSpec> specs() {
                  OpKind::conv2d,
                  {},
                  {{"param", {7, 3}, t}, {"grad", {7, 3}, t}}};
-    sgd.lr = 0.125;
+    sgd.params = Sgd{.lr = 0.125};
     s.push_back(sgd);
     s.push_back({"fill_zero " + d, Fn::fill_zero, OpKind::relu, {}, {{"dst", x, t}}});
     // The optimizers of kiln train: state in f32 whatever the parameters' type.
@@ -45,14 +45,14 @@ std::vector<StepSpec> specs() {
                    OpKind::conv2d,
                    {},
                    {{"param", w, t}, {"grad", w, t}}};
-    decay.lr = 0.05, decay.weight_decay = 0.01;
+    decay.params = Sgd{.lr = 0.05, .weight_decay = 0.01};
     s.push_back(decay);
     StepSpec momentum{"sgd momentum " + d,
                       Fn::sgd_update,
                       OpKind::conv2d,
                       {},
                       {{"param", w, t}, {"grad", w, t}, {"velocity", w, DType::f32}}};
-    momentum.lr = 0.1, momentum.weight_decay = 5e-4, momentum.momentum = 0.9;
+    momentum.params = Sgd{.lr = 0.1, .weight_decay = 5e-4, .momentum = 0.9};
     s.push_back(momentum);
     StepSpec adam{"adam " + d,
                   Fn::adam_update,
@@ -63,7 +63,7 @@ std::vector<StepSpec> specs() {
                    {"m", w, DType::f32},
                    {"v", w, DType::f32},
                    {"step", {1}, DType::i32}}};
-    adam.lr = 0.01, adam.beta1 = 0.9, adam.beta2 = 0.999, adam.eps = 1e-8, adam.weight_decay = 0.01;
+    adam.params = Adam{.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
     s.push_back(adam);
     // The distillation loss: a classifier's logits, and more elements than one block's threads.
     for (const Shape& l : {Shape{6, 10}, Shape{3, 5, 9, 11}}) {
@@ -95,7 +95,7 @@ std::vector<StepSpec> specs() {
                    {},
                    {{"src", {2, 3, 9, 11}, t, ls}, {"dst", {2, 3, 6, 5}, t, ld}}};
         r.accumulate = acc;
-        r.src_origin = {2, 5}, r.dst_origin = {1, 0}, r.extent = {4, 5};
+        r.params = Region{.src = {2, 5}, .dst = {1, 0}, .size = {4, 5}};
         s.push_back(r);
       }
     s.push_back({"convert nchw->nhwc " + d,

@@ -14,7 +14,7 @@ void input_grad(BackwardSite& site, int k, int dx, bool accumulate) {
   const Node& n = m.nodes[size_t(site.node())];
   Step s = site.step(Fn::concat_backward, {{"dy", site.dy()}, {"dx", dx}});
   for (int j = 0; j < k; ++j)
-    s.channel_offset += m.shape_of(n.inputs[size_t(j)])[1];
+    s.channel_slice().offset += m.shape_of(n.inputs[size_t(j)])[1];
   s.accumulate = accumulate;
   site.emit(std::move(s));
 }
@@ -32,7 +32,7 @@ std::vector<Step> split_forward(const Step& full, const Model& m, const Node& n)
     for (size_t k = first; k < last; ++k)
       s.args.push_back({"x" + std::to_string(k - first), xs[k]});
     s.args.push_back({"y", y});
-    s.channel_offset = offset;
+    s.params = ChannelSlice{offset};
     for (size_t k = first; k < last; ++k)
       offset += m.shape_of(n.inputs[k])[1];
     r.push_back(std::move(s));

@@ -40,11 +40,14 @@ std::vector<Variant> optimizer_candidates(const StepInfo& s) {
   v.family = "elementwise";
   v.header = "elementwise/elementwise.cuh";
   v.function = "kiln::elementwise::elementwise";
+  const double lr = adam ? st.adam().lr : st.sgd().lr;
+  const double weight_decay = adam ? st.adam().weight_decay : st.sgd().weight_decay;
   const std::string hyper =
-      adam ? fmt::format("_lr{}_b{}_{}_e{}_wd{}", name_number(st.lr), name_number(st.beta1),
-                         name_number(st.beta2), name_number(st.eps), name_number(st.weight_decay))
-           : fmt::format("_lr{}_wd{}_m{}", name_number(st.lr), name_number(st.weight_decay),
-                         name_number(st.momentum));
+      adam ? fmt::format("_lr{}_b{}_{}_e{}_wd{}", name_number(lr), name_number(st.adam().beta1),
+                         name_number(st.adam().beta2), name_number(st.adam().eps),
+                         name_number(weight_decay))
+           : fmt::format("_lr{}_wd{}_m{}", name_number(lr), name_number(weight_decay),
+                         name_number(st.sgd().momentum));
   v.name = fmt::format("elementwise_{}_{}_c{}{}_t{}_{}", adam ? "adam" : "sgd_decay", dtype_tag(t),
                        count, hyper, kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
@@ -52,14 +55,14 @@ std::vector<Variant> optimizer_candidates(const StepInfo& s) {
   cfg_int(v, "COUNT", count);
   cfg_int(v, "INPUTS", int(args.size()) - 1);
   cfg_bool(v, "ACCUMULATE", false);
-  cfg_float(v, "LR", st.lr);
-  cfg_float(v, "WD", st.weight_decay);
+  cfg_float(v, "LR", lr);
+  cfg_float(v, "WD", weight_decay);
   if (adam) {
-    cfg_float(v, "BETA1", st.beta1);
-    cfg_float(v, "BETA2", st.beta2);
-    cfg_float(v, "EPS", st.eps);
+    cfg_float(v, "BETA1", st.adam().beta1);
+    cfg_float(v, "BETA2", st.adam().beta2);
+    cfg_float(v, "EPS", st.adam().eps);
   } else {
-    cfg_float(v, "MOMENTUM", st.momentum);
+    cfg_float(v, "MOMENTUM", st.sgd().momentum);
   }
   cfg_int(v, "THREADS", kThreads);
   v.args = args;
@@ -124,7 +127,7 @@ std::vector<Variant> mse_candidates(const StepInfo& s) {
 std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
   if (st.fn == Fn::adam_update ||
-      (st.fn == Fn::sgd_update && (st.weight_decay != 0 || st.arg("velocity") >= 0)))
+      (st.fn == Fn::sgd_update && (st.sgd().weight_decay != 0 || st.arg("velocity") >= 0)))
     return optimizer_candidates(s);
   if (st.fn == Fn::mse_forward || st.fn == Fn::mse_backward) return mse_candidates(s);
   std::string op;
@@ -168,13 +171,13 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   v.function = "kiln::elementwise::elementwise";
   v.name = fmt::format(
       "elementwise_{}_{}_c{}{}{}_t{}_{}", op, dtype_tag(t), count, st.accumulate ? "_acc" : "",
-      st.fn == Fn::sgd_update ? "_lr" + name_number(st.lr) : "", kThreads, s.arch_tag());
+      st.fn == Fn::sgd_update ? "_lr" + name_number(st.sgd().lr) : "", kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "OP", op_code);
   cfg_int(v, "COUNT", count);
   cfg_int(v, "INPUTS", inputs);
   cfg_bool(v, "ACCUMULATE", st.accumulate);
-  cfg_float(v, "LR", st.lr);
+  cfg_float(v, "LR", st.fn == Fn::sgd_update ? st.sgd().lr : 0);
   cfg_int(v, "THREADS", kThreads);
   v.args = args;
   v.block = {kThreads, 1, 1};
@@ -196,7 +199,8 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
   if (src.dtype != dst.dtype || src.dtype == DType::f64) return {};
   const Shape& a = src.shape;
   const Shape& b = dst.shape;
-  const int64_t count = a[0] * a[1] * st.extent[0] * st.extent[1];
+  const Region& r = st.region();
+  const int64_t count = a[0] * a[1] * r.size[0] * r.size[1];
   Variant v;
   v.family = "region_copy";
   v.header = "elementwise/region_copy.cuh";
@@ -205,11 +209,10 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
       src.layout == dst.layout
           ? std::string(layout_name(src.layout))
           : fmt::format("{}_to_{}", layout_name(src.layout), layout_name(dst.layout));
-  v.name =
-      fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}",
-                  dtype_tag(src.dtype), layouts, a[0], a[1], a[2], a[3], st.src_origin[0],
-                  st.src_origin[1], b[2], b[3], st.dst_origin[0], st.dst_origin[1], st.extent[0],
-                  st.extent[1], st.accumulate ? "_acc" : "", kThreads, s.arch_tag());
+  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}",
+                       dtype_tag(src.dtype), layouts, a[0], a[1], a[2], a[3], r.src[0], r.src[1],
+                       b[2], b[3], r.dst[0], r.dst[1], r.size[0], r.size[1],
+                       st.accumulate ? "_acc" : "", kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(src.dtype));
   for (auto [k, x] : {std::pair{"N", a[0]},
                       {"C", a[1]},
@@ -217,12 +220,12 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
                       {"SW", a[3]},
                       {"DH", b[2]},
                       {"DW", b[3]},
-                      {"SRC_H0", st.src_origin[0]},
-                      {"SRC_W0", st.src_origin[1]},
-                      {"DST_H0", st.dst_origin[0]},
-                      {"DST_W0", st.dst_origin[1]},
-                      {"EH", st.extent[0]},
-                      {"EW", st.extent[1]}})
+                      {"SRC_H0", r.src[0]},
+                      {"SRC_W0", r.src[1]},
+                      {"DST_H0", r.dst[0]},
+                      {"DST_W0", r.dst[1]},
+                      {"EH", r.size[0]},
+                      {"EW", r.size[1]}})
     cfg_int(v, k, x);
   cfg_bool(v, "SRC_NHWC", src.layout == Layout::nhwc);
   cfg_bool(v, "DST_NHWC", dst.layout == Layout::nhwc);

@@ -58,7 +58,7 @@ StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Lay
   if (epi & kBias) s.args.push_back({"b", {cv.o}, t});
   if (epi & kRes) s.args.push_back({"residual", cv.y(), t, lay});
   s.args.push_back({"y", cv.y(), t, lay});
-  s.relu = epi & kRelu;
+  s.epilogue.activation = epi & kRelu ? Activation::relu : Activation::none;
   return s;
 }
 
@@ -87,9 +87,9 @@ StepSpec pooled(const Conv& cv, const Pool& pl, DType t, Layout lay, int epi) {
   s.label += fmt::format(" maxpool k{}x{} s{}x{} p{}x{}{}", pl.k[0], pl.k[1], pl.s[0], pl.s[1],
                          pl.p[0], pl.p[1], pl.ceil ? " ceil" : "");
   s.fn = Fn::conv2d_pool_forward;
-  s.pool = pl.attrs();
+  s.params = FusedPool{pl.attrs()};
   const Shape y = cv.y();
-  s.args.back().shape = infer_shape(OpKind::maxpool2d, s.pool, std::span<const Shape>(&y, 1));
+  s.args.back().shape = infer_shape(OpKind::maxpool2d, pl.attrs(), std::span<const Shape>(&y, 1));
   return s;
 }
 
@@ -124,7 +124,7 @@ StepSpec fold_bn(const Conv& cv, DType t, Layout out, bool bias, double eps) {
   s.fn = Fn::conv2d_fold_bn;
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(bias);
-  s.eps = eps;
+  s.params = FoldBn{eps};
   s.args = {{"w", cv.wt(), t}};
   if (bias) s.args.push_back({"b", {cv.o}, t});
   for (const char* r : {"weight", "bias", "running_mean", "running_var"})

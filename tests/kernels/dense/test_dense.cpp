@@ -36,7 +36,7 @@ StepSpec bn_forward(DType t, Shape x, Layout l, bool relu, double eps = 1e-5) {
               {"running_var", c, t},
               {"y", x, t, l}}};
   s.attrs.eps = eps;
-  s.relu = relu;
+  s.epilogue.activation = relu ? Activation::relu : Activation::none;
   return s;
 }
 
@@ -79,7 +79,7 @@ StepSpec lin_forward(DType t, int64_t n, int64_t f, int64_t k, bool bias, bool r
   s.args.push_back({"y", {n, k}, t});
   s.attrs.out_features = k;
   s.attrs.bias = bias;
-  s.relu = relu;
+  s.epilogue.activation = relu ? Activation::relu : Activation::none;
   return s;
 }
 

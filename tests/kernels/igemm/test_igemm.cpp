@@ -43,7 +43,7 @@ StepSpec conv_spec(const std::string& label, const Conv& cv, DType t) {
   if (cv.bias) s.args.push_back({"b", {cv.o}, t});
   if (cv.residual) s.args.push_back({"residual", y, t, Layout::nhwc});
   s.args.push_back({"y", y, t, Layout::nhwc});
-  s.relu = cv.relu;
+  s.epilogue.activation = cv.relu ? Activation::relu : Activation::none;
   return s;
 }
 
@@ -227,7 +227,7 @@ std::vector<Built> linear_variants(const std::vector<std::string>& gpus) {
       s.args = {{"x", {n, f}, t}, {"w", {k, f}, t}};
       if (bias) s.args.push_back({"b", {k}, t});
       s.args.push_back({"y", {n, k}, t});
-      s.relu = relu;
+      s.epilogue.activation = relu ? Activation::relu : Activation::none;
       specs.push_back(s);
     }
   std::vector<Built> built = all_variants(specs, gpus);
@@ -320,7 +320,7 @@ std::vector<StepSpec> split_sum_specs() {
       if (bias) s.args.push_back({"b", {24}, t});
       if (residual) s.args.push_back({"residual", y, t, layout});
       s.args.push_back({"dst", y, t, layout});
-      s.relu = relu;
+      s.epilogue.activation = relu ? Activation::relu : Activation::none;
       specs.push_back(s);
     }
   return specs;
@@ -402,9 +402,11 @@ std::vector<StepSpec> pooled_specs() {
     for (const Case& c : cases) {
       StepSpec s = conv_spec(c.label, c.cv, t);
       s.fn = Fn::conv2d_pool_forward;
-      s.pool.kernel = c.k, s.pool.stride = c.s, s.pool.padding = c.p, s.pool.ceil_mode = c.ceil;
+      Attrs pool;
+      pool.kernel = c.k, pool.stride = c.s, pool.padding = c.p, pool.ceil_mode = c.ceil;
+      s.params = FusedPool{pool};
       const Shape y = s.args.back().shape;
-      s.args.back().shape = infer_shape(OpKind::maxpool2d, s.pool, std::span<const Shape>(&y, 1));
+      s.args.back().shape = infer_shape(OpKind::maxpool2d, pool, std::span<const Shape>(&y, 1));
       specs.push_back(s);
     }
   StepSpec nchw = specs.front(); // a network's NCHW input read in place

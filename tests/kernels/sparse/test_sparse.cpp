@@ -91,9 +91,9 @@ StepSpec sparse_forward(const Conv& cv, DType t, Layout lay, int epi, Guard guar
   if (epi & kRes) s.args.push_back({"residual", cv.y(), t, lay});
   if (guard != Guard::none) s.args.push_back({"nnz", {1}, DType::i32});
   s.args.push_back({"y", cv.y(), t, lay});
-  s.relu = epi & kRelu;
-  s.guard = guard;
-  s.threshold = guard != Guard::none ? numel(cv.x()) / 2 : 0;
+  s.epilogue.activation = epi & kRelu ? Activation::relu : Activation::none;
+  s.sparse.guard = guard;
+  s.sparse.threshold = guard != Guard::none ? numel(cv.x()) / 2 : 0;
   return s;
 }
 
@@ -106,7 +106,7 @@ StepSpec compacting(const Conv& cv, DType t, Layout lay, int64_t ycs, bool count
     s.op = OpKind::conv2d;
     s.attrs = cv.attrs(true);
     s.args = {{"x", cv.x(), t, lay}, {"w", cv.wt(), t}, {"b", {cv.o}, t}, {"y", cv.y(), t, lay}};
-    s.relu = true;
+    s.epilogue.activation = Activation::relu;
   }
   s.label = fmt::format("forward{} {} {} {} compacting y cs{}{}", sparse ? "_sparse" : "",
                         cv.name(), dtype_name(t), layout_name(lay), ycs, count ? " nnz" : "");
@@ -129,8 +129,8 @@ StepSpec dense_guarded(const Conv& cv, DType t, Layout lay) {
             {"b", {cv.o}, t},
             {"nnz", {1}, DType::i32},
             {"y", cv.y(), t, lay}};
-  s.guard = Guard::dense;
-  s.threshold = numel(cv.x()) / 2;
+  s.sparse.guard = Guard::dense;
+  s.sparse.threshold = numel(cv.x()) / 2;
   return s;
 }
 
@@ -156,8 +156,8 @@ StepSpec sparse_weight(const Conv& cv, DType t, bool acc, Guard guard = Guard::n
     s.args.push_back({"dw", cv.wt(), t});
   }
   s.accumulate = acc;
-  s.guard = guard;
-  s.threshold = guard != Guard::none ? numel(cv.x()) / 2 : 0;
+  s.sparse.guard = guard;
+  s.sparse.threshold = guard != Guard::none ? numel(cv.x()) / 2 : 0;
   return s;
 }
 
@@ -175,8 +175,8 @@ StepSpec partial_sum(const Conv& cv, int64_t splits, DType t, bool acc, Guard gu
   if (guard != Guard::none) s.args.push_back({"nnz", {1}, DType::i32});
   s.args.push_back({"dst", cv.wt(), t});
   s.accumulate = acc;
-  s.guard = guard;
-  s.threshold = 100;
+  s.sparse.guard = guard;
+  s.sparse.threshold = 100;
   return s;
 }
 
@@ -187,8 +187,8 @@ StepSpec dense_weight_guarded(const Conv& cv, DType t) {
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(false);
   s.args = {{"x", cv.x(), t}, {"dy", cv.y(), t}, {"nnz", {1}, DType::i32}, {"dw", cv.wt(), t}};
-  s.guard = Guard::dense;
-  s.threshold = numel(cv.x()) / 2;
+  s.sparse.guard = Guard::dense;
+  s.sparse.threshold = numel(cv.x()) / 2;
   return s;
 }
 
@@ -214,7 +214,7 @@ StepSpec compaction(Shape x, int64_t cs, DType t, Layout lay, Pre pre, bool coun
   for (const ArgSpec& a : form(x, cs, t, roles))
     s.args.push_back(a);
   if (count) s.args.push_back({roles.nnz, {1}, DType::i32});
-  s.relu = pre == kBnReluPre;
+  s.epilogue.activation = pre == kBnReluPre ? Activation::relu : Activation::none;
   return s;
 }
 
@@ -332,7 +332,8 @@ std::vector<std::vector<std::byte>> run_once(const Built& b, const BackendFactor
           t.set(i, 0.5);
     }
     if (a.role == "nnz")
-      t.set(0, double(pass == (st.guard == Guard::dense) ? st.threshold + 1 : st.threshold));
+      t.set(0, double(pass == (st.sparse.guard == Guard::dense) ? st.sparse.threshold + 1
+                                                                : st.sparse.threshold));
     ex.write(a.buffer, to_memory_order(t, buf.layout));
   }
   ex.run("forward");
@@ -418,7 +419,7 @@ TEST_CASE("guarded kernels write nothing when the guard fails; bit-identical run
   const BackendFactory emu = emu_library(built, temp_dir("kiln-sparse-guard"));
   int guarded = 0;
   for (const Built& b : built) {
-    if (b.spec.guard == Guard::none) continue;
+    if (b.spec.sparse.guard == Guard::none) continue;
     INFO(b.spec.label << ": " << b.variant.name);
     ++guarded;
     int64_t changed = 0;

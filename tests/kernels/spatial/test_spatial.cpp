@@ -237,7 +237,7 @@ void concat_specs(std::vector<StepSpec>& s) {
                OpKind::concat,
                {},
                {{"dy", y, cb.t, lb}, {"dx", k.xs.back(), cb.t, lb}}};
-    b.channel_offset = offset;
+    b.params = ChannelSlice{offset};
     s.push_back(b);
     StepSpec b0{"concat.backward " + label + " at 0 " + tag({cb.t, lb}, true),
                 Fn::concat_backward,

@@ -9,7 +9,7 @@ TEST_CASE("sgd_update: weight decay and momentum as torch.optim.SGD over three s
   Rng rng(71);
   const Shape s{4, 3};
   TensorD p = random_tensor(s, rng), vel(s), ref = p, ref_vel(s);
-  const SgdHyper h{0.1, 0.01, 0.9};
+  const Sgd h{0.1, 0.01, 0.9};
   bool first = true;
   for (int step = 0; step < 3; ++step) {
     const TensorD g = random_tensor(s, rng);
@@ -26,17 +26,17 @@ TEST_CASE("sgd_update: weight decay and momentum as torch.optim.SGD over three s
   // Without momentum no velocity is needed; plain SGD is the three-argument form.
   TensorD q = random_tensor(s, rng), r = q;
   const TensorD g = random_tensor(s, rng);
-  sgd_update<double>(q.view(), g.cview(), nullptr, SgdHyper{0.5, 0, 0});
+  sgd_update<double>(q.view(), g.cview(), nullptr, Sgd{0.5, 0, 0});
   sgd_update<double>(r.view(), g.cview(), 0.5);
   CHECK(max_rel_err(q, r) == 0);
-  CHECK_THROWS_AS(sgd_update<double>(q.view(), g.cview(), nullptr, SgdHyper{0.5, 0, 0.9}), Error);
+  CHECK_THROWS_AS(sgd_update<double>(q.view(), g.cview(), nullptr, Sgd{0.5, 0, 0.9}), Error);
 }
 
 TEST_CASE("adam_update: bias-corrected moments as torch.optim.Adam over four steps") {
   Rng rng(72);
   const Shape s{2, 5};
   TensorD p = random_tensor(s, rng), m(s), v(s), rp = p, rm(s), rv(s);
-  const AdamHyper h{0.01, 0.8, 0.95, 1e-6, 0.05};
+  const Adam h{0.01, 0.8, 0.95, 1e-6, 0.05};
   for (int64_t t = 1; t <= 4; ++t) {
     const TensorD g = random_tensor(s, rng);
     adam_update<double>(p.view(), g.cview(), m.v.data(), v.v.data(), t, h);
@@ -55,11 +55,11 @@ TEST_CASE("adam_update: bias-corrected moments as torch.optim.Adam over four ste
   // The first step moves every parameter by about lr (the bias correction's point).
   TensorD q(s, 1.0), qm(s), qv(s);
   const TensorD g = random_tensor(s, rng);
-  adam_update<double>(q.view(), g.cview(), qm.v.data(), qv.v.data(), 1, AdamHyper{0.01});
+  adam_update<double>(q.view(), g.cview(), qm.v.data(), qv.v.data(), 1, Adam{0.01});
   for (size_t i = 0; i < q.size(); ++i)
     CHECK(std::abs(1.0 - q[i]) == doctest::Approx(0.01).epsilon(1e-4));
-  CHECK_THROWS_AS(
-      adam_update<double>(q.view(), g.cview(), qm.v.data(), qv.v.data(), 0, AdamHyper{}), Error);
+  CHECK_THROWS_AS(adam_update<double>(q.view(), g.cview(), qm.v.data(), qv.v.data(), 0, Adam{}),
+                  Error);
 }
 
 TEST_CASE("mse: value, gradient against finite differences, accumulate, float vs double") {

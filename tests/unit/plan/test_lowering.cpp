@@ -168,17 +168,17 @@ TEST_CASE("plan validation rejects lies") {
     p.buffers.back().offset = p.arena_bytes - 256;
     return int(p.buffers.size()) - 1;
   };
-  fails([&](Plan& p) { conv_step(p).guard = Guard::dense; }, "a guarded step reads \"nnz\"");
+  fails([&](Plan& p) { conv_step(p).sparse.guard = Guard::dense; }, "a guarded step reads \"nnz\"");
   fails([&](Plan& p) { conv_step(p).args.push_back({"nnz", add_count(p)}); }, "reads \"nnz\" but has no guard");
   fails([&](Plan& p) {
     Step& s = conv_step(p);
-    s.guard = Guard::sparse, s.threshold = -1;
+    s.sparse.guard = Guard::sparse, s.sparse.threshold = -1;
     s.args.push_back({"nnz", add_count(p)});
   }, "threshold must not be negative");
   fails([&](Plan& p) {
     for (Step& s : p.phases[0].steps)
       if (s.fn == Fn::relu_forward) {
-        s.guard = Guard::dense;
+        s.sparse.guard = Guard::dense;
         return;
       }
   }, "relu.forward cannot be guarded");
@@ -198,7 +198,7 @@ TEST_CASE("plan validation rejects lies") {
   }, "is not the form of");
   fails([&](Plan& p) {
     Step& s = conv_step(p);
-    s.guard = Guard::dense;
+    s.sparse.guard = Guard::dense;
     s.args.push_back({"nnz", add_count(p)});
     p.buffers.back().dtype = DType::u8;
   }, "argument \"nnz\" has dtype u8");

@@ -81,8 +81,8 @@ TEST_CASE("the update phase applies the recipe's optimizer and the plan round-tr
     CHECK(s->arg("step") == count);
     CHECK(adam.buffers[s->need("m")].name == "opt.m:" + pb.name);
     CHECK(adam.buffers[s->need("v")].role == BufferRole::optimizer_state);
-    CHECK(s->beta1 == 0.8);
-    CHECK(s->weight_decay == 0.01);
+    CHECK(s->adam().beta1 == 0.8);
+    CHECK(s->adam().weight_decay == 0.01);
   }
   CHECK(updates == int(adam.phase("update")->steps.size()));
   const Plan sgd = lower_model(m, options(Optimizer::sgd));
@@ -90,7 +90,7 @@ TEST_CASE("the update phase applies the recipe's optimizer and the plan round-tr
   const Step* s = find_update(sgd, "fc.weight");
   REQUIRE(s);
   CHECK(s->fn == Fn::sgd_update);
-  CHECK(s->momentum == 0.9);
+  CHECK(s->sgd().momentum == 0.9);
   CHECK(sgd.buffers[s->need("velocity")].dtype == DType::f32);
   // Plain SGD (the default recipe) is as before: no state, no hyperparameters but lr.
   LowerOptions plain;
@@ -121,21 +121,21 @@ TEST_CASE("plan validation rejects bad optimizer and loss steps") {
   };
   auto first_update = [](Plan& p) -> Step& { return p.phases.back().steps.front(); };
   fails(
-      good, [&](Plan& p) { first_update(p).beta2 = 1; }, "betas must be below 1");
+      good, [&](Plan& p) { first_update(p).adam().beta2 = 1; }, "betas must be below 1");
   fails(
-      good, [&](Plan& p) { first_update(p).eps = 0; }, "eps must be in (0, 1]");
+      good, [&](Plan& p) { first_update(p).adam().eps = 0; }, "eps must be in (0, 1]");
   fails(
-      good, [&](Plan& p) { first_update(p).lr = -1; }, "lr must be in");
+      good, [&](Plan& p) { first_update(p).adam().lr = -1; }, "lr must be in");
   fails(
       good, [&](Plan& p) { p.buffers[p.find_buffer(kOptimizerStepBuffer)].dtype = DType::f32; },
       "argument \"step\" has dtype f32");
   fails(
       good, [&](Plan& p) { first_update(p).args.pop_back(); }, "needs argument");
   fails(
-      sgd, [&](Plan& p) { first_update(p).momentum = 0; },
+      sgd, [&](Plan& p) { first_update(p).sgd().momentum = 0; },
       "a velocity comes with a nonzero momentum");
   fails(
-      sgd, [&](Plan& p) { first_update(p).momentum = 1.5; }, "momentum must be in [0, 1]");
+      sgd, [&](Plan& p) { first_update(p).sgd().momentum = 1.5; }, "momentum must be in [0, 1]");
   // Only the optimizer writes its state: a forward step may not.
   fails(
       sgd,

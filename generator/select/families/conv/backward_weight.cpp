@@ -28,7 +28,8 @@ constexpr int64_t kMaxSlices = 64;
 
 std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_backward_weight || st.guard == Guard::sparse || !uniform_storage(s))
+  if (st.fn != Fn::conv2d_backward_weight || st.sparse.guard == Guard::sparse ||
+      !uniform_storage(s))
     return {};
   for (const char* r : {"x", "dy", "dw"})
     if (s.layout(r) != Layout::nchw) return {};
@@ -73,7 +74,7 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
     cfg_int(v, "RC", kChunk);
     cfg_int(v, "THREADS", threads);
     v.args = {"x", "dy"};
-    if (st.guard == Guard::dense) v.args.push_back("nnz");
+    if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
     v.args.push_back("dw");
     const int64_t otiles = (Og + w.to - 1) / w.to, ktiles = (K + w.tk - 1) / w.tk;
     v.grid = {ktiles, g.G * otiles, 1};

@@ -23,8 +23,8 @@ std::string geom_name(const ConvGeom& g) {
   // OH and OW settle the padding after the input (they differ for tiles of a tiled segment).
   return fmt::format("n{}c{}h{}w{}o{}_k{}x{}s{}x{}p{}x{}d{}x{}g{}{}", g.N, g.C, g.H, g.W, g.O, g.KH,
                      g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, g.G,
-                     g.OH == (g.H + 2 * g.PH - g.DH * (g.KH - 1) - 1) / g.SH + 1 &&
-                             g.OW == (g.W + 2 * g.PW - g.DW * (g.KW - 1) - 1) / g.SW + 1
+                     g.OH == window_out(g.H, g.KH, g.SH, g.PH, g.DH, false) &&
+                             g.OW == window_out(g.W, g.KW, g.SW, g.PW, g.DW, false)
                          ? ""
                          : fmt::format("_oh{}ow{}", g.OH, g.OW));
 }
@@ -51,13 +51,13 @@ bool uniform_storage(const StepInfo& s) {
 }
 
 void cfg_guard(Variant& v, const Step& st) {
-  cfg_bool(v, "GUARD", st.guard != Guard::none);
-  cfg_int(v, "THRESHOLD", st.guard != Guard::none ? st.threshold : 0);
+  cfg_bool(v, "GUARD", st.sparse.guard != Guard::none);
+  cfg_int(v, "THRESHOLD", st.sparse.guard != Guard::none ? st.sparse.threshold : 0);
 }
 
 std::string guard_tag(const Step& st) {
-  if (st.guard == Guard::none) return "";
-  return fmt::format("_g{}{}", st.guard == Guard::dense ? 'd' : 's', st.threshold);
+  if (st.sparse.guard == Guard::none) return "";
+  return fmt::format("_g{}{}", st.sparse.guard == Guard::dense ? 'd' : 's', st.sparse.threshold);
 }
 
 OutputForm::OutputForm(const StepInfo& s) {

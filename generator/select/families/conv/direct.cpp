@@ -14,7 +14,7 @@ using namespace conv_family;
 std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
   const bool pool = st.fn == Fn::conv2d_pool_forward;
-  if ((st.fn != Fn::conv2d_forward && !pool) || st.accumulate || st.guard == Guard::sparse ||
+  if ((st.fn != Fn::conv2d_forward && !pool) || st.accumulate || st.sparse.guard == Guard::sparse ||
       !uniform_storage(s))
     return {};
   // y and residual share one layout; x may differ (a network's NCHW input read into NHWC).
@@ -29,8 +29,9 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
                 pool ? infer_shape(OpKind::conv2d, st.attrs, std::span<const Shape>(&x_shape, 1))
                      : s.shape("y"));
   // The pool: window, stride, padding before; its output extents (pooled tiles in them).
-  const int64_t PKH = st.pool.kernel[0], PKW = st.pool.kernel[1];
-  const int64_t PSH = st.pool.stride[0], PSW = st.pool.stride[1];
+  const Attrs pa = pool ? st.fused_pool().pool : Attrs{};
+  const int64_t PKH = pa.kernel[0], PKW = pa.kernel[1];
+  const int64_t PSH = pa.stride[0], PSW = pa.stride[1];
   const int64_t POH = pool ? s.shape("y")[2] : 0, POW = pool ? s.shape("y")[3] : 0;
   // A block's conv tile: a pooled tile's footprint, or the tile itself.
   const auto conv_tile = [&](ImageTile u) {
@@ -45,7 +46,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
   const OutputForm form(s);
-  if (pool && (residual || st.guard != Guard::none || form.compact)) return {};
+  if (pool && (residual || st.sparse.guard != Guard::none || form.compact)) return {};
 
   std::vector<Variant> out;
   std::set<std::string> names;
@@ -63,7 +64,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     if (per_chan(fitted) * tile.ck * 4 + pooled_smem > 48 * 1024) continue;
     const std::string pool_tag =
         pool ? fmt::format("_maxpool{}x{}s{}x{}p{}x{}_o{}x{}_pt{}x{}", PKH, PKW, PSH, PSW,
-                           st.pool.padding[0], st.pool.padding[1], POH, POW, fitted.th, fitted.tw)
+                           pa.padding[0], pa.padding[1], POH, POW, fitted.th, fitted.tw)
              : "";
     Variant v;
     v.family = "conv2d_direct";
@@ -72,7 +73,8 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.name = fmt::format(
         "conv2d_direct_{}_{}{}{}_{}{}{}{}{}_{}_t{}{}{}_{}", dtype_tag(t), layout_name(lay),
         xlay != lay ? fmt::format("_x{}", layout_name(xlay)) : "", w_ohwi ? "_wohwi" : "",
-        geom_name(g), bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "", pool_tag,
+        geom_name(g), bias ? "_bias" : "", residual ? "_res" : "",
+        st.epilogue.activation == Activation::relu ? "_relu" : "", pool_tag,
         tile_name(tile, 'o', 'c'), tile.threads(), guard_tag(st), form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue; // fitting made two configurations one
     cfg_type(v, "T", cpp_type(t));
@@ -82,7 +84,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "W_OHWI", w_ohwi);
     cfg_bool(v, "HAS_BIAS", bias);
     cfg_bool(v, "HAS_RESIDUAL", residual);
-    cfg_bool(v, "RELU", st.relu);
+    cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
     cfg_guard(v, st);
     form.cfg(v);
     cfg_int(v, "TH", tile.th);
@@ -98,8 +100,8 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "PKW", PKW);
       cfg_int(v, "PSH", PSH);
       cfg_int(v, "PSW", PSW);
-      cfg_int(v, "PPH", st.pool.padding[0]);
-      cfg_int(v, "PPW", st.pool.padding[1]);
+      cfg_int(v, "PPH", pa.padding[0]);
+      cfg_int(v, "PPW", pa.padding[1]);
       cfg_int(v, "POH", POH);
       cfg_int(v, "POW", POW);
       cfg_int(v, "PTH", fitted.th);
@@ -108,7 +110,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.args = {"x", "w"};
     if (bias) v.args.push_back("b");
     if (residual) v.args.push_back("residual");
-    if (st.guard == Guard::dense) v.args.push_back("nnz");
+    if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
     v.args.push_back("y");
     form.add_args(v);
     // Pooled: the footprints of ceil(POH / PTH) x ceil(POW / PTW) pooled tiles, every
@@ -132,7 +134,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     const double y_elems = double(pool ? g.N * g.O * POH * POW : g.N * g.O * g.OH * g.OW);
     v.bytes = dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles) * halo) +
               double(esize) * (double(g.O * Cg * KK) + y_elems * (residual ? 2 : 1)) +
-              form.bytes(y_elems, esize, st.density >= 0 ? st.density : 0.5);
+              form.bytes(y_elems, esize, st.sparse.density >= 0 ? st.sparse.density : 0.5);
     const double computed = pool ? double(tiles * tile.th * tile.tw) / double(g.OH * g.OW) : 1.0;
     v.flops = 2 * g.macs() * computed;
     v.efficiency = micro_tile_efficiency(tile.p, tile.pc) *

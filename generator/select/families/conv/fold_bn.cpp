@@ -24,7 +24,7 @@ std::vector<Variant> ConvFoldBnFamily::candidates(const StepInfo& s) const {
   v.function = "kiln::conv::fold_bn";
   v.name = fmt::format("conv2d_fold_bn_{}_{}_o{}i{}k{}x{}{}_eps{}_t{}_{}", dtype_tag(t),
                        layout_name(out_layout), w[0], w[1], w[2], w[3], bias ? "_bias" : "",
-                       name_number(st.eps), threads, s.arch_tag());
+                       name_number(st.fold_bn().eps), threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "O", w[0]);
   cfg_int(v, "I", w[1]);
@@ -32,7 +32,7 @@ std::vector<Variant> ConvFoldBnFamily::candidates(const StepInfo& s) const {
   cfg_int(v, "KW", w[3]);
   cfg_bool(v, "OUT_NHWC", out_layout == Layout::nhwc);
   cfg_bool(v, "HAS_BIAS", bias);
-  cfg_float(v, "EPS", st.eps);
+  cfg_float(v, "EPS", st.fold_bn().eps);
   cfg_int(v, "THREADS", threads);
   v.args = {"w"};
   if (bias) v.args.push_back("b");

@@ -77,7 +77,7 @@ std::vector<Variant> LinearGemmFamily::candidates(const StepInfo& s) const {
   if (!fits_int(p->m) || !fits_int(p->nc) || !fits_int(p->r)) return {};
   const bool forward = s.step.fn == Fn::linear_forward;
   const bool bias = forward && s.has("b");
-  const bool relu = forward && s.step.relu;
+  const bool relu = forward && s.step.epilogue.activation == Activation::relu;
   const bool acc = !forward && s.step.accumulate; // the forward overwrites (as the reference)
   const double esize = double(dtype_size(*t));
   const auto blocks = [&](const Tile& tile) {
@@ -164,15 +164,16 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   v.family = "linear_forward_dot";
   v.header = "dense/linear_dot.cuh";
   v.function = "kiln::dense::linear_dot";
-  v.name = fmt::format("linear_forward_dot_{}_{}{}{}_nb{}_t{}_{}", dtype_tag(*t), layer_tag(s),
-                       bias ? "_bias" : "", s.step.relu ? "_relu" : "", nb, threads, s.arch_tag());
+  v.name = fmt::format(
+      "linear_forward_dot_{}_{}{}{}_nb{}_t{}_{}", dtype_tag(*t), layer_tag(s), bias ? "_bias" : "",
+      s.step.epilogue.activation == Activation::relu ? "_relu" : "", nb, threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(*t));
   cfg_int(v, "N", n);
   cfg_int(v, "F", f);
   cfg_int(v, "K", k);
   cfg_int(v, "NB", nb);
   cfg_bool(v, "BIAS", bias);
-  cfg_bool(v, "RELU", s.step.relu);
+  cfg_bool(v, "RELU", s.step.epilogue.activation == Activation::relu);
   cfg_int(v, "THREADS", threads);
   v.args = {"x", "w"};
   if (bias) v.args.push_back("b");

@@ -51,9 +51,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool pool = st.fn == Fn::conv2d_pool_forward;
   // A conv that compacts its output is the register-tiled families' (conv/epilogue.cuh).
   if ((st.fn != Fn::conv2d_forward && !linear && !split && !pool) || st.accumulate ||
-      st.guard == Guard::sparse || st.arg("y_values") >= 0)
+      st.sparse.guard == Guard::sparse || st.arg("y_values") >= 0)
     return {};
-  if (pool && (s.has("residual") || st.guard != Guard::none)) return {};
+  if (pool && (s.has("residual") || st.sparse.guard != Guard::none)) return {};
   Attrs a = st.attrs;
   if (linear) a = Attrs{}; // stride 1, padding 0, dilation 1
   if (a.groups != 1) return {};
@@ -90,11 +90,12 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  const std::string shape = fmt::format(
-      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
-      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
-      bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "",
-      conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
+  const std::string shape =
+      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}{}", N, C, H, W, O, KH, KW,
+                  a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
+                  a.dilation[0], a.dilation[1], bias ? "_bias" : "", residual ? "_res" : "",
+                  st.epilogue.activation == Activation::relu ? "_relu" : "",
+                  conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
                        (split  ? 4.0 * double(numel(y))
                         : pool ? double(numel(s.shape("y")) * es)
@@ -110,7 +111,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       // Pooled: the most pooled outputs per block whose footprint fits its BM rows.
       int64_t pth = 0, ptw = 0, fh = 1, fw = 1;
       if (pool) {
-        const Attrs& pa = st.pool;
+        const Attrs& pa = st.fused_pool().pool;
         for (int64_t th = 1; th <= POH; ++th)
           for (int64_t tw = 1; tw <= POW; ++tw) {
             const int64_t h = (th - 1) * pa.stride[0] + pa.kernel[0];
@@ -136,9 +137,11 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.header = "conv/implicit_gemm.cuh";
       v.function = "kiln::conv::implicit_gemm";
       const std::string pool_tag =
-          pool ? fmt::format("_maxpool{}x{}s{}x{}p{}x{}_o{}x{}_pt{}x{}", st.pool.kernel[0],
-                             st.pool.kernel[1], st.pool.stride[0], st.pool.stride[1],
-                             st.pool.padding[0], st.pool.padding[1], POH, POW, pth, ptw)
+          pool ? fmt::format("_maxpool{}x{}s{}x{}p{}x{}_o{}x{}_pt{}x{}",
+                             st.fused_pool().pool.kernel[0], st.fused_pool().pool.kernel[1],
+                             st.fused_pool().pool.stride[0], st.fused_pool().pool.stride[1],
+                             st.fused_pool().pool.padding[0], st.fused_pool().pool.padding[1], POH,
+                             POW, pth, ptw)
                : "";
       v.name = fmt::format("{}_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}{}_{}", v.family, dtype_tag(t),
                            tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
@@ -162,7 +165,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "DW", a.dilation[1]);
       cfg_bool(v, "HAS_BIAS", bias);
       cfg_bool(v, "HAS_RESIDUAL", residual);
-      cfg_bool(v, "RELU", st.relu);
+      cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
       conv_family::cfg_guard(v, st);
       cfg_int(v, "BM", tile.bm);
       cfg_int(v, "BN", tile.bn);
@@ -179,12 +182,12 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "SPLIT", S);
       cfg_bool(v, "POOL", pool);
       if (pool) {
-        cfg_int(v, "PKH", st.pool.kernel[0]);
-        cfg_int(v, "PKW", st.pool.kernel[1]);
-        cfg_int(v, "PSH", st.pool.stride[0]);
-        cfg_int(v, "PSW", st.pool.stride[1]);
-        cfg_int(v, "PPH", st.pool.padding[0]);
-        cfg_int(v, "PPW", st.pool.padding[1]);
+        cfg_int(v, "PKH", st.fused_pool().pool.kernel[0]);
+        cfg_int(v, "PKW", st.fused_pool().pool.kernel[1]);
+        cfg_int(v, "PSH", st.fused_pool().pool.stride[0]);
+        cfg_int(v, "PSW", st.fused_pool().pool.stride[1]);
+        cfg_int(v, "PPH", st.fused_pool().pool.padding[0]);
+        cfg_int(v, "PPW", st.fused_pool().pool.padding[1]);
         cfg_int(v, "POH", POH);
         cfg_int(v, "POW", POW);
         cfg_int(v, "PTH", pth);
@@ -193,7 +196,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.args = {"x", "w"};
       if (bias) v.args.push_back("b");
       if (residual) v.args.push_back("residual");
-      if (st.guard == Guard::dense) v.args.push_back("nnz");
+      if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
       v.args.push_back(split ? "partial" : "y");
       if (!linear) { // a linear's 2-D tensors have one layout, the same bytes as NHWC
         v.layouts = {{"x", x_nchw ? Layout::nchw : Layout::nhwc},

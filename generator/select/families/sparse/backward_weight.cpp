@@ -27,7 +27,7 @@ constexpr int64_t kMaxAccumulators = 64; // CPW * KK * PO registers per thread
 
 std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_backward_weight_sparse || st.guard == Guard::dense) return {};
+  if (st.fn != Fn::conv2d_backward_weight_sparse || st.sparse.guard == Guard::dense) return {};
   // Partial sums over SPLITS ranges of rows (float, OIHW order), or dw itself.
   const int64_t splits = s.has("partial") ? s.shape("partial")[0] : 1;
   if (splits > 1 && s.dtype("partial") != DType::f32) return {};
@@ -43,7 +43,7 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t cs = s.shape("values")[2];
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
-  const bool guard = st.guard == Guard::sparse;
+  const bool guard = st.sparse.guard == Guard::sparse;
   const double d = planned_density(st);
   const int64_t po = std::max<int64_t>(1, std::min<int64_t>(4, (Og + 31) / 32));
   const int64_t to = 32 * po;
@@ -123,10 +123,11 @@ std::vector<Variant> SparseBackwardWeightFamily::candidates(const StepInfo& s) c
       const double work = d * double(kt) * double(2 * po + 2), scan = 3.0;
       v.math = Math::fp32;
       v.efficiency = overlapped_efficiency(s.gpu, v, 0.3 * util * work / (work + scan));
-      v.note = fmt::format(
-          "dw tile {} output x {} input channels x {} taps per block, input walked "
-          "in {}x{} pixel tiles; nonzeros only, one fixed order{}",
-          to, kc, kt, rh, rw, guard ? fmt::format("; runs only when nnz <= {}", st.threshold) : "");
+      v.note =
+          fmt::format("dw tile {} output x {} input channels x {} taps per block, input walked "
+                      "in {}x{} pixel tiles; nonzeros only, one fixed order{}",
+                      to, kc, kt, rh, rw,
+                      guard ? fmt::format("; runs only when nnz <= {}", st.sparse.threshold) : "");
       v.layouts = {{"dy", lay}};
       if (splits == 1) v.layouts.push_back({"dw", w_ohwi ? Layout::nhwc : Layout::nchw});
       out.push_back(std::move(v));

@@ -59,9 +59,11 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
     v.family = "sparse_compact";
     v.header = "conv/sparse_compact.cuh";
     v.function = "kiln::conv::sparse_compact";
-    const std::string what = pre == none   ? ""
-                             : pre == relu ? "_relu"
-                                           : "_bn" + name_number(eps) + (st.relu ? "_relu" : "");
+    const std::string what = pre == none ? ""
+                             : pre == relu
+                                 ? "_relu"
+                                 : "_bn" + name_number(eps) +
+                                       (st.epilogue.activation == Activation::relu ? "_relu" : "");
     v.name = fmt::format("sparse_compact{}_{}_{}_n{}c{}h{}w{}_cs{}{}_tp{}_t{}_{}", what,
                          dtype_tag(t), layout_name(x.layout), N, C, H, W, cs, count ? "_nnz" : "",
                          tp, kThreads, s.arch_tag());
@@ -73,7 +75,7 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "NHWC", nhwc);
     cfg_int(v, "CS", cs);
     cfg_int(v, "PRE", pre);
-    cfg_bool(v, "RELU", pre == batchnorm && st.relu);
+    cfg_bool(v, "RELU", pre == batchnorm && st.epilogue.activation == Activation::relu);
     cfg_float(v, "EPS", pre == batchnorm ? eps : 0.0);
     cfg_bool(v, "COUNT", count);
     cfg_int(v, "TP", tp);

@@ -34,7 +34,8 @@ int64_t up16(int64_t b) { return (b + 15) / 16 * 16; }
 
 std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_forward_sparse || st.accumulate || st.guard == Guard::dense) return {};
+  if (st.fn != Fn::conv2d_forward_sparse || st.accumulate || st.sparse.guard == Guard::dense)
+    return {};
   if (!uniform_storage(s)) return {};
   const Layout lay = s.layout("y");
   if (s.has("residual") && s.layout("residual") != lay) return {};
@@ -44,7 +45,8 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t cs = s.shape("values")[2];
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
-  const bool bias = s.has("b"), residual = s.has("residual"), guard = st.guard == Guard::sparse;
+  const bool bias = s.has("b"), residual = s.has("residual"),
+             guard = st.sparse.guard == Guard::sparse;
   const double d = planned_density(st);
   const OutputForm form(s);
   // The slices of one group's channels (a group may start inside a slice).
@@ -79,8 +81,9 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     v.function = "kiln::conv::sparse_forward";
     v.name = fmt::format("conv2d_sparse_{}_{}{}_{}_cs{}{}{}{}_t{}x{}o{}_p{}x{}_sc{}_t{}{}{}_{}",
                          dtype_tag(t), layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
-                         bias ? "_bias" : "", residual ? "_res" : "", st.relu ? "_relu" : "", th,
-                         tw, to, p, po, sc, threads, guard_tag(st), form.tag(), s.arch_tag());
+                         bias ? "_bias" : "", residual ? "_res" : "",
+                         st.epilogue.activation == Activation::relu ? "_relu" : "", th, tw, to, p,
+                         po, sc, threads, guard_tag(st), form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -89,7 +92,7 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "W_OHWI", w_ohwi);
     cfg_bool(v, "HAS_BIAS", bias);
     cfg_bool(v, "HAS_RESIDUAL", residual);
-    cfg_bool(v, "RELU", st.relu);
+    cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
     cfg_guard(v, st);
     form.cfg(v);
     cfg_int(v, "TH", th);
@@ -138,10 +141,11 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     v.efficiency = overlapped_efficiency(
         s.gpu, v, std::min(0.25, double(po) / double(2 * po + 3)) * (nco < 32 ? 0.6 : 1.0) * util);
     v.math = Math::fp32;
-    v.note = fmt::format("{}x{} output pixels x {} channels per block ({} per lane), {} slices of "
-                         "{} channels staged per step; loops over the input's nonzeros only{}",
-                         th, tw, to, po, sc, cs,
-                         guard ? fmt::format("; runs only when nnz <= {}", st.threshold) : "");
+    v.note =
+        fmt::format("{}x{} output pixels x {} channels per block ({} per lane), {} slices of "
+                    "{} channels staged per step; loops over the input's nonzeros only{}",
+                    th, tw, to, po, sc, cs,
+                    guard ? fmt::format("; runs only when nnz <= {}", st.sparse.threshold) : "");
     v.layouts = {{"y", lay}};
     if (residual) v.layouts.push_back({"residual", lay});
     out.push_back(std::move(v));

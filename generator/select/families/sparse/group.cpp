@@ -13,7 +13,9 @@ std::vector<const Family*> sparse_families() {
   return {&compact, &conv, &backward_weight, &partial_sum};
 }
 
-double planned_density(const Step& st) { return st.density >= 0 ? std::min(1.0, st.density) : 0.5; }
+double planned_density(const Step& st) {
+  return st.sparse.density >= 0 ? std::min(1.0, st.sparse.density) : 0.5;
+}
 
 double overlapped_efficiency(const GpuDesc& g, const Variant& v, double compute_efficiency,
                              double memory_efficiency) {

@@ -13,7 +13,7 @@ using namespace conv_family;
 
 std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::partial_sum || st.guard == Guard::dense) return {};
+  if (st.fn != Fn::partial_sum || st.sparse.guard == Guard::dense) return {};
   const DType t = s.dtype("dst");
   if (s.dtype("partial") != DType::f32 || (t != DType::f32 && t != DType::f16 && t != DType::bf16))
     return {};
@@ -28,16 +28,17 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
   const int64_t count = numel(d), slices = numel(s.shape("partial")) / std::max<int64_t>(1, count);
   const int64_t channels = d.size() >= 2 ? d[1] : 1;
   const int64_t inner = d.size() == 4 && s.layout("dst") == Layout::nchw ? d[2] * d[3] : 1;
-  const bool guard = st.guard == Guard::sparse;
+  const bool guard = st.sparse.guard == Guard::sparse;
   constexpr int64_t threads = 256;
   Variant v;
   v.family = "partial_sum";
   v.header = "conv/partial_sum.cuh";
   v.function = "kiln::conv::partial_sum";
-  v.name = fmt::format("partial_sum_{}_c{}x{}{}{}{}{}{}_t{}_{}", dtype_tag(t), slices, count,
-                       bias ? fmt::format("_bias{}x{}", channels, inner) : "",
-                       residual ? "_res" : "", st.relu ? "_relu" : "", st.accumulate ? "_acc" : "",
-                       guard_tag(st), threads, s.arch_tag());
+  v.name =
+      fmt::format("partial_sum_{}_c{}x{}{}{}{}{}{}_t{}_{}", dtype_tag(t), slices, count,
+                  bias ? fmt::format("_bias{}x{}", channels, inner) : "", residual ? "_res" : "",
+                  st.epilogue.activation == Activation::relu ? "_relu" : "",
+                  st.accumulate ? "_acc" : "", guard_tag(st), threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "COUNT", count);
   cfg_int(v, "SLICES", slices);
@@ -46,7 +47,7 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
   cfg_int(v, "THREADS", threads);
   cfg_bool(v, "HAS_BIAS", bias);
   cfg_bool(v, "HAS_RESIDUAL", residual);
-  cfg_bool(v, "RELU", st.relu);
+  cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
   cfg_int(v, "CHANNELS", bias ? channels : 1);
   cfg_int(v, "INNER", bias ? inner : 1);
   v.args = {"partial"};
@@ -64,8 +65,9 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
       double(count) * (4.0 * double(slices) + es * (st.accumulate ? 2 : 1) + (residual ? es : 0.0));
   v.flops = double(count * slices);
   v.efficiency = 0.8;
-  v.note = fmt::format("grid-stride sum of {} partial sums per element, in order{}", slices,
-                       bias || residual || st.relu ? ", then the epilogue" : "");
+  v.note = fmt::format(
+      "grid-stride sum of {} partial sums per element, in order{}", slices,
+      bias || residual || st.epilogue.activation == Activation::relu ? ", then the epilogue" : "");
   return {v};
 }
 

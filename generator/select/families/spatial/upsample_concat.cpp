@@ -93,9 +93,9 @@ std::vector<Variant> ConcatFamily::candidates(const StepInfo& s) const {
       channels += fmt::format("c{}", c[k]);
       largest = std::max(largest, numel(s.plan.buffers[xs[k]].shape));
     }
-    if (st.channel_offset < 0 || st.channel_offset + sum > full[1]) return {};
-    if (sum != full[1] || st.channel_offset != 0)
-      channels += fmt::format("of{}at{}", full[1], st.channel_offset);
+    if (st.channel_slice().offset < 0 || st.channel_slice().offset + sum > full[1]) return {};
+    if (sum != full[1] || st.channel_slice().offset != 0)
+      channels += fmt::format("of{}at{}", full[1], st.channel_slice().offset);
     v = make_variant(s, "concat", "spatial/concat.cuh", "kiln::spatial::concat_forward",
                      fmt::format("concat_fwd_{}_{}_{}_{}_t{}", dtype_tag(types->dtype), layout,
                                  concat_shape_tag(full), channels, kThreads));
@@ -107,7 +107,7 @@ std::vector<Variant> ConcatFamily::candidates(const StepInfo& s) const {
     cfg_int(v, "INPUTS", int64_t(xs.size()));
     for (int k = 0; k < 15; ++k)
       cfg_int(v, fmt::format("C{}", k), c[size_t(k)]);
-    cfg_int(v, "OFFSET", st.channel_offset);
+    cfg_int(v, "OFFSET", st.channel_slice().offset);
     cfg_int(v, "THREADS", kThreads);
     for (size_t k = 0; k < xs.size(); ++k)
       v.args.push_back(fmt::format("x{}", k));
@@ -124,15 +124,15 @@ std::vector<Variant> ConcatFamily::candidates(const StepInfo& s) const {
     const Shape& dx = s.shape("dx");
     v = make_variant(s, "concat", "spatial/concat.cuh", "kiln::spatial::concat_backward",
                      fmt::format("concat_bwd_{}_{}_{}_c{}of{}at{}{}_t{}", dtype_tag(types->dtype),
-                                 layout, concat_shape_tag(full), dx[1], full[1], st.channel_offset,
-                                 acc ? "_acc" : "", kThreads));
+                                 layout, concat_shape_tag(full), dx[1], full[1],
+                                 st.channel_slice().offset, acc ? "_acc" : "", kThreads));
     cfg_type(v, "T", cpp_type(types->dtype));
     cfg_int(v, "N", full[0]);
     cfg_int(v, "S", S);
     cfg_bool(v, "NHWC", nhwc);
     cfg_int(v, "CO", full[1]);
     cfg_int(v, "CI", dx[1]);
-    cfg_int(v, "OFFSET", st.channel_offset);
+    cfg_int(v, "OFFSET", st.channel_slice().offset);
     cfg_bool(v, "ACCUMULATE", acc);
     cfg_int(v, "THREADS", kThreads);
     v.args = {"dy", "dx"};

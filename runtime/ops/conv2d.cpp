@@ -1,0 +1,272 @@
+// conv2d: the op and its functions (forward, fold_bn, backward_data, backward_weight, the
+// sparse forward and weight gradient, the split-K forward, the forward with a fused pool).
+#include "runtime/cpu/step_args.hpp"
+#include "runtime/error.hpp"
+#include "runtime/ops/registry.hpp"
+#include "runtime/ops/roles.hpp"
+#include "runtime/ops/shape_rules.hpp"
+#include "runtime/ops/split_k.hpp"
+#include "runtime/ops/weighted.hpp"
+#include "runtime/sparse_form.hpp"
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+using namespace shape_rules;
+using cpu::CView, cpu::StepArgs, cpu::View;
+using sv = std::string_view;
+
+constexpr AttrSpec attrs[] = {
+    {"out_channels", AttrType::integer, true}, {"kernel", AttrType::int2, true},
+    {"stride", AttrType::int2, false},         {"padding", AttrType::int2, false},
+    {"padding_end", AttrType::int2, false},    {"dilation", AttrType::int2, false},
+    {"groups", AttrType::integer, false},      {"bias", AttrType::boolean, false}};
+
+Shape shape(const Attrs& a, std::span<const Shape> in) {
+  const Shape& x = in[0];
+  need_rank(x, 4, "[N, C, H, W]");
+  check_positive(a.out_channels, "out_channels");
+  check_positive(a.kernel, "kernel");
+  check_positive(a.stride, "stride");
+  check_positive(a.dilation, "dilation");
+  check_padding(a);
+  check_positive(a.groups, "groups");
+  if (x[1] % a.groups != 0)
+    throw Error(cat("input channels ", x[1], " are not divisible by groups ", a.groups));
+  if (a.out_channels % a.groups != 0)
+    throw Error(cat("out_channels ", a.out_channels, " is not divisible by groups ", a.groups));
+  Shape y = window_shape(x, a.out_channels, a, a.kernel, a.dilation, false, "conv2d");
+  mul(mul(y[0], y[1]), mul(y[2], y[3]));
+  return y;
+}
+
+std::vector<ParamSpec> params(const Attrs& a, std::span<const Shape> in) {
+  std::vector<ParamSpec> p{
+      {"weight", {a.out_channels, in[0][1] / a.groups, a.kernel[0], a.kernel[1]}, true}};
+  if (a.bias) p.push_back({"bias", {a.out_channels}, true});
+  return p;
+}
+
+int64_t macs(const Attrs& a, std::span<const Shape> in, const Shape& out) {
+  return numel(out) * (in[0][1] / a.groups) * a.kernel[0] * a.kernel[1];
+}
+
+constexpr OpDef op_defs[] = {{.kind = OpKind::conv2d,
+                              .name = "conv2d",
+                              .attrs = attrs,
+                              .shape = shape,
+                              .params = params,
+                              .macs = macs}};
+
+// conv2d.forward: x, w, [b], [residual], [nnz: guard] -> y (the epilogue), [compacted y].
+constexpr sv fwd_in[] = {"x", "w", "b", "residual", "nnz"};
+constexpr sv fwd_optional[] = {"b", "residual", "nnz", "y_values", "y_index", "y_count", "y_nnz"};
+
+template <class T> void forward(const StepArgs<T>& c) {
+  cpu::conv2d<T>(c.s.attrs, c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
+  cpu::epilogue(c);
+}
+
+// conv2d.fold_bn: w, [b], weight, bias, running_mean, running_var -> w_out, b_out: an
+// inference batchnorm folded into the convolution before it. With s = gamma / sqrt(var +
+// eps), w_out = w * s per output channel and b_out = (b - mean) * s + beta.
+constexpr sv fold_in[] = {"w", "b", "weight", "bias", "running_mean", "running_var"};
+constexpr sv fold_out[] = {"w_out", "b_out"};
+
+void check_fold_bn(const StepCheck& c) {
+  const Shape& w = c.shape("w");
+  c.same("w", "w_out");
+  for (auto r : {"weight", "bias", "running_mean", "running_var", "b_out"})
+    c.expect(r, {w[0]});
+  if (c.has("b")) c.expect("b", {w[0]});
+  const double eps = c.s.fold_bn().eps;
+  if (!(eps > 0 && eps <= 1)) c.fail(cat("eps must be in (0, 1], got ", eps));
+}
+
+template <class T> void fold_bn(const StepArgs<T>& c) {
+  CView<T> w = c.in("w");
+  View<T> wo = c.out("w_out");
+  const T* b = c.opt("b");
+  const T *gamma = c.in("weight").data, *beta = c.in("bias").data;
+  const T *mean = c.in("running_mean").data, *var = c.in("running_var").data;
+  T* bo = c.out("b_out").data;
+  const double eps = c.s.fold_bn().eps;
+  const int64_t o = w.shape[0], per = numel(w.shape) / o;
+  for (int64_t k = 0; k < o; ++k) {
+    const double s = double(gamma[k]) / std::sqrt(double(var[k]) + eps);
+    for (int64_t i = 0; i < per; ++i)
+      wo.data[k * per + i] = T(double(w.data[k * per + i]) * s);
+    bo[k] = T(((b ? double(b[k]) : 0.0) - double(mean[k])) * s + double(beta[k]));
+  }
+}
+
+template <class T> void backward_data(const StepArgs<T>& c) {
+  cpu::conv2d_backward_data<T>(c.s.attrs, c.in("dy"), c.in("w"), c.out("dx"), c.s.accumulate);
+}
+
+// conv2d.backward_weight: x, dy, [nnz: guard] -> dw.
+constexpr sv bw_in[] = {"x", "dy", "nnz"};
+
+template <class T> void backward_weight(const StepArgs<T>& c) {
+  cpu::conv2d_backward_weight<T>(c.s.attrs, c.in("x"), c.in("dy"), c.out("dw"), c.s.accumulate);
+}
+
+// x as the sparse functions' reference reads it: decompacted from values, index and count.
+template <class T> std::vector<T> decompacted(const StepArgs<T>& c) {
+  const Shape& x = c.shape("x");
+  std::vector<T> dense(size_t(numel(x)));
+  cpu::decompact<T>(c.in("values").data, c.template raw<uint8_t>("index"),
+                    c.template raw<uint8_t>("count"), c.shape("values")[2],
+                    View<T>{dense.data(), x});
+  return dense;
+}
+
+// conv2d.forward_sparse: x (its shape; its elements are not read), values, index, count, w,
+// [b], [residual], [nnz: guard] -> y, [compacted y]: conv2d.forward from the compacted x.
+constexpr sv sparse_in[] = {"x", "values", "index", "count", "w", "b", "residual", "nnz"};
+
+template <class T> void forward_sparse(const StepArgs<T>& c) {
+  const std::vector<T> x = decompacted(c);
+  cpu::conv2d<T>(c.s.attrs, CView<T>{x.data(), c.shape("x")}, c.in("w"), c.opt("b"), c.out("y"));
+  cpu::epilogue(c);
+}
+
+// conv2d.backward_weight_sparse: x (shape), values, index, count, dy, [nnz: guard] -> dw:
+// conv2d.backward_weight from the compacted x. Or -> partial [S, *dw]: the sums over S
+// contiguous ranges of the input's rows (row r = n * H + h; range s = [s * N*H / S, (s + 1) *
+// N*H / S)), which partial.sum then adds up, so the reduction over the input spreads over S
+// times more blocks.
+constexpr sv sparse_bw_in[] = {"x", "values", "index", "count", "dy", "nnz"};
+constexpr sv dw_or_partial[] = {"dw", "partial"}, sparse_bw_optional[] = {"nnz", "dw", "partial"};
+
+void check_backward_weight_sparse(const StepCheck& c) {
+  c.expect("dy", c.forward(c.shape("x")));
+  const Shape w = c.param(c.shape("x"), "weight").shape;
+  if (c.has("dw") == c.has("partial"))
+    c.fail("writes either dw or partial (the sums over ranges of rows), not both");
+  if (c.has("dw")) return c.expect("dw", w);
+  const Shape& p = c.shape("partial");
+  const Shape& x = c.shape("x");
+  if (p.size() != 5 || Shape(p.begin() + 1, p.end()) != w || p[0] < 1 || p[0] > x[0] * x[2])
+    c.fail(cat("\"partial\" ", shape_str(p), " is not [S, ", shape_str(w).substr(1),
+               " with 1 <= S <= N*H = ", x[0] * x[2]));
+  c.not_accumulated();
+}
+
+template <class T> void backward_weight_sparse(const StepArgs<T>& c) {
+  const Shape& xs = c.shape("x");
+  const std::vector<T> x = decompacted(c);
+  if (c.s.arg("dw") >= 0)
+    return cpu::conv2d_backward_weight<T>(c.s.attrs, CView<T>{x.data(), xs}, c.in("dy"),
+                                          c.out("dw"), c.s.accumulate);
+  // Partial sums: range r of the input's rows (n * H + h) contributes partial[r] alone.
+  View<T> part = c.out("partial");
+  const int64_t S = part.shape[0], R = xs[0] * xs[2], C = xs[1], H = xs[2], W = xs[3];
+  const Shape w(part.shape.begin() + 1, part.shape.end());
+  std::vector<T> xr(x.size());
+  for (int64_t r = 0; r < S; ++r) {
+    std::fill(xr.begin(), xr.end(), T(0));
+    for (int64_t row = r * R / S; row < (r + 1) * R / S; ++row)
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const int64_t at = ((row / H * C + ch) * H + row % H) * W;
+        std::copy_n(x.begin() + at, W, xr.begin() + at);
+      }
+    cpu::conv2d_backward_weight<T>(c.s.attrs, CView<T>{xr.data(), xs}, c.in("dy"),
+                                   View<T>{part.data + r * numel(w), w}, false);
+  }
+}
+
+void check_forward_partial(const StepCheck& c) { check_split_k(c, true); }
+template <class T> void forward_partial(const StepArgs<T>& c) { split_k_reference(c, true); }
+
+// conv2d.pool_forward: x, w, [b] -> y = maxpool(activation(conv(x, w) + b)), the pool's
+// window in FusedPool: a conv whose output only a max pool reads, fused
+// (generator/rewrite/conv_pool.cpp) so that output never reaches memory.
+void check_pool_forward(const StepCheck& c) {
+  if (c.s.op != OpKind::conv2d) c.fail("pools a conv2d's output");
+  const Shape y = c.forward(c.shape("x"));
+  c.expect("w", c.param(c.shape("x"), "weight").shape);
+  if (c.has("b")) c.expect("b", {y[1]});
+  c.expect("y", c.forward_as(OpKind::maxpool2d, c.s.fused_pool().pool, y, "its pool"));
+}
+
+template <class T> void pool_forward(const StepArgs<T>& c) {
+  // The conv and its epilogue into a temporary, then the pool.
+  CView<T> x = c.in("x");
+  const Shape ys = infer_shape(OpKind::conv2d, c.s.attrs, std::span<const Shape>(&x.shape, 1));
+  std::vector<T> y(size_t(numel(ys)));
+  cpu::conv2d<T>(c.s.attrs, x, c.in("w"), c.opt("b"), View<T>{y.data(), ys});
+  cpu::apply_activation(c.s.epilogue.activation, View<T>{y.data(), ys});
+  cpu::maxpool2d<T>(c.s.fused_pool().pool, CView<T>{y.data(), ys}, c.out("y"));
+}
+
+constexpr FnDef fn_defs[] = {
+    {.fn = Fn::conv2d_forward,
+     .name = "conv2d.forward",
+     .signature = {fwd_in, roles::y_compacted, fwd_optional, roles::y_nnz},
+     .epilogue = true,
+     .guardable = true,
+     .check = check_weighted_forward,
+     .cpu_f32 = forward<float>,
+     .cpu_f64 = forward<double>},
+    {.fn = Fn::conv2d_fold_bn,
+     .name = "conv2d.fold_bn",
+     .signature = {fold_in, fold_out, roles::b},
+     .params = params_index<FoldBn>(),
+     .check = check_fold_bn,
+     .cpu_f32 = fold_bn<float>,
+     .cpu_f64 = fold_bn<double>},
+    {.fn = Fn::conv2d_backward_data,
+     .name = "conv2d.backward_data",
+     .signature = {roles::dy_w, roles::dx, {}},
+     .check = check_backward_data,
+     .cpu_f32 = backward_data<float>,
+     .cpu_f64 = backward_data<double>},
+    {.fn = Fn::conv2d_backward_weight,
+     .name = "conv2d.backward_weight",
+     .signature = {bw_in, roles::dw, roles::nnz},
+     .guardable = true,
+     .check = check_backward_weight,
+     .cpu_f32 = backward_weight<float>,
+     .cpu_f64 = backward_weight<double>},
+    {.fn = Fn::conv2d_forward_sparse,
+     .name = "conv2d.forward_sparse",
+     .signature = {sparse_in, roles::y_compacted, fwd_optional, roles::y_nnz},
+     .epilogue = true,
+     .guardable = true,
+     .check = check_weighted_forward,
+     .cpu_f32 = forward_sparse<float>,
+     .cpu_f64 = forward_sparse<double>},
+    {.fn = Fn::conv2d_backward_weight_sparse,
+     .name = "conv2d.backward_weight_sparse",
+     .signature = {sparse_bw_in, dw_or_partial, sparse_bw_optional},
+     .guardable = true,
+     .check = check_backward_weight_sparse,
+     .cpu_f32 = backward_weight_sparse<float>,
+     .cpu_f64 = backward_weight_sparse<double>},
+    {.fn = Fn::conv2d_forward_partial,
+     .name = "conv2d.forward_partial",
+     .signature = {roles::x_w, roles::partial, {}},
+     .check = check_forward_partial,
+     .cpu_f32 = forward_partial<float>,
+     .cpu_f64 = forward_partial<double>},
+    {.fn = Fn::conv2d_pool_forward,
+     .name = "conv2d.pool_forward",
+     .signature = {roles::x_w_b, roles::y, roles::b},
+     .params = params_index<FusedPool>(),
+     .epilogue = true,
+     .check = check_pool_forward,
+     .cpu_f32 = pool_forward<float>,
+     .cpu_f64 = pool_forward<double>},
+};
+
+} // namespace
+
+namespace ops {
+OpFile conv2d_file() { return {op_defs, fn_defs}; }
+} // namespace ops
+
+} // namespace kiln

@@ -1,0 +1,50 @@
+// A plan step's function in one place: its name, argument signature, parameters, the
+// step features it admits (a fused epilogue, a guard), its shape checks and its CPU
+// reference. Each function's definition is in runtime/ops/<prefix>.cpp (conv2d.forward:
+// conv2d.cpp) and listed in registry.cpp; the plan reader, plan_validate.cpp and the
+// reference backend look it up.
+#pragma once
+
+#include "runtime/step_fn.hpp"
+#include "runtime/step_params.hpp"
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+namespace kiln {
+
+struct StepCheck; // runtime/ops/step_check.hpp
+namespace cpu {
+template <class T> struct StepArgs; // runtime/cpu/step_args.hpp
+}
+
+// The dtype of an argument that is not a float. The compacted forms' roles (index, count:
+// u8; nnz: i32) need no listing.
+enum class ArgType { any, i32, i64 };
+struct RoleType {
+  std::string_view role;
+  ArgType type;
+};
+
+struct FnDef {
+  Fn fn;
+  std::string_view name;
+  FnSignature signature;
+  size_t params = 0; // the FnParams alternative its steps hold (params_index<P>())
+  // plan.json leaves the parameters out when they hold the defaults, and reads their absence
+  // so (concat.forward at channel 0, as kiln-plan/1 always had it).
+  bool params_optional = false;
+  bool epilogue = false;    // has the fused epilogue (Step::epilogue)
+  bool guardable = false;   // may be guarded by a nonzero count (Step::sparse)
+  bool writes_part = false; // leaves part of its output as it was (staged in, not only out)
+  std::span<const RoleType> types = {};
+  // Shapes, parameters and whatever else the function needs of its step; throws through
+  // StepCheck::fail.
+  void (*check)(const StepCheck&) = nullptr;
+  // The CPU reference, in float and in double.
+  void (*cpu_f32)(const cpu::StepArgs<float>&) = nullptr;
+  void (*cpu_f64)(const cpu::StepArgs<double>&) = nullptr;
+};
+
+} // namespace kiln

@@ -1,0 +1,100 @@
+// linear: the op and its functions (forward, backward_data, backward_weight, the split-K
+// forward).
+#include "runtime/cpu/step_args.hpp"
+#include "runtime/error.hpp"
+#include "runtime/ops/registry.hpp"
+#include "runtime/ops/roles.hpp"
+#include "runtime/ops/shape_rules.hpp"
+#include "runtime/ops/split_k.hpp"
+#include "runtime/ops/weighted.hpp"
+
+namespace kiln {
+
+namespace {
+
+using namespace shape_rules;
+using cpu::StepArgs;
+
+constexpr AttrSpec attrs[] = {{"out_features", AttrType::integer, true},
+                              {"bias", AttrType::boolean, false}};
+
+Shape shape(const Attrs& a, std::span<const Shape> in) {
+  const Shape& x = in[0];
+  check_positive(a.out_features, "out_features");
+  if (x.size() != 2)
+    throw Error(cat("linear needs a 2-D input [N, features], got ", shape_str(x),
+                    " (add a flatten layer before it)"));
+  mul(x[1], a.out_features);
+  return {x[0], a.out_features};
+}
+
+std::vector<ParamSpec> params(const Attrs& a, std::span<const Shape> in) {
+  std::vector<ParamSpec> p{{"weight", {a.out_features, in[0][1]}, true}};
+  if (a.bias) p.push_back({"bias", {a.out_features}, true});
+  return p;
+}
+
+int64_t macs(const Attrs&, std::span<const Shape> in, const Shape& out) {
+  return numel(out) * in[0][1];
+}
+
+constexpr OpDef op_defs[] = {{.kind = OpKind::linear,
+                              .name = "linear",
+                              .attrs = attrs,
+                              .shape = shape,
+                              .params = params,
+                              .macs = macs}};
+
+// linear.forward: x, w, [b] -> y (the epilogue).
+template <class T> void forward(const StepArgs<T>& c) {
+  cpu::linear<T>(c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
+  cpu::epilogue(c);
+}
+
+template <class T> void backward_data(const StepArgs<T>& c) {
+  cpu::linear_backward_data<T>(c.in("dy"), c.in("w"), c.out("dx"), c.s.accumulate);
+}
+
+template <class T> void backward_weight(const StepArgs<T>& c) {
+  cpu::linear_backward_weight<T>(c.in("x"), c.in("dy"), c.out("dw"), c.s.accumulate);
+}
+
+// linear.forward_partial: x [N, F], w -> partial [S * N, K] (float), the ranges over f.
+void check_forward_partial(const StepCheck& c) { check_split_k(c, false); }
+template <class T> void forward_partial(const StepArgs<T>& c) { split_k_reference(c, false); }
+
+constexpr FnDef fn_defs[] = {
+    {.fn = Fn::linear_forward,
+     .name = "linear.forward",
+     .signature = {roles::x_w_b, roles::y, roles::b},
+     .epilogue = true,
+     .check = check_weighted_forward,
+     .cpu_f32 = forward<float>,
+     .cpu_f64 = forward<double>},
+    {.fn = Fn::linear_backward_data,
+     .name = "linear.backward_data",
+     .signature = {roles::dy_w, roles::dx, {}},
+     .check = check_backward_data,
+     .cpu_f32 = backward_data<float>,
+     .cpu_f64 = backward_data<double>},
+    {.fn = Fn::linear_backward_weight,
+     .name = "linear.backward_weight",
+     .signature = {roles::x_dy, roles::dw, {}},
+     .check = check_backward_weight,
+     .cpu_f32 = backward_weight<float>,
+     .cpu_f64 = backward_weight<double>},
+    {.fn = Fn::linear_forward_partial,
+     .name = "linear.forward_partial",
+     .signature = {roles::x_w, roles::partial, {}},
+     .check = check_forward_partial,
+     .cpu_f32 = forward_partial<float>,
+     .cpu_f64 = forward_partial<double>},
+};
+
+} // namespace
+
+namespace ops {
+OpFile linear_file() { return {op_defs, fn_defs}; }
+} // namespace ops
+
+} // namespace kiln

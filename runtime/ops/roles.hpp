@@ -1,0 +1,22 @@
+// Argument role lists that several functions' signatures share (FnSignature's spans point
+// at them). A compacted activation (runtime/sparse_form.hpp) is written by sparse.compact
+// (values, index, count, nnz: the form of its x) or by a producer of its own output y
+// (y_values, y_index, y_count, y_nnz).
+#pragma once
+
+#include <string_view>
+
+namespace kiln::roles {
+
+using sv = std::string_view;
+
+inline constexpr sv x[] = {"x"}, y[] = {"y"}, dx[] = {"dx"}, dy[] = {"dy"}, dw[] = {"dw"};
+inline constexpr sv b[] = {"b"}, xs[] = {"x*"}, x_dy[] = {"x", "dy"}, y_dy[] = {"y", "dy"};
+inline constexpr sv dy_w[] = {"dy", "w"}, x_w_b[] = {"x", "w", "b"}, x_w[] = {"x", "w"};
+inline constexpr sv partial[] = {"partial"}, src[] = {"src"}, dst[] = {"dst"};
+inline constexpr sv nnz[] = {"nnz"};
+// A producer's output and the compacted form it may write of it (optional, y_nnz added to).
+inline constexpr sv y_compacted[] = {"y", "y_values", "y_index", "y_count", "y_nnz"};
+inline constexpr sv y_form[] = {"y_values", "y_index", "y_count", "y_nnz"}, y_nnz[] = {"y_nnz"};
+
+} // namespace kiln::roles

@@ -1,0 +1,95 @@
+// What a plan step carries besides its function, node and arguments: the fused epilogue of
+// the functions that have one, the sparse dispatch of the guardable ones, and each
+// function's own parameters as one typed value (the alternative its FnDef names,
+// runtime/ops/fn_def.hpp). plan.json keeps one key per field (runtime/step_params_json.hpp).
+#pragma once
+
+#include "runtime/activation.hpp"
+#include "runtime/op.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+namespace kiln {
+
+// The epilogue of conv2d / linear / batchnorm .forward (and partial.sum, a split step's
+// completion): after the bias and the residual, an activation.
+struct Epilogue {
+  Activation activation = Activation::none;
+  bool operator==(const Epilogue&) const = default;
+};
+
+// Device-side dispatch between a dense and a sparse computation of one value (DESIGN.md
+// 5.4): both steps are in the plan, each guarded, and each reads the running nonzero count
+// `nnz` that the compaction of its input wrote. A `dense` step computes only when nnz >
+// threshold, a `sparse` one only when nnz <= threshold; otherwise it leaves its outputs
+// untouched. Kernels test the guard themselves on the device (no copy to the host, nothing
+// for a CUDA graph to branch on); the reference backend tests it on the host.
+enum class Guard { none, dense, sparse };
+std::string_view guard_name(Guard g);
+inline bool guard_passes(Guard g, int64_t threshold, int64_t nnz) {
+  return g == Guard::none || (g == Guard::dense ? nnz > threshold : nnz <= threshold);
+}
+
+struct SparseDispatch {
+  Guard guard = Guard::none; // only on guardable functions (conv steps and partial.sum)
+  int64_t threshold = 0;     // the nonzero count at or below which the sparse path runs
+  // The input density the step was planned for (informative; also on producers and
+  // compactions, whose cost it sets); -1: none.
+  double density = -1;
+  bool operator==(const SparseDispatch&) const = default;
+};
+
+// conv2d.fold_bn: the folded batchnorm's epsilon.
+struct FoldBn {
+  double eps = 0;
+  bool operator==(const FoldBn&) const = default;
+};
+// sgd.update, as torch.optim.SGD (runtime/step_fn.hpp).
+struct Sgd {
+  double lr = 0, weight_decay = 0, momentum = 0;
+  bool operator==(const Sgd&) const = default;
+};
+// adam.update, as torch.optim.Adam (runtime/step_fn.hpp); torch's defaults.
+struct Adam {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool operator==(const Adam&) const = default;
+};
+// region.copy: dst[n][c][dst + i][..] (+)= src[n][c][src + i][..] for i < size.
+struct Region {
+  Int2 src{0, 0}, dst{0, 0}, size{0, 0};
+  bool operator==(const Region&) const = default;
+};
+// concat.forward / concat.backward: the first channel of y (dy) the step's inputs (dx) fill.
+struct ChannelSlice {
+  int64_t offset = 0;
+  bool operator==(const ChannelSlice&) const = default;
+};
+// conv2d.pool_forward: the fused max pool's attributes (a maxpool2d's).
+struct FusedPool {
+  Attrs pool;
+  bool operator==(const FusedPool&) const = default;
+};
+
+// One value per step; adding a parameter type is an alternative here and its JSON form
+// (runtime/step_params_json.cpp).
+using FnParams = std::variant<std::monostate, FoldBn, Sgd, Adam, Region, ChannelSlice, FusedPool>;
+
+// The index of alternative P in FnParams.
+template <class P, size_t I = 0> constexpr size_t params_index() {
+  static_assert(I < std::variant_size_v<FnParams>, "not an alternative of FnParams");
+  if constexpr (std::is_same_v<std::variant_alternative_t<I, FnParams>, P>)
+    return I;
+  else
+    return params_index<P, I + 1>();
+}
+
+// "none", "fold_bn", "sgd", "adam", "region", "channel_slice", "fused_pool".
+std::string_view params_name(size_t index);
+// A default value of alternative `index`.
+FnParams default_params(size_t index);
+
+} // namespace kiln
