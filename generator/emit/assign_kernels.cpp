@@ -122,15 +122,7 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool 
       if (it == index.end()) {
         it = index.emplace(v.name, out.kernels.size()).first;
         out.kernels.push_back({v, c.kernel->cost, {}, c.reason, true, c.measured});
-        Kernel k;
-        k.name = v.name;
-        k.entry = v.name;
-        k.image = "kernels/" + v.name + ".cubin";
-        k.grid = v.grid;
-        k.block = v.block;
-        k.dynamic_smem = v.dynamic_smem;
-        k.args = v.args;
-        p.kernels.push_back(k);
+        p.kernels.push_back(kernel_of(v));
       }
       out.kernels[it->second].nodes.push_back(step_label(s));
       s.kind = StepKind::launch;

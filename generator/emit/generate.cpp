@@ -22,25 +22,6 @@ namespace kiln {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-namespace {
-
-ojson cfg_json(const Variant& v) {
-  ojson j = ojson::object();
-  for (const auto& [k, val] : v.cfg) {
-    if (val.rfind("type:", 0) == 0)
-      j[k] = val.substr(5);
-    else if (val.rfind("float:", 0) == 0)
-      j[k] = std::stod(val.substr(6));
-    else if (val == "true" || val == "false")
-      j[k] = val == "true";
-    else
-      j[k] = std::stoll(val);
-  }
-  return j;
-}
-
-} // namespace
-
 Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (m.dtype == DType::f64)
     throw Error(m.file, "/dtype", "f64 runs on the cpu backend only; kernels are f32, f16 or bf16");
@@ -127,7 +108,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["template"] = r.variant.header;
     k["source"] = path;
     k["source_hash"] = content_hash(source);
-    k["params"] = cfg_json(r.variant);
+    k["params"] = instance_params(r.variant);
     k["grid"] = r.variant.grid;
     k["block"] = r.variant.block;
     k["dynamic_smem"] = r.variant.dynamic_smem;

@@ -120,7 +120,7 @@ private:
 
   // Whether the producer of x can compact its own output (its kernel writes y and the form
   // in one pass): a relu or an inference batchnorm (conv/sparse_compact.cuh), or a conv
-  // whose epilogue does (conv/epilogue.cuh); unguarded, writing x itself, not compacting.
+  // whose epilogue does (conv/tile_epilogue.cuh); unguarded, writing x itself, not compacting.
   bool fusable(int prod, int x) const {
     if (prod < 0) return false;
     const Step& s = (*steps_)[size_t(prod)];

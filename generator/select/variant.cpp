@@ -6,25 +6,45 @@
 
 namespace kiln {
 
-void cfg_int(Variant& v, const std::string& name, int64_t value) {
-  v.cfg.push_back({name, std::to_string(value)});
-}
+void cfg_int(Variant& v, const std::string& name, int64_t value) { v.cfg.push_back({name, value}); }
 
-void cfg_bool(Variant& v, const std::string& name, bool value) {
-  v.cfg.push_back({name, value ? "true" : "false"});
-}
+void cfg_bool(Variant& v, const std::string& name, bool value) { v.cfg.push_back({name, value}); }
 
 void cfg_type(Variant& v, const std::string& name, const std::string& type) {
-  v.cfg.push_back({name, "type:" + type});
+  v.cfg.push_back({name, CfgType{type}});
 }
 
 void cfg_float(Variant& v, const std::string& name, double value) {
-  v.cfg.push_back({name, "float:" + fmt::format("{:#.9g}", value)}); // always a decimal point
+  // The instance holds a float; 9 significant digits name it (and the manifest shows them).
+  v.cfg.push_back({name, std::stod(fmt::format("{:.9g}", value))});
+}
+
+void cfg_enum(Variant& v, const std::string& name, const std::string& type,
+              const std::string& value) {
+  v.cfg.push_back({name, CfgEnum{type, value}});
+}
+
+CfgValue* find_cfg(Variant& v, std::string_view name) {
+  for (CfgEntry& e : v.cfg)
+    if (e.name == name) return &e.value;
+  return nullptr;
+}
+
+Kernel kernel_of(const Variant& v) {
+  Kernel k;
+  k.name = k.entry = v.name;
+  k.image = "kernels/" + v.name + ".cubin";
+  k.grid = v.grid;
+  k.block = v.block;
+  k.dynamic_smem = v.dynamic_smem;
+  k.args = v.args;
+  return k;
 }
 
 std::string name_number(double value) {
   std::string s = fmt::format("{:g}", value);
-  for (char& c : s) c = c == '.' ? 'p' : c == '-' ? 'm' : c;
+  for (char& c : s)
+    c = c == '.' ? 'p' : c == '-' ? 'm' : c;
   std::erase(s, '+');
   return s;
 }

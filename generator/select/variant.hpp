@@ -7,19 +7,37 @@
 
 #include <array>
 #include <string>
-#include <utility>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 namespace kiln {
+
+// A type parameter, spelled as C++: `using T = kiln::f16;`.
+struct CfgType {
+  std::string name;
+};
+// A constant of an enum type: `static constexpr kiln::Act ACT = kiln::Act::relu;`.
+struct CfgEnum {
+  std::string type, value; // "kiln::Act", "relu"
+};
+// One compile-time constant of an instance's configuration: an integer, a boolean, a float
+// (kept as the double of the 9 significant digits the instance writes, which name any
+// float), a type or an enumerator.
+using CfgValue = std::variant<int64_t, bool, double, CfgType, CfgEnum>;
+struct CfgEntry {
+  std::string name;
+  CfgValue value;
+};
 
 struct Variant {
   std::string family;   // "conv2d_direct"
   std::string header;   // the template, relative to templates/: "conv/direct.cuh"
   std::string function; // the template's entry: "kiln::conv::direct"
   std::string name;     // the instance name: configuration only, never "fast"
-  // Constants of the instance's configuration struct, in order: (name, C++ value),
-  // e.g. ("N", "8"), ("T", "kiln::f16"). Types are written as `using`.
-  std::vector<std::pair<std::string, std::string>> cfg;
+  // Constants of the instance's configuration struct, in order: ("N", 8),
+  // ("T", CfgType{"kiln::f16"}), ...
+  std::vector<CfgEntry> cfg;
   std::vector<std::string> args; // step argument roles in kernel parameter order
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t dynamic_smem = 0;
@@ -48,11 +66,19 @@ struct Variant {
   }
 };
 
-// Appends a cfg constant: integers, booleans and type names.
+// Appends a cfg constant: integers, booleans, type names, floats and enumerators.
 void cfg_int(Variant& v, const std::string& name, int64_t value);
 void cfg_bool(Variant& v, const std::string& name, bool value);
 void cfg_type(Variant& v, const std::string& name, const std::string& type);
 void cfg_float(Variant& v, const std::string& name, double value);
+void cfg_enum(Variant& v, const std::string& name, const std::string& type,
+              const std::string& value);
+// The constant `name` of v's configuration, or null.
+CfgValue* find_cfg(Variant& v, std::string_view name);
+
+// The kernel a plan launches for the variant: its entry, image, launch geometry and
+// argument roles.
+Kernel kernel_of(const Variant& v);
 
 // A number as it may appear in an instance name: 0.01 -> "0p01", 1e-05 -> "1em05".
 std::string name_number(double value);

@@ -40,17 +40,6 @@ std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc&
   return out;
 }
 
-Kernel kernel_of(const Variant& v) {
-  Kernel k;
-  k.name = k.entry = v.name;
-  k.image = "kernels/" + v.name + ".cubin";
-  k.grid = v.grid;
-  k.block = v.block;
-  k.dynamic_smem = v.dynamic_smem;
-  k.args = v.args;
-  return k;
-}
-
 namespace {
 
 // The plan with the step's arguments in the layouts the variant reads and writes (an
@@ -77,7 +66,8 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
     const Kernel k = kernel_of(w.variant);
     SweepRow row;
     row.item = mine[n];
-    row.check = check_step(p, step, k, std::string(math_name(w.variant.math)), device.check, seed + mine[n]);
+    row.check = check_step(p, step, k, std::string(math_name(w.variant.math)), device.check,
+                           seed + mine[n]);
     row.check.node = step.node;
     if (row.check.pass && device.time) {
       try {

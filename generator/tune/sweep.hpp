@@ -31,9 +31,6 @@ struct WorkItem {
 std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc& g,
                                  bool all_variants = true);
 
-// The kernel table entry of a variant as generate writes it (image kernels/<name>.cubin).
-Kernel kernel_of(const Variant& v);
-
 struct DeviceTiming {
   double median_ms = 0;
   int runs = 0;

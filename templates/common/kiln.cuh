@@ -43,7 +43,7 @@ struct KernelArgs {
 // is all a kernel promises, so ptxas may use every register it needs rather than squeezing
 // (and spilling) to fit more blocks: the variant's occupancy is selection's business.
 #if defined(KILN_CUDA)
-#define KILN_KERNEL(name, threads)                                                              \
+#define KILN_KERNEL(name, threads)                                                                 \
   extern "C" __global__ void __launch_bounds__(threads, 1) name(::kiln::KernelArgs kiln_args)
 #else
 #define KILN_KERNEL(name, threads) extern "C" void name(::kiln::KernelArgs kiln_args)
@@ -81,6 +81,9 @@ KILN_CONST int ceil_div(int a, int b) { return (a + b - 1) / b; }
 KILN_CONST i64 ceil_div64(i64 a, i64 b) { return (a + b - 1) / b; }
 template <class T> KILN_CONST T min_of(T a, T b) { return a < b ? a : b; }
 template <class T> KILN_CONST T max_of(T a, T b) { return a < b ? b : a; }
+// std::conditional, which NVRTC lacks (no standard headers).
+template <bool B, class X, class Y> struct pick { using type = X; };
+template <class X, class Y> struct pick<false, X, Y> { using type = Y; };
 
 // A typed view of kernel argument i (global memory).
 template <class T> KILN_FN Global<T> arg(const KernelArgs& a, int i) {

@@ -24,7 +24,7 @@
 //       (phase-major), y = G * ceil((C / G) / TC), z = N.
 #pragma once
 
-#include "conv/index.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::conv {
 
@@ -71,6 +71,8 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W;
   constexpr i64 YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
   using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * Cg * KK>; // offsets into dx, dy, w
+  using DX = Tensor4<false, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
+  using DY = Tensor4<false, Cfg::N, Cfg::O, Cfg::OH, Cfg::OW, I>;
 
   const Global<const T> dy = arg<const T>(a, 0);
   const Global<const T> w = arg<const T>(a, 1);
@@ -118,7 +120,7 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
       const int oh = oh_lo + r, ow = ow_lo + q;
       float v = 0.f;
       if (k0 + o < Og && oh >= 0 && oh < Cfg::OH && ow >= 0 && ow < Cfg::OW)
-        v = to_float(dy[((I(n) * Cfg::O + g * Og + k0 + o) * Cfg::OH + oh) * Cfg::OW + ow]);
+        v = to_float(dy[DY::at(I(n), g * Og + k0 + o, oh, ow)]);
       ds[e] = v;
     }
 #pragma unroll 2
@@ -162,7 +164,7 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
     for (int j = 0; j < PC; ++j) {
       const int cg = c0 + cq + j * NCC;
       if (cg >= Cg) continue;
-      const I at = ((I(n) * Cfg::C + g * Cg + cg) * Cfg::H + ih) * Cfg::W + iw;
+      const I at = DX::at(I(n), g * Cg + cg, ih, iw);
       float v = acc[i][j];
       if (Cfg::ACCUMULATE) v += to_float(dx[at]);
       dx[at] = from_float<T>(v);

@@ -20,7 +20,7 @@
 // Grid: x = ceil(K / TK), y = G * ceil((O / G) / TO).
 #pragma once
 
-#include "conv/index.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::conv {
 
@@ -40,6 +40,7 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
                 "THREADS = (TO/PO) * (TK/PK) * S");
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * PLANE;
   using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * K + RC>; // offsets and positions
+  using X = Tensor4<false, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
 
   if constexpr (Cfg::GUARD) {
     if (i64(arg<const int>(a, 2)[0]) <= i64(Cfg::THRESHOLD)) return; // the sparse path runs
@@ -91,7 +92,7 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
         const int ih = (pix / Cfg::OW) * Cfg::SH - Cfg::PH + kh * Cfg::DH;
         const int iw = (pix % Cfg::OW) * Cfg::SW - Cfg::PW + kw * Cfg::DW;
         if (ih >= 0 && ih < Cfg::H && iw >= 0 && iw < Cfg::W)
-          v = to_float(x[((nn * Cfg::C + g * Cg + c) * Cfg::H + ih) * Cfg::W + iw]);
+          v = to_float(x[X::at(nn, g * Cg + c, ih, iw)]);
       }
       sm[(TO + k) * RCP + r] = v;
     }

@@ -10,7 +10,7 @@
 // Grid: PER_BLOCK: C blocks; otherwise ceil(C / THREADS).
 #pragma once
 
-#include "conv/index.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::conv {
 

@@ -1,5 +1,5 @@
-// Direct convolution (conv2d.forward) with its fused epilogue: y = relu?(conv(x, w) + b +
-// residual), accumulated in fp32 whatever the storage type.
+// Direct convolution (conv2d.forward) with its fused epilogue (common/epilogue.cuh):
+// y = act(conv(x, w) + b + residual), accumulated in fp32 whatever the storage type.
 //
 // A block computes a TH x TW tile of output pixels for TO output channels of one group of one
 // image. It walks the group's input channels CK at a time: the input patch the tile reads
@@ -14,10 +14,10 @@
 //      NHWC (layout of y and residual; false: NCHW), X_NHWC (layout of x: a network's first
 //      conv may read its NCHW input, or a folded batch's view of it, into an NHWC network
 //      without a conversion), W_OHWI (w stored [O][KH][KW][C/G],
-//      the nhwc layout of a weight; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU,
+//      the nhwc layout of a weight; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU or ACT,
 //      GUARD, THRESHOLD (the dense side of a sparse dispatch: return, writing nothing, unless
 //      the running nonzero count nnz of x exceeds THRESHOLD; conv/sparse.cuh computes y then),
-//      COMPACT, YCS, YCOUNT (compact y as it is written: conv/epilogue.cuh),
+//      COMPACT, YCS, YCOUNT (compact y as it is written: conv/tile_epilogue.cuh),
 //      TH, TW, TO (block tile: output rows, columns, channels within a group),
 //      CK (input channels staged per step), P, PO (pixels and channels per thread),
 //      THREADS = NP * (TO / PO) with NP >= ceil(TH * TW / P) pixel groups (TO a multiple of
@@ -32,8 +32,8 @@
 //       Block: THREADS x 1 x 1.
 #pragma once
 
-#include "conv/epilogue.cuh"
 #include "conv/pool_epilogue.cuh"
+#include "conv/tile_epilogue.cuh"
 
 namespace kiln::conv {
 
@@ -56,6 +56,7 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W,
                 YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
   using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * Cg * KK>; // offsets into x, y, w
+  using X = Tensor4<Cfg::X_NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
 
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> w = arg<const T>(a, 1);
@@ -115,9 +116,7 @@ template <class Cfg> KILN_FN void direct(const KernelArgs& a) {
       const int ih = ih0 + r, iw = iw0 + q, ci = g * Cg + c0 + c;
       float v = 0.f;
       if (c0 + c < Cg && ih >= 0 && ih < Cfg::H && iw >= 0 && iw < Cfg::W) {
-        const I at = Cfg::X_NHWC ? ((I(n) * Cfg::H + ih) * Cfg::W + iw) * Cfg::C + ci
-                                 : ((I(n) * Cfg::C + ci) * Cfg::H + ih) * Cfg::W + iw;
-        v = to_float(x[at]);
+        v = to_float(x[X::at(I(n), ci, ih, iw)]);
       }
       xs[c * PATCH + r * IWT + q] = v;
     }

@@ -1,20 +1,22 @@
 // The fused max-pool epilogue of conv/direct.cuh (conv2d.pool_forward): the block's conv
 // tile is the footprint of a PTH x PTW tile of pooled outputs (its origin at the pooled
 // tile's first window, which may start before the image: the pool's padding); it stages
-// relu?(acc + bias) in shared memory, -inf where the footprint lies outside the conv's
-// output, and each thread takes window maxima from there: y is never written to memory.
-// Max commutes with rounding to T, so rounding the maxima equals pooling the rounded conv.
+// the fused epilogue's act(acc + bias) in shared memory, -inf where the footprint lies outside the
+// conv's output, and each thread takes window maxima from there: y is never written to memory. Max
+// commutes with rounding to T, so rounding the maxima equals pooling the rounded conv.
 //
 // A thread holds acc[P][PO]: conv-tile pixel pg + i * NPG (row-major in the TH x TW tile at
 // oh0, ow0) and channel o0 + cq + j * NCO within group g, of image n.
-// Cfg: T, O, OH, OW (the conv's output), G, NHWC, HAS_BIAS, RELU, TH, TW, TO, THREADS;
+// Cfg: T, O, OH, OW (the conv's output), G, NHWC, HAS_BIAS, HAS_RESIDUAL (false), RELU or ACT,
+//      TH, TW, TO, THREADS;
 //      PKH, PKW, PSH, PSW (the pool's window and stride), POH, POW (pooled extents), PTH, PTW
 //      (pooled tile; TH = (PTH - 1) * PSH + PKH, TW alike). A NaN wins its window, as in
 //      pool/pool2d.cuh.
 // Arguments from kY: y (pooled, [N, O, POH, POW] in y's layout).
 #pragma once
 
-#include "conv/index.cuh"
+#include "common/epilogue.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::conv {
 
@@ -43,8 +45,9 @@ KILN_FN void pool_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
   constexpr int PTH = Cfg::PTH, PTW = Cfg::PTW, YPITCH = TO + 1;
   static_assert(TH == (PTH - 1) * Cfg::PSH + Cfg::PKH && TW == (PTW - 1) * Cfg::PSW + Cfg::PKW,
                 "the conv tile is the pooled tile's footprint");
-  constexpr i64 YE = i64(Cfg::N) * Cfg::O * Cfg::POH * Cfg::POW;
-  using I = index_t<YE>;
+  static_assert(!Cfg::HAS_RESIDUAL, "a pooled conv adds no residual");
+  using Y = Tensor4<Cfg::NHWC, Cfg::N, Cfg::O, Cfg::POH, Cfg::POW>;
+  using I = typename Y::index;
   const float kNegInf = __int_as_float(int(0xff800000u)); // the pool's padding
   KILN_SHARED_ARRAY(float, ys, TH* TW* YPITCH);           // [tile pixel][channel]
 #pragma unroll
@@ -57,11 +60,7 @@ KILN_FN void pool_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
     for (int j = 0; j < PO; ++j) {
       const int og = o0 + cq + j * NCO;
       float v = kNegInf;
-      if (in && og < Og) {
-        v = acc[i][j];
-        if (Cfg::HAS_BIAS) v += to_float(arg<const T>(a, kB)[g * Og + og]);
-        if (Cfg::RELU) v = v > 0.f ? v : 0.f;
-      }
+      if (in && og < Og) v = epilogue_of<Cfg>::apply(a, kB, 0, acc[i][j], g * Og + og, 0);
       ys[p * YPITCH + cq + j * NCO] = v;
     }
   }
@@ -74,9 +73,7 @@ KILN_FN void pool_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
     if (ph >= Cfg::POH || pw >= Cfg::POW || og >= Og) continue;
     const float m = staged_window_max<Cfg, TW>(ys, YPITCH, q, o);
     const int oc = g * Og + og;
-    const I at = Cfg::NHWC ? ((I(n) * Cfg::POH + ph) * Cfg::POW + pw) * Cfg::O + oc
-                           : ((I(n) * Cfg::O + oc) * Cfg::POH + ph) * Cfg::POW + pw;
-    arg<T>(a, kY)[at] = from_float<T>(m);
+    arg<T>(a, kY)[Y::at(I(n), oc, ph, pw)] = from_float<T>(m);
   }
 }
 

@@ -1,6 +1,7 @@
-// Activation-sparse convolution (conv2d.forward_sparse): y = relu?(conv(x, w) + b + residual)
-// from x's compacted form (runtime/sparse_form.hpp), multiplying nonzeros only; fp32
-// accumulation whatever the storage type. Any kernel size, stride, padding, dilation, groups.
+// Activation-sparse convolution (conv2d.forward_sparse): y = act(conv(x, w) + b + residual)
+// (the fused epilogue, common/epilogue.cuh) from x's compacted form (runtime/sparse_form.hpp),
+// multiplying nonzeros only; fp32 accumulation whatever the storage type. Any kernel size, stride,
+// padding, dilation, groups.
 //
 // A block computes a TH x TW tile of output pixels of one image for TO output channels of one
 // group. Its THREADS threads are PG pixel groups x NCO = TO / PO channel lanes; a thread owns
@@ -19,7 +20,7 @@
 //
 // Cfg: T (float, f16, bf16), N, C, H, W, O, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, G,
 //      CS (slice size of the form), NHWC (layout of y and residual), W_OHWI (w stored
-//      [O][KH][KW][C/G]; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU, GUARD, THRESHOLD,
+//      [O][KH][KW][C/G]; false: OIHW), HAS_BIAS, HAS_RESIDUAL, RELU or ACT, GUARD, THRESHOLD,
 //      TH, TW, TO, PO, P, SC (slices per chunk), THREADS = PG * (TO / PO), PG * P >= TH * TW.
 // Arguments, in order: values, index, count, w, [b], [residual], [nnz] (GUARD), y,
 //      [y_values, y_index, y_count, [y_nnz]] (COMPACT).
@@ -29,7 +30,7 @@
 //      DH + 1) * ((TW - 1) * SW + (KW - 1) * DW + 1).
 #pragma once
 
-#include "conv/epilogue.cuh"
+#include "conv/tile_epilogue.cuh"
 
 namespace kiln::conv {
 
@@ -50,6 +51,8 @@ template <class Cfg> KILN_FN void sparse_forward(const KernelArgs& a) {
                 "THREADS = PG * TO/PO with PG * P covering the tile");
   constexpr i64 PIX = i64(Cfg::N) * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
   using I = index_t<(PIX * SL * CS > YE ? PIX * SL * CS : YE) + i64(Cfg::O) * Cg * KK>;
+  using Units =
+      Tensor4<true, Cfg::N, SL, Cfg::H, Cfg::W, I>; // of the compacted form: [N, H, W, SL]
 
   constexpr int kB = 4, kR = kB + (Cfg::HAS_BIAS ? 1 : 0), kN = kR + (Cfg::HAS_RESIDUAL ? 1 : 0);
   constexpr int kY = kN + (Cfg::GUARD ? 1 : 0);
@@ -103,7 +106,7 @@ template <class Cfg> KILN_FN void sparse_forward(const KernelArgs& a) {
       const int ih = ih0 + pp / IWT, iw = iw0 + pp % IWT;
       int k = 0;
       if (s < s_end && ih >= 0 && ih < Cfg::H && iw >= 0 && iw < Cfg::W)
-        k = count[(I((i64(n) * Cfg::H + ih) * Cfg::W + iw)) * SL + s];
+        k = count[Units::at(I(n), s, ih, iw)];
       ns[u] = k;
     }
     sync_threads();
@@ -114,7 +117,7 @@ template <class Cfg> KILN_FN void sparse_forward(const KernelArgs& a) {
       if (k >= ns[u]) continue;
       const int pp = u / SC, sl = u % SC;
       const int ih = ih0 + pp / IWT, iw = iw0 + pp % IWT;
-      const I at = ((I((i64(n) * Cfg::H + ih) * Cfg::W + iw)) * SL + s0 + sl) * CS + k;
+      const I at = Units::at(I(n), s0 + sl, ih, iw) * CS + k;
       vs[e] = to_float(values[at]);
       cs_[e] = sl * CS + int(index[at]);
     }

@@ -28,7 +28,7 @@
 //      (KH - 1) * DH) / SH + 2, ORW = (RW - 1 + (KW - 1) * DW) / SW + 2.
 #pragma once
 
-#include "conv/index.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::conv {
 
@@ -50,6 +50,9 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
   constexpr i64 PIX = i64(Cfg::N) * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
   using I =
       index_t<(PIX * SL * CS > YE ? PIX * SL * CS : YE) + i64(Cfg::SPLITS) * Cfg::O * Cg * KK>;
+  using Units =
+      Tensor4<true, Cfg::N, SL, Cfg::H, Cfg::W, I>; // of the compacted form: [N, H, W, SL]
+  using DY = Tensor4<Cfg::NHWC, Cfg::N, Cfg::O, Cfg::OH, Cfg::OW, I>;
 
   if constexpr (Cfg::GUARD) {
     if (i64(arg<const int>(a, 4)[0]) > i64(Cfg::THRESHOLD)) return; // the dense path runs
@@ -105,8 +108,7 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
         float v = 0.f;
         if (o0 + o < Og && oh >= 0 && oh < Cfg::OH && ow >= 0 && ow < Cfg::OW) {
           const int oc = g * Og + o0 + o;
-          v = to_float(dy[Cfg::NHWC ? ((I(n) * Cfg::OH + oh) * Cfg::OW + ow) * Cfg::O + oc
-                                    : ((I(n) * Cfg::O + oc) * Cfg::OH + oh) * Cfg::OW + ow]);
+          v = to_float(dy[DY::at(I(n), oc, oh, ow)]);
         }
         ds[(r * ORW + q) * TO + o] = v;
       }
@@ -116,7 +118,7 @@ template <class Cfg> KILN_FN void sparse_backward_weight(const KernelArgs& a) {
         const int pix = u / SPAN, s = s_first + u % SPAN;
         const int ih = h0 + pix / RW, iw = w0 + pix % RW;
         if (s > s_last || pix / RW >= rows || iw >= Cfg::W) continue;
-        const I unit = I((i64(n) * Cfg::H + ih) * Cfg::W + iw) * SL + s;
+        const I unit = Units::at(I(n), s, ih, iw);
         const int m = count[unit];
         for (int k = 0; k < m; ++k) {
           const int c = s * CS + int(index[unit * CS + k]) - cbase;

@@ -15,7 +15,8 @@
 // Cfg: T (float, f16, bf16), N, C, H, W (x), NHWC (layout of x and y; false: NCHW),
 //      CS (slice: 1, 2, 4, 8, 16 or 32, or a multiple of 32 up to 224),
 //      PRE (COMPACT_NONE: compact x as it is; COMPACT_RELU: y = relu(x); COMPACT_BATCHNORM:
-//      y = (x - mean) * weight / sqrt(var + EPS) + bias, then relu when RELU), RELU, EPS,
+//      y = act(x * scale + shift), batchnorm's scale and shift in the fused epilogue of
+//      common/epilogue.cuh), RELU or ACT (its activation), EPS,
 //      COUNT (add the nonzeros to nnz), TP (pixels per job, a multiple of 32 / min(CS, 32)),
 //      THREADS (a multiple of 32).
 // Arguments, in order: x, [weight, bias, running_mean, running_var] (COMPACT_BATCHNORM),
@@ -23,8 +24,9 @@
 // Grid: any (a grid-stride loop over the jobs). Block: THREADS x 1 x 1.
 #pragma once
 
+#include "common/epilogue.cuh"
+#include "common/tensor4.cuh"
 #include "conv/compact_staged.cuh"
-#include "conv/index.cuh"
 
 namespace kiln::conv {
 
@@ -36,6 +38,7 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
   constexpr int THREADS = Cfg::THREADS, WARPS = THREADS / 32, PITCH = CS + 1;
   constexpr int UPW = 32 / (CS < 32 ? CS : 32); // units a warp compacts at once
   constexpr bool BN = Cfg::PRE == COMPACT_BATCHNORM, DENSE_OUT = Cfg::PRE != COMPACT_NONE;
+  using E = Epilogue<T, false, false, Cfg::PRE == COMPACT_RELU ? Act::relu : act_of<Cfg>::value>;
   static_assert(THREADS % 32 == 0 && TP % UPW == 0, "whole warps; whole units per warp step");
   constexpr i64 HW = i64(Cfg::H) * Cfg::W, P = i64(Cfg::N) * HW;
   constexpr i64 JOBS = ceil_div64(P, TP) * SL;
@@ -59,14 +62,12 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
     const int width = min_of(CS, C - s * CS); // the last slice may be narrower
     if constexpr (BN) {
       for (int i = t; i < CS; i += THREADS) {
-        float sc = 0.f, sh = 0.f;
-        if (i < width) {
-          const int c = s * CS + i;
-          sc = to_float(arg<const T>(a, 1)[c]) / sqrtf(to_float(arg<const T>(a, 4)[c]) + Cfg::EPS);
-          sh = to_float(arg<const T>(a, 2)[c]) - to_float(arg<const T>(a, 3)[c]) * sc;
-        }
-        bn[i] = sc;
-        bn[CS + i] = sh;
+        ScaleShift ss{0.f, 0.f};
+        if (i < width)
+          ss = batchnorm_scale_shift(arg<const T>(a, 1), arg<const T>(a, 2), arg<const T>(a, 3),
+                                     arg<const T>(a, 4), Cfg::EPS, s * CS + i);
+        bn[i] = ss.scale;
+        bn[CS + i] = ss.shift;
       }
       sync_threads();
     }
@@ -80,8 +81,10 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
         const int c = s * CS + i;
         const I at = Cfg::NHWC ? I(pg) * C + c : (I(pg / HW) * C + c) * I(HW) + I(pg % HW);
         v = to_float(x[at]);
-        if constexpr (BN) v = v * bn[i] + bn[CS + i];
-        if constexpr (Cfg::PRE == COMPACT_RELU || (BN && Cfg::RELU)) v = v > 0.f ? v : 0.f;
+        if constexpr (BN)
+          v = E::apply(v, ScaleShift{bn[i], bn[CS + i]}, 0.f, 0.f);
+        else
+          v = E::apply(v, 0.f, 0.f);
         if constexpr (DENSE_OUT) {
           const T r = from_float<T>(v);
           arg<T>(a, kY)[at] = r;

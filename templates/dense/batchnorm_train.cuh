@@ -23,6 +23,7 @@
 // Grid: ceil(C / COLS) blocks of THREADS threads (blockIdx.x: the channel group).
 #pragma once
 
+#include "common/tensor4.cuh"
 #include "dense/reduce.cuh"
 
 namespace kiln::dense {

@@ -13,12 +13,14 @@
 // zero-filled on load and masked on store. The sum over r runs in a fixed order (fp32).
 //
 // Cfg: T (element type), M, NC, R, A_SM, A_SR (A(m, r) at A[m*A_SM + r*A_SR]), B_SR, B_SJ
-//      (B(r, j) at B[r*B_SR + j*B_SJ]), BIAS, RELU (forward epilogue), ACCUMULATE (add to
-//      the output), BM, BN, BK, TM, TN, THREADS = (BM/TM) * (BN/TN).
+//      (B(r, j) at B[r*B_SR + j*B_SJ]), BIAS, RELU or ACT (the forward's fused epilogue,
+//      common/epilogue.cuh), ACCUMULATE (add to the output after it), BM, BN, BK, TM, TN,
+//      THREADS = (BM/TM) * (BN/TN).
 // Arguments, in order: A, B, [bias when BIAS], out.
 // Grid: (ceil(NC / BN), ceil(M / BM)), blocks of THREADS threads.
 #pragma once
 
+#include "common/epilogue.cuh"
 #include "dense/reduce.cuh"
 
 namespace kiln::dense {
@@ -89,9 +91,7 @@ template <class Cfg> KILN_FN void gemm(const KernelArgs& a) {
     for (int j = 0; j < TN; ++j) {
       const int jj = j0 + tx + j * TX;
       if (jj >= Cfg::NC) continue;
-      float v = acc[i][j];
-      if constexpr (Cfg::BIAS) v += to_float(arg<const T>(a, 2)[jj]);
-      if (Cfg::RELU) v = v > 0.f ? v : 0.f;
+      float v = Epilogue<T, Cfg::BIAS, false, act_of<Cfg>::value>::apply(a, 2, 0, acc[i][j], jj, 0);
       const i64 o = i64(m) * Cfg::NC + jj;
       if (Cfg::ACCUMULATE) v += to_float(out[o]);
       out[o] = from_float<T>(v);

@@ -3,15 +3,16 @@
 // one block per output feature k and group of NB batch rows, computing
 // y[n, k] = bias[k] + sum_f x[n, f] * w[k, f] for n in [n0, n0 + NB). Its threads split the
 // F-long dot products (coalesced reads; each w element is read once and used for NB rows),
-// then a block tree reduction per row; relu when RELU. Each thread sums its strided share
-// in f order, so the result is deterministic. fp32 arithmetic.
+// then a block tree reduction per row; then the fused epilogue (common/epilogue.cuh). Each thread
+// sums its strided share in f order, so the result is deterministic. fp32 arithmetic.
 //
-// Cfg: T (element type), N, F, K, NB (batch rows per block, <= N), BIAS, RELU, THREADS.
+// Cfg: T (element type), N, F, K, NB (batch rows per block, <= N), BIAS, RELU or ACT, THREADS.
 // Arguments, in order: x, w, [b when BIAS], y.
 // Grid: K * ceil(N / NB) blocks (blockIdx.x = k * ceil(N / NB) + row group: the blocks
 // sharing a weight row run together, so the row comes from L2 after the first) of THREADS.
 #pragma once
 
+#include "common/epilogue.cuh"
 #include "dense/reduce.cuh"
 
 namespace kiln::dense {
@@ -37,13 +38,12 @@ template <class Cfg> KILN_FN void linear_dot(const KernelArgs& a) {
   }
   block_sums<Cfg::THREADS, NB>(s, scratch);
   if (threadIdx.x != 0) return;
+  using E = Epilogue<T, Cfg::BIAS, false, act_of<Cfg>::value>;
   const float b = Cfg::BIAS ? to_float(arg<const T>(a, 2)[k]) : 0.f;
 #pragma unroll
   for (int i = 0; i < NB; ++i) {
     if (n0 + i >= Cfg::N) break;
-    float v = s[i] + b;
-    if (Cfg::RELU) v = v > 0.f ? v : 0.f;
-    y[i64(n0 + i) * Cfg::K + k] = from_float<T>(v);
+    y[i64(n0 + i) * Cfg::K + k] = from_float<T>(E::apply(s[i], b, 0.f));
   }
 }
 

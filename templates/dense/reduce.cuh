@@ -16,12 +16,6 @@
 
 namespace kiln::dense {
 
-// std::conditional for NVRTC, which has no standard headers.
-template <bool B, class A, class C> struct pick { using type = A; };
-template <class A, class C> struct pick<false, A, C> { using type = C; };
-// The index type for a tensor of `count` elements: int when it fits, else 64-bit.
-template <long long count> using index_t = typename pick<(count <= 2147483647LL), int, i64>::type;
-
 KILN_FN float warp_sum(float v) {
   for (int m = 16; m >= 1; m >>= 1)
     v += shfl_xor(v, m);

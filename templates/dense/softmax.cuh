@@ -13,6 +13,7 @@
 // Grid: any (1-D).
 #pragma once
 
+#include "common/tensor4.cuh"
 #include "dense/reduce.cuh"
 
 namespace kiln::dense {

@@ -14,7 +14,7 @@
 // Grid: any; a grid-stride loop covers COUNT.
 #pragma once
 
-#include "common/kiln.cuh"
+#include "common/epilogue.cuh"
 
 namespace kiln::elementwise {
 
@@ -74,8 +74,7 @@ template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
       float v = 0;
       int out = 1;
       if constexpr (Cfg::OP == RELU) {
-        const float x = to_float(arg<const T>(a, 0)[i]);
-        v = x > 0.f ? x : 0.f;
+        v = activate<Act::relu>(to_float(arg<const T>(a, 0)[i]));
       } else if constexpr (Cfg::OP == RELU_BACKWARD) {
         const float y = to_float(arg<const T>(a, 0)[i]);
         v = y > 0.f ? to_float(arg<const T>(a, 1)[i]) : 0.f;

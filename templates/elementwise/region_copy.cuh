@@ -9,7 +9,7 @@
 // Arguments: src, dst. Grid: any (grid-stride loop).
 #pragma once
 
-#include "common/kiln.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::elementwise {
 
@@ -17,24 +17,15 @@ template <class Cfg> KILN_FN void region_copy(const KernelArgs& a) {
   using T = typename Cfg::T;
   const Global<const T> src = arg<const T>(a, 0);
   const Global<T> dst = arg<T>(a, 1);
-  constexpr i64 count = i64(Cfg::N) * Cfg::C * Cfg::EH * Cfg::EW;
+  using Window = Tensor4<Cfg::DST_NHWC, Cfg::N, Cfg::C, Cfg::EH, Cfg::EW, i64>;
+  using Src = Tensor4<Cfg::SRC_NHWC, Cfg::N, Cfg::C, Cfg::SH, Cfg::SW, i64>;
+  using Dst = Tensor4<Cfg::DST_NHWC, Cfg::N, Cfg::C, Cfg::DH, Cfg::DW, i64>;
   const i64 stride = i64(gridDim.x) * Cfg::THREADS;
-  for (i64 e = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; e < count; e += stride) {
+  for (i64 e = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; e < Window::count; e += stride) {
     // Window coordinates in dst's memory order (channels fastest in NHWC): stores coalesce.
-    i64 n, c, i, j;
-    if constexpr (Cfg::DST_NHWC) {
-      c = e % Cfg::C, j = (e / Cfg::C) % Cfg::EW, i = (e / (i64(Cfg::C) * Cfg::EW)) % Cfg::EH;
-      n = e / (i64(Cfg::C) * Cfg::EW * Cfg::EH);
-    } else {
-      j = e % Cfg::EW, i = (e / Cfg::EW) % Cfg::EH, c = (e / (i64(Cfg::EW) * Cfg::EH)) % Cfg::C;
-      n = e / (i64(Cfg::EW) * Cfg::EH * Cfg::C);
-    }
-    const i64 sh = Cfg::SRC_H0 + i, sw = Cfg::SRC_W0 + j, dh = Cfg::DST_H0 + i,
-              dw = Cfg::DST_W0 + j;
-    const i64 from = Cfg::SRC_NHWC ? ((n * Cfg::SH + sh) * Cfg::SW + sw) * Cfg::C + c
-                                   : ((n * Cfg::C + c) * Cfg::SH + sh) * Cfg::SW + sw;
-    const i64 to = Cfg::DST_NHWC ? ((n * Cfg::DH + dh) * Cfg::DW + dw) * Cfg::C + c
-                                 : ((n * Cfg::C + c) * Cfg::DH + dh) * Cfg::DW + dw;
+    const Coord4<i64> p = Window::coord(e);
+    const i64 from = Src::at(p.n, p.c, Cfg::SRC_H0 + p.h, Cfg::SRC_W0 + p.w);
+    const i64 to = Dst::at(p.n, p.c, Cfg::DST_H0 + p.h, Cfg::DST_W0 + p.w);
     float v = to_float(src[from]);
     if constexpr (Cfg::ACCUMULATE) v += to_float(dst[to]);
     dst[to] = from_float<T>(v);

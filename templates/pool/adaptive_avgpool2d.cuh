@@ -19,25 +19,19 @@
 //      ceil(N*C*OH*OW / (THREADS/R)) 1-D blocks.
 #pragma once
 
-#include "pool/window.cuh"
-#include "spatial/tensor4.cuh"
+#include "pool/pool_tensors.cuh"
 
 namespace kiln::pool {
 
-template <class Cfg>
-using adaptive_index_t =
-    spatial::index_t<i64(Cfg::N) * Cfg::C * max_of(Cfg::H* Cfg::W, Cfg::OH* Cfg::OW)>;
-
 template <class Cfg> KILN_FN void adaptive_avgpool2d_direct(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = adaptive_index_t<Cfg>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   const Global<const T> x = arg<const T>(a, 0);
   const Global<T> y = arg<T>(a, 1);
-  for (I o = spatial::grid_first<I, Cfg::THREADS>(); o < Y::count;
-       o += spatial::grid_step<I, Cfg::THREADS>()) {
-    const spatial::Coord4<I> p = Y::coord(o);
+  for (I o = grid_first<I, Cfg::THREADS>(); o < Y::count; o += grid_step<I, Cfg::THREADS>()) {
+    const Coord4<I> p = Y::coord(o);
     const Span h = adaptive_span<Cfg::H, Cfg::OH>(p.h), w = adaptive_span<Cfg::W, Cfg::OW>(p.w);
     const Global<const T> plane = x + X::plane(p.n, p.c);
     float s = 0.f;
@@ -50,9 +44,9 @@ template <class Cfg> KILN_FN void adaptive_avgpool2d_direct(const KernelArgs& a)
 
 template <class Cfg> KILN_FN void adaptive_avgpool2d_reduce(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = adaptive_index_t<Cfg>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   constexpr int R = Cfg::R, G = Cfg::THREADS / R;
   static_assert(R >= 1 && (R & (R - 1)) == 0 && Cfg::THREADS % R == 0, "R: a power of two");
   static_assert(Cfg::NHWC || R <= 32 || G == 1, "NCHW: R <= 32 or one output per block");
@@ -65,7 +59,7 @@ template <class Cfg> KILN_FN void adaptive_avgpool2d_reduce(const KernelArgs& a)
   const Global<T> y = arg<T>(a, 1);
   float s = 0.f, count = 1.f;
   if (o < Y::count) {
-    const spatial::Coord4<I> p = Y::coord(o);
+    const Coord4<I> p = Y::coord(o);
     const Span h = adaptive_span<Cfg::H, Cfg::OH>(p.h), w = adaptive_span<Cfg::W, Cfg::OW>(p.w);
     const int ww = w.hi - w.lo, size = (h.hi - h.lo) * ww;
     const Global<const T> plane = x + X::plane(p.n, p.c);
@@ -101,14 +95,13 @@ template <class Cfg> KILN_FN void adaptive_avgpool2d_reduce(const KernelArgs& a)
 
 template <class Cfg> KILN_FN void adaptive_avgpool2d_backward(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = adaptive_index_t<Cfg>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   const Global<const T> dy = arg<const T>(a, 0);
   const Global<T> dx = arg<T>(a, 1);
-  for (I i = spatial::grid_first<I, Cfg::THREADS>(); i < X::count;
-       i += spatial::grid_step<I, Cfg::THREADS>()) {
-    const spatial::Coord4<I> p = X::coord(i);
+  for (I i = grid_first<I, Cfg::THREADS>(); i < X::count; i += grid_step<I, Cfg::THREADS>()) {
+    const Coord4<I> p = X::coord(i);
     const Cover ch = adaptive_cover<Cfg::H, Cfg::OH>(p.h),
                 cw = adaptive_cover<Cfg::W, Cfg::OW>(p.w);
     const Global<const T> dyp = dy + Y::plane(p.n, p.c);
@@ -120,7 +113,7 @@ template <class Cfg> KILN_FN void adaptive_avgpool2d_backward(const KernelArgs& 
         g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]) / float((h.hi - h.lo) * (w.hi - w.lo));
       }
     }
-    spatial::store_grad<Cfg::ACCUMULATE>(dx, i, g);
+    store_grad<Cfg::ACCUMULATE>(dx, i, g);
   }
 }
 

@@ -5,27 +5,25 @@
 // is read straight from global memory (overlapping windows hit the L1 cache).
 //
 // Cfg: T (element type), MAX (max, else average), N, C, H, W (input), OH, OW (output),
-//      KH, KW, SH, SW, PH, PW, PH_END, PW_END (window, stride, padding before and after), COUNT_PAD (average:
-//      count_include_pad), NHWC, THREADS. Every window holds at least one input element.
+//      KH, KW, SH, SW, PH, PW, PH_END, PW_END (window, stride, padding before and after), COUNT_PAD
+//      (average: count_include_pad), NHWC, THREADS. Every window holds at least one input element.
 // Arguments, in order: x, y.
 // Grid: any, 1-D blocks of THREADS threads (a grid-stride loop covers y).
 #pragma once
 
-#include "pool/window.cuh"
-#include "spatial/tensor4.cuh"
+#include "pool/pool_tensors.cuh"
 
 namespace kiln::pool {
 
 template <class Cfg> KILN_FN void pool2d_forward(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = spatial::index_t<i64(Cfg::N) * Cfg::C * max_of(Cfg::H * Cfg::W, Cfg::OH * Cfg::OW)>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   const Global<const T> x = arg<const T>(a, 0);
   const Global<T> y = arg<T>(a, 1);
-  for (I o = spatial::grid_first<I, Cfg::THREADS>(); o < Y::count;
-       o += spatial::grid_step<I, Cfg::THREADS>()) {
-    const spatial::Coord4<I> p = Y::coord(o);
+  for (I o = grid_first<I, Cfg::THREADS>(); o < Y::count; o += grid_step<I, Cfg::THREADS>()) {
+    const Coord4<I> p = Y::coord(o);
     const Span h = pool_span<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::PH_END, Cfg::H>(p.h);
     const Span w = pool_span<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::PW_END, Cfg::W>(p.w);
     const Global<const T> plane = x + X::plane(p.n, p.c);

@@ -8,7 +8,8 @@
 //    shared memory, then each thread gathers for its element from there.
 //  - avgpool2d_backward: each window passes dy / divisor (count_include_pad rule).
 //
-// Cfg: T, N, C, H, W (x and dx), OH, OW (dy), KH, KW, SH, SW, PH, PW, PH_END, PW_END, NHWC, ACCUMULATE (add
+// Cfg: T, N, C, H, W (x and dx), OH, OW (dy), KH, KW, SH, SW, PH, PW, PH_END, PW_END, NHWC,
+// ACCUMULATE (add
 //      into dx), THREADS; average: COUNT_PAD; tiled: TC, TH, TW with THREADS = TC*TH*TW
 //      (NCHW: TC = 1).
 // Arguments, in order: max: x, dy, dx · average: dy, dx.
@@ -16,26 +17,20 @@
 //      exactly N * ceil(C/TC) * ceil(H/TH) * ceil(W/TW) 1-D blocks.
 #pragma once
 
-#include "pool/window.cuh"
-#include "spatial/tensor4.cuh"
+#include "pool/pool_tensors.cuh"
 
 namespace kiln::pool {
 
-template <class Cfg>
-using pool_index_t =
-    spatial::index_t<i64(Cfg::N) * Cfg::C * max_of(Cfg::H* Cfg::W, Cfg::OH* Cfg::OW)>;
-
 template <class Cfg> KILN_FN void maxpool2d_backward_direct(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = pool_index_t<Cfg>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> dy = arg<const T>(a, 1);
   const Global<T> dx = arg<T>(a, 2);
-  for (I i = spatial::grid_first<I, Cfg::THREADS>(); i < X::count;
-       i += spatial::grid_step<I, Cfg::THREADS>()) {
-    const spatial::Coord4<I> p = X::coord(i);
+  for (I i = grid_first<I, Cfg::THREADS>(); i < X::count; i += grid_step<I, Cfg::THREADS>()) {
+    const Coord4<I> p = X::coord(i);
     const Cover ch = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(p.h);
     const Cover cw = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(p.w);
     const Global<const T> xp = x + X::plane(p.n, p.c);
@@ -51,15 +46,15 @@ template <class Cfg> KILN_FN void maxpool2d_backward_direct(const KernelArgs& a)
           g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]);
       }
     }
-    spatial::store_grad<Cfg::ACCUMULATE>(dx, i, g);
+    store_grad<Cfg::ACCUMULATE>(dx, i, g);
   }
 }
 
 template <class Cfg> KILN_FN void maxpool2d_backward_tiled(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = pool_index_t<Cfg>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   constexpr int TC = Cfg::TC, TH = Cfg::TH, TW = Cfg::TW;
   // The most windows that touch TH consecutive rows (TW columns).
   constexpr int MH = (TH + Cfg::KH - 2) / Cfg::SH + 1, MW = (TW + Cfg::KW - 2) / Cfg::SW + 1;
@@ -106,19 +101,18 @@ template <class Cfg> KILN_FN void maxpool2d_backward_tiled(const KernelArgs& a) 
       const int item = ((oh - oh0) * MW + (ow - ow0)) * TC + tc;
       if (I(argmax[item]) == me) g += grad[item];
     }
-  spatial::store_grad<Cfg::ACCUMULATE>(dx, X::at(n, c, ih, iw), g);
+  store_grad<Cfg::ACCUMULATE>(dx, X::at(n, c, ih, iw), g);
 }
 
 template <class Cfg> KILN_FN void avgpool2d_backward(const KernelArgs& a) {
   using T = typename Cfg::T;
-  using I = pool_index_t<Cfg>;
-  using X = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using Y = spatial::Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::OH, Cfg::OW, I>;
+  using X = PoolX<Cfg>;
+  using Y = PoolY<Cfg>;
+  using I = typename X::index;
   const Global<const T> dy = arg<const T>(a, 0);
   const Global<T> dx = arg<T>(a, 1);
-  for (I i = spatial::grid_first<I, Cfg::THREADS>(); i < X::count;
-       i += spatial::grid_step<I, Cfg::THREADS>()) {
-    const spatial::Coord4<I> p = X::coord(i);
+  for (I i = grid_first<I, Cfg::THREADS>(); i < X::count; i += grid_step<I, Cfg::THREADS>()) {
+    const Coord4<I> p = X::coord(i);
     const Cover ch = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(p.h);
     const Cover cw = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(p.w);
     const Global<const T> dyp = dy + Y::plane(p.n, p.c);
@@ -130,7 +124,7 @@ template <class Cfg> KILN_FN void avgpool2d_backward(const KernelArgs& a) {
         g += to_float(dyp[I(oh) * Y::row + I(ow) * Y::col]) / pool_divisor<Cfg::COUNT_PAD>(h, w);
       }
     }
-    spatial::store_grad<Cfg::ACCUMULATE>(dx, i, g);
+    store_grad<Cfg::ACCUMULATE>(dx, i, g);
   }
 }
 

@@ -15,7 +15,8 @@
 //      it); backward: any, 1-D (grid-stride loop).
 #pragma once
 
-#include "spatial/tensor4.cuh"
+#include "common/grid_stride.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::spatial {
 

@@ -8,7 +8,8 @@
 // Grid: any, 1-D blocks of THREADS threads (a grid-stride loop).
 #pragma once
 
-#include "spatial/tensor4.cuh"
+#include "common/grid_stride.cuh"
+#include "common/tensor4.cuh"
 
 namespace kiln::spatial {
 

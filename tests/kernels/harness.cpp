@@ -179,21 +179,10 @@ BackendFactory emu_library(const std::vector<Built>& built, const std::string& d
   return [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0}); };
 }
 
-Kernel kernel_of(const Variant& v) {
-  Kernel k;
-  k.name = k.entry = v.name;
-  k.image = "kernels/" + k.name + ".cubin";
-  k.grid = v.grid;
-  k.block = v.block;
-  k.dynamic_smem = v.dynamic_smem;
-  k.args = v.args;
-  return k;
-}
-
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed, double density) {
   const Plan p = spec_plan(b.spec);
-  KernelCheck r =
-      check_step(p, p.phases[0].steps[0], kernel_of(b.variant), std::string(math_name(b.variant.math)), emu, seed, density);
+  KernelCheck r = check_step(p, p.phases[0].steps[0], kernel_of(b.variant),
+                             std::string(math_name(b.variant.math)), emu, seed, density);
   r.node = b.spec.label + " on " + b.gpu;
   return r;
 }

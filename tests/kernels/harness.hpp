@@ -60,8 +60,6 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
 BackendFactory emu_library(const std::vector<Built>& built, const std::string& dir);
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed = 1,
                       double density = -1);
-// The kernel of a built variant, as a plan has it.
-Kernel kernel_of(const Variant& v);
 
 // A fresh temporary directory, removed at exit.
 std::string temp_dir(const std::string& prefix);

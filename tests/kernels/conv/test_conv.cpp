@@ -4,6 +4,8 @@
 // also with a max pool fused (conv2d.pool_forward).
 #include "tests/kernels/harness.hpp"
 
+#include "generator/emit/instance.hpp"
+
 #include "runtime/op.hpp"
 
 #include <doctest/doctest.h>
@@ -286,6 +288,31 @@ std::vector<Built> ours(std::vector<Built> built) {
   return built;
 }
 
+// The fused epilogue's activation as an instance spells an activation other than none and
+// relu (ACT = kiln::Act::<name>, generator/select/epilogue.cpp), here for relu and none
+// themselves: the template must read ACT as it reads RELU. Forward convs of the direct and
+// implicit-GEMM families, with and without relu; the variants renamed "..._act".
+std::vector<Built> spelled_act() {
+  const Conv cv{2, 8, 9, 9, 16, {3, 3}, {1, 1}, {1, 1}};
+  std::vector<Built> out;
+  for (const Built& b : all_variants({forward(cv, f32, nchw, kBias | kRes | kRelu),
+                                      forward(cv, f16, nhwc, kBias | kRes | kRelu, nhwc),
+                                      forward(cv, f16, nhwc, kBias, nhwc)},
+                                     {"h200"})) {
+    if (b.variant.family != "conv2d_direct" && b.variant.family != "conv2d_implicit_gemm") continue;
+    Built a = b;
+    int spelled = 0;
+    for (CfgEntry& e : a.variant.cfg)
+      if (e.name == "RELU") {
+        e = {"ACT", CfgEnum{"kiln::Act", std::get<bool>(e.value) ? "relu" : "none"}}, ++spelled;
+      }
+    REQUIRE(spelled == 1);
+    a.variant.name += "_act";
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -322,4 +349,31 @@ TEST_CASE("conv group variants match the reference on the emulator") {
     CHECK(r.pass);
   }
   MESSAGE(built.size() << " variant runs in " << seconds_since(t0) << " s");
+}
+
+TEST_CASE("an activation spelled ACT = kiln::Act compiles with NVRTC as RELU does") {
+  const auto built = spelled_act();
+  std::set<std::string> families;
+  for (const Built& b : built) {
+    families.insert(b.variant.family);
+    const std::string src = instance_source(b.variant, {});
+    const bool relu = b.spec.label.find("relu") != std::string::npos;
+    CHECK(src.find(relu
+                       ? "static constexpr kiln::Act ACT = kiln::Act::relu;"
+                       : "static constexpr kiln::Act ACT = kiln::Act::none;") != std::string::npos);
+    CHECK(src.find("RELU") == std::string::npos);
+    CHECK(instance_params(b.variant)["ACT"] == (relu ? "relu" : "none"));
+  }
+  CHECK(families.size() == 2);
+  for (const std::string& f : nvrtc_failures(built))
+    FAIL_CHECK(f);
+}
+
+TEST_CASE("an activation spelled ACT = kiln::Act matches the reference on the emulator") {
+  const auto built = spelled_act();
+  REQUIRE(!built.empty());
+  for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-act"))) {
+    INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
+    CHECK(r.pass);
+  }
 }

@@ -100,8 +100,9 @@ std::string tile_of(const Variant& v) {
 
 // The variant with LDMATRIX off: fragments by 32-bit shared loads.
 Built with_shared_loads(Built b) {
-  for (auto& [key, value] : b.variant.cfg)
-    if (key == "LDMATRIX") value = "false";
+  CfgValue* ldmatrix = find_cfg(b.variant, "LDMATRIX");
+  REQUIRE(ldmatrix);
+  *ldmatrix = false;
   const size_t at = b.variant.name.find("_ldm_");
   REQUIRE(at != std::string::npos);
   b.variant.name.replace(at, 5, "_lds_");

@@ -42,7 +42,7 @@ bool uniform_storage(const StepInfo& s);
 void cfg_guard(Variant& v, const Step& st);
 std::string guard_tag(const Step& st);
 
-// The compacted form of y a conv epilogue writes as it writes y (conv/epilogue.cuh), when
+// The compacted form of y a conv epilogue writes as it writes y (conv/tile_epilogue.cuh), when
 // the step has y_values: its slice size and whether it counts y's nonzeros into y_nnz.
 struct OutputForm {
   bool compact = false;

@@ -1,6 +1,7 @@
 // templates/conv/direct.cuh seen from the generator: conv2d.forward, and conv2d.pool_forward
 // (the max pool fused after the epilogue: block tiles of pooled outputs, the conv computed
 // over each one's footprint, overlapping footprints recomputed).
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/conv/conv_families.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
 
@@ -19,7 +20,8 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     return {};
   // y and residual share one layout; x may differ (a network's NCHW input read into NHWC).
   const Layout lay = s.layout("y"), xlay = s.layout("x");
-  const bool bias = s.has("b"), residual = s.has("residual");
+  const KernelEpilogue ep = epilogue_of(s);
+  const bool residual = ep.residual;
   // x, y and residual share one layout (the instance specializes on it); w either.
   if (residual && s.layout("residual") != lay) return {};
   const bool w_ohwi = s.layout("w") == Layout::nhwc;
@@ -71,20 +73,17 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
     v.header = "conv/direct.cuh";
     v.function = "kiln::conv::direct";
     v.name = fmt::format(
-        "conv2d_direct_{}_{}{}{}_{}{}{}{}{}_{}_t{}{}{}_{}", dtype_tag(t), layout_name(lay),
+        "conv2d_direct_{}_{}{}{}_{}{}{}_{}_t{}{}{}_{}", dtype_tag(t), layout_name(lay),
         xlay != lay ? fmt::format("_x{}", layout_name(xlay)) : "", w_ohwi ? "_wohwi" : "",
-        geom_name(g), bias ? "_bias" : "", residual ? "_res" : "",
-        st.epilogue.activation == Activation::relu ? "_relu" : "", pool_tag,
-        tile_name(tile, 'o', 'c'), tile.threads(), guard_tag(st), form.tag(), s.arch_tag());
+        geom_name(g), ep.tag(), pool_tag, tile_name(tile, 'o', 'c'), tile.threads(), guard_tag(st),
+        form.tag(), s.arch_tag());
     if (!names.insert(v.name).second) continue; // fitting made two configurations one
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
     cfg_bool(v, "NHWC", lay == Layout::nhwc);
     cfg_bool(v, "X_NHWC", xlay == Layout::nhwc);
     cfg_bool(v, "W_OHWI", w_ohwi);
-    cfg_bool(v, "HAS_BIAS", bias);
-    cfg_bool(v, "HAS_RESIDUAL", residual);
-    cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
+    ep.cfg(v);
     cfg_guard(v, st);
     form.cfg(v);
     cfg_int(v, "TH", tile.th);
@@ -108,8 +107,7 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "PTW", fitted.tw);
     }
     v.args = {"x", "w"};
-    if (bias) v.args.push_back("b");
-    if (residual) v.args.push_back("residual");
+    ep.add_args(v);
     if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
     v.args.push_back("y");
     form.add_args(v);

@@ -1,5 +1,6 @@
 // templates/dense/batchnorm_forward.cuh and batchnorm_train.cuh, seen from the generator.
 #include "generator/select/families/dense/batchnorm.hpp"
+#include "generator/select/epilogue.hpp"
 
 #include "generator/select/families/dense/dense_common.hpp"
 #include "generator/select/families/launch_shape.hpp"
@@ -33,17 +34,17 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
   v.family = "batchnorm_forward";
   v.header = "dense/batchnorm_forward.cuh";
   v.function = "kiln::dense::batchnorm_forward";
-  v.name = fmt::format("batchnorm_forward_{}_{}_{}_eps{}{}{}_t{}_{}", dtype_tag(*t),
-                       layout_tag(x, *l), shape_tag(x), name_number(eps),
-                       s.step.epilogue.activation == Activation::relu ? "_relu" : "",
-                       stage ? "_stage" : "", kElementwiseThreads, s.arch_tag());
+  v.name =
+      fmt::format("batchnorm_forward_{}_{}_{}_eps{}{}{}_t{}_{}", dtype_tag(*t), layout_tag(x, *l),
+                  shape_tag(x), name_number(eps), activation_tag(activation_of(s.step)),
+                  stage ? "_stage" : "", kElementwiseThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(*t));
   cfg_int(v, "N", g.n);
   cfg_int(v, "C", g.c);
   cfg_int(v, "S", g.s);
   cfg_bool(v, "CHANNELS_LAST", last);
   cfg_float(v, "EPS", eps);
-  cfg_bool(v, "RELU", s.step.epilogue.activation == Activation::relu);
+  cfg_activation(v, activation_of(s.step));
   cfg_bool(v, "STAGE", stage);
   cfg_int(v, "THREADS", kElementwiseThreads);
   v.args = {"x", "weight", "bias", "running_mean", "running_var", "y"};

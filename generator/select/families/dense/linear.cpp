@@ -2,6 +2,7 @@
 #include "generator/select/families/dense/linear.hpp"
 
 #include "generator/cost/kernel_cost.hpp"
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/dense/dense_common.hpp"
 
 #include <algorithm>
@@ -76,8 +77,7 @@ std::vector<Variant> LinearGemmFamily::candidates(const StepInfo& s) const {
   if (!t) return {};
   if (!fits_int(p->m) || !fits_int(p->nc) || !fits_int(p->r)) return {};
   const bool forward = s.step.fn == Fn::linear_forward;
-  const bool bias = forward && s.has("b");
-  const bool relu = forward && s.step.epilogue.activation == Activation::relu;
+  const KernelEpilogue ep = forward ? epilogue_of(s) : KernelEpilogue{}; // a bias and the activation
   const bool acc = !forward && s.step.accumulate; // the forward overwrites (as the reference)
   const double esize = double(dtype_size(*t));
   const auto blocks = [&](const Tile& tile) {
@@ -100,9 +100,9 @@ std::vector<Variant> LinearGemmFamily::candidates(const StepInfo& s) const {
     v.family = "linear_" + p->fn_tag + "_gemm";
     v.header = "dense/gemm.cuh";
     v.function = "kiln::dense::gemm";
-    v.name = fmt::format("{}_{}_{}{}{}{}_b{}x{}x{}_m{}x{}_{}", v.family, dtype_tag(*t),
-                         layer_tag(s), bias ? "_bias" : "", relu ? "_relu" : "", acc ? "_acc" : "",
-                         tile.bm, tile.bn, tile.bk, tile.tm, tile.tn, s.arch_tag());
+    v.name = fmt::format("{}_{}_{}{}{}_b{}x{}x{}_m{}x{}_{}", v.family, dtype_tag(*t),
+                         layer_tag(s), ep.tag(), acc ? "_acc" : "", tile.bm, tile.bn, tile.bk,
+                         tile.tm, tile.tn, s.arch_tag());
     cfg_type(v, "T", cpp_type(*t));
     cfg_int(v, "M", p->m);
     cfg_int(v, "NC", p->nc);
@@ -111,8 +111,8 @@ std::vector<Variant> LinearGemmFamily::candidates(const StepInfo& s) const {
     cfg_int(v, "A_SR", p->a_sr);
     cfg_int(v, "B_SR", p->b_sr);
     cfg_int(v, "B_SJ", p->b_sj);
-    cfg_bool(v, "BIAS", bias);
-    cfg_bool(v, "RELU", relu);
+    cfg_bool(v, "BIAS", ep.bias); // dense/gemm.cuh's spelling of HAS_BIAS
+    cfg_activation(v, ep.act);
     cfg_bool(v, "ACCUMULATE", acc);
     cfg_int(v, "BM", tile.bm);
     cfg_int(v, "BN", tile.bn);
@@ -122,7 +122,7 @@ std::vector<Variant> LinearGemmFamily::candidates(const StepInfo& s) const {
     const int64_t threads = (tile.bm / tile.tm) * (tile.bn / tile.tn);
     cfg_int(v, "THREADS", threads);
     v.args = {p->a_role, p->b_role};
-    if (bias) v.args.push_back("b");
+    ep.add_args(v);
     v.args.push_back(p->out_role);
     v.block = {threads, 1, 1};
     v.grid = {gx, gy, 1};
@@ -132,7 +132,7 @@ std::vector<Variant> LinearGemmFamily::candidates(const StepInfo& s) const {
     const double abytes = double(p->m * p->r) * esize, bbytes = double(p->r * p->nc) * esize;
     const double obytes = double(p->m * p->nc) * esize;
     v.bytes = reread_bytes(s.gpu, abytes, double(gx)) + reread_bytes(s.gpu, bbytes, double(gy)) +
-              obytes * (acc ? 2 : 1) + (bias ? double(p->nc) * esize : 0);
+              obytes * (acc ? 2 : 1) + (ep.bias ? double(p->nc) * esize : 0);
     v.flops = 2.0 * double(p->m) * double(p->nc) * double(p->r);
     // Work on the zero-filled edges of partial tiles is wasted.
     const double used = double(p->m * p->nc) / double(gy * tile.bm * gx * tile.bn);
@@ -157,26 +157,25 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   if (n == 0 || k == 0 || !fits_int(f) || !fits_int(n * f) || !fits_int(n * k)) return {};
   const int64_t groups = (n + nb - 1) / nb;
   if (!fits_int(k * groups)) return {};
-  const bool bias = s.has("b");
+  const KernelEpilogue ep = epilogue_of(s); // a bias and the activation
   const int64_t threads = f >= 2048 ? 256 : 128;
   const double esize = double(dtype_size(*t));
   Variant v;
   v.family = "linear_forward_dot";
   v.header = "dense/linear_dot.cuh";
   v.function = "kiln::dense::linear_dot";
-  v.name = fmt::format(
-      "linear_forward_dot_{}_{}{}{}_nb{}_t{}_{}", dtype_tag(*t), layer_tag(s), bias ? "_bias" : "",
-      s.step.epilogue.activation == Activation::relu ? "_relu" : "", nb, threads, s.arch_tag());
+  v.name = fmt::format("linear_forward_dot_{}_{}{}_nb{}_t{}_{}", dtype_tag(*t), layer_tag(s),
+                       ep.tag(), nb, threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(*t));
   cfg_int(v, "N", n);
   cfg_int(v, "F", f);
   cfg_int(v, "K", k);
   cfg_int(v, "NB", nb);
-  cfg_bool(v, "BIAS", bias);
-  cfg_bool(v, "RELU", s.step.epilogue.activation == Activation::relu);
+  cfg_bool(v, "BIAS", ep.bias); // dense/linear_dot.cuh's spelling of HAS_BIAS
+  cfg_activation(v, ep.act);
   cfg_int(v, "THREADS", threads);
   v.args = {"x", "w"};
-  if (bias) v.args.push_back("b");
+  ep.add_args(v);
   v.args.push_back("y");
   v.block = {threads, 1, 1};
   v.grid = {k * groups, 1, 1};
@@ -185,7 +184,7 @@ std::vector<Variant> LinearDotFamily::candidates(const StepInfo& s) const {
   // w is streamed once (the row groups sharing a weight row run side by side, so it comes
   // from L2 after the first); x is re-read by every output feature unless L2 holds it.
   v.bytes = reread_bytes(s.gpu, double(n * f) * esize, double(k)) + double(k * f) * esize +
-            double(n * k + (bias ? k : 0)) * esize;
+            double(n * k + (ep.bias ? k : 0)) * esize;
   v.flops = 2.0 * double(n) * double(k) * double(f);
   // Streaming rows, it nears the bandwidth (short blocks when F is small lose some); where
   // the FLOPs dominate it is far from the FMA peak: every FMA needs a load of x (L1/L2).

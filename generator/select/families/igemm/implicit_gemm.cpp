@@ -1,6 +1,7 @@
 // templates/conv/implicit_gemm.cuh, seen from the generator.
 #include "generator/select/families/igemm/implicit_gemm.hpp"
 
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool split = st.fn == Fn::conv2d_forward_partial || st.fn == Fn::linear_forward_partial;
   // A max pool fused after the epilogue (generator/rewrite/conv_pool.cpp).
   const bool pool = st.fn == Fn::conv2d_pool_forward;
-  // A conv that compacts its output is the register-tiled families' (conv/epilogue.cuh).
+  // A conv that compacts its output is the register-tiled families' (conv/tile_epilogue.cuh).
   if ((st.fn != Fn::conv2d_forward && !linear && !split && !pool) || st.accumulate ||
       st.sparse.guard == Guard::sparse || st.arg("y_values") >= 0)
     return {};
@@ -80,7 +81,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   if (conv_rows <= 0 || O <= 0 || K <= 0 || N <= 0 || y[0] % N != 0) return {};
   const int64_t S = y[0] / N; // the partial buffer holds S slices of y
   if (S < 1 || (!split && S != 1) || S > (K + 15) / 16) return {};
-  const bool bias = s.has("b"), residual = s.has("residual");
+  const KernelEpilogue ep = epilogue_of(s);
+  const bool bias = ep.bias, residual = ep.residual;
   const int64_t es = int64_t(dtype_size(t));
   const int64_t vec = 16 / es;
   const bool vec_b = K % vec == 0;
@@ -90,12 +92,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  const std::string shape =
-      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}{}", N, C, H, W, O, KH, KW,
-                  a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
-                  a.dilation[0], a.dilation[1], bias ? "_bias" : "", residual ? "_res" : "",
-                  st.epilogue.activation == Activation::relu ? "_relu" : "",
-                  conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
+  const std::string shape = fmt::format(
+      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
+      ep.tag(), conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
                        (split  ? 4.0 * double(numel(y))
                         : pool ? double(numel(s.shape("y")) * es)
@@ -163,9 +163,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "PW", a.padding[1]);
       cfg_int(v, "DH", a.dilation[0]);
       cfg_int(v, "DW", a.dilation[1]);
-      cfg_bool(v, "HAS_BIAS", bias);
-      cfg_bool(v, "HAS_RESIDUAL", residual);
-      cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
+      ep.cfg(v);
       conv_family::cfg_guard(v, st);
       cfg_int(v, "BM", tile.bm);
       cfg_int(v, "BN", tile.bn);
@@ -194,8 +192,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
         cfg_int(v, "PTW", ptw);
       }
       v.args = {"x", "w"};
-      if (bias) v.args.push_back("b");
-      if (residual) v.args.push_back("residual");
+      ep.add_args(v);
       if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
       v.args.push_back(split ? "partial" : "y");
       if (!linear) { // a linear's 2-D tensors have one layout, the same bytes as NHWC

@@ -1,4 +1,5 @@
 // templates/conv/sparse_compact.cuh seen from the generator.
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/launch_shape.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 #include "runtime/sparse_form.hpp"
@@ -50,6 +51,8 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
   const int64_t upw = 32 / std::min<int64_t>(cs, 32);
   const bool nhwc = x.layout == Layout::nhwc;
   const double eps = st.attrs.eps;
+  // The batchnorm's activation (a relu step's relu is the PRE itself).
+  const Activation act = pre == batchnorm ? activation_of(st) : Activation::none;
   std::vector<Variant> out;
   // Jobs of kStagedElements, or a quarter of that for small tensors (more blocks).
   for (int64_t staged : {kStagedElements, kStagedElements / 4}) {
@@ -59,11 +62,9 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
     v.family = "sparse_compact";
     v.header = "conv/sparse_compact.cuh";
     v.function = "kiln::conv::sparse_compact";
-    const std::string what = pre == none ? ""
-                             : pre == relu
-                                 ? "_relu"
-                                 : "_bn" + name_number(eps) +
-                                       (st.epilogue.activation == Activation::relu ? "_relu" : "");
+    const std::string what = pre == none   ? ""
+                             : pre == relu ? "_relu"
+                                           : "_bn" + name_number(eps) + activation_tag(act);
     v.name = fmt::format("sparse_compact{}_{}_{}_n{}c{}h{}w{}_cs{}{}_tp{}_t{}_{}", what,
                          dtype_tag(t), layout_name(x.layout), N, C, H, W, cs, count ? "_nnz" : "",
                          tp, kThreads, s.arch_tag());
@@ -75,7 +76,7 @@ std::vector<Variant> SparseCompactFamily::candidates(const StepInfo& s) const {
     cfg_bool(v, "NHWC", nhwc);
     cfg_int(v, "CS", cs);
     cfg_int(v, "PRE", pre);
-    cfg_bool(v, "RELU", pre == batchnorm && st.epilogue.activation == Activation::relu);
+    cfg_activation(v, act);
     cfg_float(v, "EPS", pre == batchnorm ? eps : 0.0);
     cfg_bool(v, "COUNT", count);
     cfg_int(v, "TP", tp);

@@ -1,5 +1,6 @@
 // templates/conv/sparse.cuh seen from the generator.
 #include "generator/cost/kernel_cost.hpp"
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
@@ -45,8 +46,8 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t cs = s.shape("values")[2];
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
-  const bool bias = s.has("b"), residual = s.has("residual"),
-             guard = st.sparse.guard == Guard::sparse;
+  const KernelEpilogue ep = epilogue_of(s);
+  const bool residual = ep.residual, guard = st.sparse.guard == Guard::sparse;
   const double d = planned_density(st);
   const OutputForm form(s);
   // The slices of one group's channels (a group may start inside a slice).
@@ -79,20 +80,17 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     v.family = "conv2d_sparse";
     v.header = "conv/sparse.cuh";
     v.function = "kiln::conv::sparse_forward";
-    v.name = fmt::format("conv2d_sparse_{}_{}{}_{}_cs{}{}{}{}_t{}x{}o{}_p{}x{}_sc{}_t{}{}{}_{}",
+    v.name = fmt::format("conv2d_sparse_{}_{}{}_{}_cs{}{}_t{}x{}o{}_p{}x{}_sc{}_t{}{}{}_{}",
                          dtype_tag(t), layout_name(lay), w_ohwi ? "_wohwi" : "", geom_name(g), cs,
-                         bias ? "_bias" : "", residual ? "_res" : "",
-                         st.epilogue.activation == Activation::relu ? "_relu" : "", th, tw, to, p,
-                         po, sc, threads, guard_tag(st), form.tag(), s.arch_tag());
+                         ep.tag(), th, tw, to, p, po, sc, threads, guard_tag(st), form.tag(),
+                         s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
     cfg_int(v, "CS", cs);
     cfg_bool(v, "NHWC", lay == Layout::nhwc);
     cfg_bool(v, "W_OHWI", w_ohwi);
-    cfg_bool(v, "HAS_BIAS", bias);
-    cfg_bool(v, "HAS_RESIDUAL", residual);
-    cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
+    ep.cfg(v);
     cfg_guard(v, st);
     form.cfg(v);
     cfg_int(v, "TH", th);
@@ -103,8 +101,7 @@ std::vector<Variant> SparseConvFamily::candidates(const StepInfo& s) const {
     cfg_int(v, "SC", sc);
     cfg_int(v, "THREADS", threads);
     v.args = {"values", "index", "count", "w"};
-    if (bias) v.args.push_back("b");
-    if (residual) v.args.push_back("residual");
+    ep.add_args(v);
     if (guard) v.args.push_back("nnz");
     v.args.push_back("y");
     form.add_args(v);

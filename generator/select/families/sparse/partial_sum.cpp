@@ -1,6 +1,7 @@
 // templates/conv/partial_sum.cuh seen from the generator: the completion of a sparse weight
 // gradient split over ranges of the input's rows, and of a split-K conv or linear forward
 // (with its epilogue).
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/sparse/sparse_families.hpp"
 
@@ -17,7 +18,8 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
   const DType t = s.dtype("dst");
   if (s.dtype("partial") != DType::f32 || (t != DType::f32 && t != DType::f16 && t != DType::bf16))
     return {};
-  const bool bias = s.has("b"), residual = s.has("residual");
+  const KernelEpilogue ep = epilogue_of(s);
+  const bool bias = ep.bias, residual = ep.residual;
   for (const char* role : {"b", "residual"})
     if (s.has(role) && s.dtype(role) != t) return {};
   // Elementwise in one order: partial's slices and the residual hold dst's layout.
@@ -34,25 +36,22 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
   v.family = "partial_sum";
   v.header = "conv/partial_sum.cuh";
   v.function = "kiln::conv::partial_sum";
-  v.name =
-      fmt::format("partial_sum_{}_c{}x{}{}{}{}{}{}_t{}_{}", dtype_tag(t), slices, count,
-                  bias ? fmt::format("_bias{}x{}", channels, inner) : "", residual ? "_res" : "",
-                  st.epilogue.activation == Activation::relu ? "_relu" : "",
-                  st.accumulate ? "_acc" : "", guard_tag(st), threads, s.arch_tag());
+  // The bias tag names its channel mapping too.
+  const KernelEpilogue rest{false, residual, ep.act};
+  v.name = fmt::format("partial_sum_{}_c{}x{}{}{}{}{}_t{}_{}", dtype_tag(t), slices, count,
+                       bias ? fmt::format("_bias{}x{}", channels, inner) : "", rest.tag(),
+                       st.accumulate ? "_acc" : "", guard_tag(st), threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "COUNT", count);
   cfg_int(v, "SLICES", slices);
   cfg_bool(v, "ACCUMULATE", st.accumulate);
   cfg_guard(v, st);
   cfg_int(v, "THREADS", threads);
-  cfg_bool(v, "HAS_BIAS", bias);
-  cfg_bool(v, "HAS_RESIDUAL", residual);
-  cfg_bool(v, "RELU", st.epilogue.activation == Activation::relu);
+  ep.cfg(v);
   cfg_int(v, "CHANNELS", bias ? channels : 1);
   cfg_int(v, "INNER", bias ? inner : 1);
   v.args = {"partial"};
-  if (bias) v.args.push_back("b");
-  if (residual) v.args.push_back("residual");
+  ep.add_args(v);
   if (guard) v.args.push_back("nnz");
   v.args.push_back("dst");
   v.block = {threads, 1, 1};
@@ -65,9 +64,8 @@ std::vector<Variant> PartialSumFamily::candidates(const StepInfo& s) const {
       double(count) * (4.0 * double(slices) + es * (st.accumulate ? 2 : 1) + (residual ? es : 0.0));
   v.flops = double(count * slices);
   v.efficiency = 0.8;
-  v.note = fmt::format(
-      "grid-stride sum of {} partial sums per element, in order{}", slices,
-      bias || residual || st.epilogue.activation == Activation::relu ? ", then the epilogue" : "");
+  v.note = fmt::format("grid-stride sum of {} partial sums per element, in order{}", slices,
+                       bias || residual || ep.act != Activation::none ? ", then the epilogue" : "");
   return {v};
 }
 

@@ -1,20 +1,22 @@
-// The fused epilogue of the conv forward templates that hold a block's outputs in registers
-// (conv/direct.cuh, conv/sparse.cuh): y = relu?(acc + bias + residual), one store per output
-// in y's layout; with COMPACT, also the compacted form of y (runtime/sparse_form.hpp) for a
-// sparse convolution that reads it, made from the block's output tile staged in shared
-// memory (conv/compact_staged.cuh), so compacting costs no second pass over y.
+// The epilogue of the conv forward templates that hold a block's outputs in registers
+// (conv/direct.cuh, conv/sparse.cuh): each output through the fused epilogue
+// (common/epilogue.cuh), one store per output in y's layout; with COMPACT, also the
+// compacted form of y (runtime/sparse_form.hpp) for a sparse convolution that reads it, made
+// from the block's output tile staged in shared memory (conv/compact_staged.cuh), so
+// compacting costs no second pass over y.
 //
 // A thread holds acc[P][PO]: tile pixel pg + i * NPG (row-major in the TH x TW tile at oh0,
 // ow0) and channel o0 + cq + j * NCO within group g, of image n.
-// Cfg: T, O, OH, OW, G, NHWC, HAS_BIAS, HAS_RESIDUAL, RELU, TH, TW, TO, THREADS,
+// Cfg: T, O, OH, OW, G, NHWC, HAS_BIAS, HAS_RESIDUAL, RELU or ACT, TH, TW, TO, THREADS,
 //      COMPACT, YCS (the form's slice size; TO % YCS == 0, and (O / G) % YCS == 0 with
 //      groups, so that a block's slices are whole and its group's), YCOUNT (add y's
 //      nonzeros to y_nnz).
 // Arguments from kY: y, then with COMPACT y_values, y_index, y_count, [y_nnz] (YCOUNT).
 #pragma once
 
+#include "common/epilogue.cuh"
+#include "common/tensor4.cuh"
 #include "conv/compact_staged.cuh"
-#include "conv/index.cuh"
 
 namespace kiln::conv {
 
@@ -24,8 +26,8 @@ KILN_FN void conv_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
   using T = typename Cfg::T;
   constexpr int TH = Cfg::TH, TW = Cfg::TW, TO = Cfg::TO, Og = Cfg::O / Cfg::G;
   constexpr int YPITCH = TO + 1;
-  constexpr i64 YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
-  using I = index_t<YE>;
+  using Y = Tensor4<Cfg::NHWC, Cfg::N, Cfg::O, Cfg::OH, Cfg::OW>;
+  using I = typename Y::index;
   KILN_SHARED_ARRAY(float, ys, Cfg::COMPACT ? TH* TW* YPITCH : 1); // [tile pixel][channel]
 #pragma unroll
   for (int i = 0; i < P; ++i) {
@@ -38,12 +40,8 @@ KILN_FN void conv_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
       float v = 0.f;
       if (in && og < Og) {
         const int oc = g * Og + og;
-        const I at = Cfg::NHWC ? ((I(n) * Cfg::OH + oh) * Cfg::OW + ow) * Cfg::O + oc
-                               : ((I(n) * Cfg::O + oc) * Cfg::OH + oh) * Cfg::OW + ow;
-        v = acc[i][j];
-        if (Cfg::HAS_BIAS) v += to_float(arg<const T>(a, kB)[oc]);
-        if (Cfg::HAS_RESIDUAL) v += to_float(arg<const T>(a, kR)[at]);
-        if (Cfg::RELU) v = v > 0.f ? v : 0.f;
+        const I at = Y::at(I(n), oc, oh, ow);
+        v = epilogue_of<Cfg>::apply(a, kB, kR, acc[i][j], oc, at);
         const T r = from_float<T>(v);
         arg<T>(a, kY)[at] = r;
         v = to_float(r); // compact what was stored
@@ -61,7 +59,7 @@ KILN_FN void conv_epilogue(const KernelArgs& a, const float (&acc)[P][PO], int n
         [&](int r, int sl) -> i64 {
           const int oh = oh0 + r / TW, ow = ow0 + r % TW;
           if (oh >= Cfg::OH || ow >= Cfg::OW || o0 + sl * YCS >= Og) return -1;
-          return ((i64(n) * Cfg::OH + oh) * Cfg::OW + ow) * YSL + s0 + sl;
+          return Tensor4<true, Cfg::N, YSL, Cfg::OH, Cfg::OW, i64>::at(n, s0 + sl, oh, ow);
         },
         arg<T>(a, kY + 1), arg<u8>(a, kY + 2), arg<u8>(a, kY + 3));
     if constexpr (Cfg::YCOUNT) {
