@@ -8,7 +8,7 @@
 
 namespace kiln {
 
-enum class Activation { none, relu };
+enum class Activation { none, relu, hardswish };
 
 std::string_view activation_name(Activation a);
 std::optional<Activation> parse_activation(std::string_view name);
@@ -16,5 +16,7 @@ std::optional<Activation> parse_activation(std::string_view name);
 // The CPU reference of one element. relu lets NaN through, as torch.relu does, so a broken
 // value stays visible.
 double activate(Activation a, double v);
+// Its derivative at v (PyTorch's backward formulas, their choice at the kinks included).
+double activation_grad(Activation a, double v);
 
 } // namespace kiln

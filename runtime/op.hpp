@@ -30,13 +30,14 @@ enum class OpKind {
   softmax,
   fold,   // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
   unfold, // [M, f*K] -> [M*f, K], a view
+  hardswish, // x * relu6(x + 3) / 6 (MobileNetV3)
 };
 
 inline constexpr OpKind all_ops[] = {
     OpKind::conv2d,     OpKind::linear,         OpKind::batchnorm,          OpKind::relu,
     OpKind::maxpool2d,  OpKind::avgpool2d,      OpKind::adaptive_avgpool2d, OpKind::global_avgpool,
     OpKind::add,        OpKind::concat,         OpKind::flatten,            OpKind::upsample2d,
-    OpKind::softmax,    OpKind::fold,           OpKind::unfold};
+    OpKind::softmax,    OpKind::fold,           OpKind::unfold,             OpKind::hardswish};
 
 std::string_view op_name(OpKind op);
 std::optional<OpKind> parse_op(std::string_view name);

@@ -62,9 +62,11 @@ enum class Fn {
   conv2d_forward_partial,        // split-K: x, w -> partial [S * N, O, OH, OW]
   linear_forward_partial,        // split-K: x, w -> partial [S * N, K]
   conv2d_pool_forward,           // x, w, [b] -> maxpool(epilogue(conv)) (FusedPool)
+  hardswish_forward,             // x -> y
+  hardswish_backward,            // x, dy -> dx
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::conv2d_pool_forward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::hardswish_backward) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -49,9 +49,12 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
   // Adam's second moment is a running mean of squares.
   const bool positive =
       role == "running_var" || role == "invstd" || (s.fn == Fn::adam_update && role == "v");
+  // hardswish bends at -3 and 3: its input spans every piece.
+  const double span =
+      role == "x" && (s.fn == Fn::hardswish_forward || s.fn == Fn::hardswish_backward) ? 5 : 1;
   for (int64_t i = 0; i < n; ++i) {
     const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
-    t.set(i, positive ? 0.5 + u : (role == "probs" ? u : 2 * u - 1));
+    t.set(i, positive ? 0.5 + u : (role == "probs" ? u : span * (2 * u - 1)));
   }
   return t;
 }

@@ -11,7 +11,8 @@ namespace {
 bool is_param_layer(OpKind op) { return op == OpKind::conv2d || op == OpKind::linear; }
 
 bool passes_through(OpKind op) {
-  return op == OpKind::relu || op == OpKind::softmax || op == OpKind::flatten;
+  return op == OpKind::relu || op == OpKind::hardswish || op == OpKind::softmax ||
+         op == OpKind::flatten;
 }
 
 std::string unique_name(const Model& m, const std::string& want) {
@@ -130,6 +131,7 @@ int64_t thop_flops(const Model& m, int node) {
     break;
   case OpKind::softmax: macs = out / n.shape[1] * (3 * n.shape[1] - 1); break;
   case OpKind::relu:
+  case OpKind::hardswish: // thop counts no activations
   case OpKind::maxpool2d:
   case OpKind::flatten:
   case OpKind::upsample2d:

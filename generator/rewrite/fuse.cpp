@@ -1,6 +1,7 @@
 #include "generator/rewrite/fuse.hpp"
 
 #include "generator/lower/steps.hpp"
+#include "runtime/ops/registry.hpp"
 
 #include "generator/lower/plan_builder.hpp"
 
@@ -94,8 +95,9 @@ struct Fuser {
     }
     if (conv || head.fn == Fn::linear_forward || head.fn == Fn::batchnorm_forward) {
       const int r = sole_consumer(head.need("y"), i + 1);
-      if (r >= 0 && steps[r].fn == Fn::relu_forward && !steps[r].accumulate) {
-        head.epilogue.activation = Activation::relu;
+      const Activation act = r >= 0 ? fn_def(steps[r].fn).activation : Activation::none;
+      if (act != Activation::none && !steps[r].accumulate) {
+        head.epilogue.activation = act;
         set_arg(head, "y", steps[r].need("y"));
         head.node += "+" + steps[r].node;
         dead[r] = 1;

@@ -1,7 +1,8 @@
-// Epilogue fusion for inference plans: conv2d [-> batchnorm] [-> add] [-> relu] becomes one
-// conv2d.forward step (batchnorm folded into the weights by a conv2d.fold_bn step, the add
-// as a residual, the relu as a flag); linear -> relu and batchnorm -> relu likewise. A link
-// is fused only when the intermediate value has no other use.
+// Epilogue fusion for inference plans: conv2d [-> batchnorm] [-> add] [-> activation] becomes
+// one conv2d.forward step (batchnorm folded into the weights by a conv2d.fold_bn step, the
+// add as a residual, the activation — relu, hardswish: any function whose runtime definition
+// names one — as the epilogue's); linear -> activation and batchnorm -> activation likewise.
+// A link is fused only when the intermediate value has no other use.
 #pragma once
 
 #include "runtime/plan.hpp"

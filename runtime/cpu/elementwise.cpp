@@ -1,5 +1,5 @@
-// Elementwise ops: relu and its backward, add, copy (the backward of add and of views). The
-// optimizer updates are in optimizer.cpp.
+// Elementwise ops: relu and its backward, the other activations and theirs, add, copy (the backward
+// of add and of views). The optimizer updates are in optimizer.cpp.
 #include "runtime/cpu/detail.hpp"
 
 #include <cmath>
@@ -27,6 +27,23 @@ template <class T> void relu_backward(CView<T> y, CView<T> dy, View<T> dx, bool 
     put(dx.data[i], y.data[i] <= T(0) ? 0.0 : double(dy.data[i]), accumulate);
 }
 
+template <class T> void activation(Activation a, CView<T> x, View<T> y) {
+  const int64_t n = numel(x.shape);
+  need(numel(y.shape) == n, activation_name(a), "input ", shape_str(x.shape), " and output ",
+       shape_str(y.shape), " differ in size");
+  for (int64_t i = 0; i < n; ++i)
+    y.data[i] = T(activate(a, double(x.data[i])));
+}
+
+template <class T>
+void activation_backward(Activation a, CView<T> x, CView<T> dy, View<T> dx, bool accumulate) {
+  const int64_t n = numel(x.shape);
+  need(numel(dy.shape) == n && numel(dx.shape) == n, activation_name(a), "x ", shape_str(x.shape),
+       ", dy ", shape_str(dy.shape), " and dx ", shape_str(dx.shape), " differ in size");
+  for (int64_t i = 0; i < n; ++i)
+    put(dx.data[i], double(dy.data[i]) * activation_grad(a, double(x.data[i])), accumulate);
+}
+
 template <class T> void add(std::span<const CView<T>> xs, View<T> y) {
   need(!xs.empty(), "add", "needs at least one input");
   const int64_t n = numel(y.shape);
@@ -52,6 +69,8 @@ template <class T> void copy(CView<T> src, View<T> dst, bool accumulate) {
 #define KILN_INSTANTIATE(T)                                                                        \
   template void relu<T>(CView<T>, View<T>);                                                        \
   template void relu_backward<T>(CView<T>, CView<T>, View<T>, bool);                               \
+  template void activation<T>(Activation, CView<T>, View<T>);                                      \
+  template void activation_backward<T>(Activation, CView<T>, CView<T>, View<T>, bool);             \
   template void add<T>(std::span<const CView<T>>, View<T>);                                        \
   template void copy<T>(CView<T>, View<T>, bool);
 KILN_INSTANTIATE(float)

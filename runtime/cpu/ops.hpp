@@ -58,6 +58,10 @@ void batchnorm_inference_backward(const Attrs& a, CView<T> dy, const T* gamma, c
 // relu; its backward masks dy where the forward output y is not positive.
 template <class T> void relu(CView<T> x, View<T> y);
 template <class T> void relu_backward(CView<T> y, CView<T> dy, View<T> dx, bool accumulate);
+// An activation applied elementwise, and its backward from the forward's input x.
+template <class T> void activation(Activation a, CView<T> x, View<T> y);
+template <class T>
+void activation_backward(Activation a, CView<T> x, CView<T> dy, View<T> dx, bool accumulate);
 
 // Pooling ([N, C, H, W]). Max: the gradient goes to the first maximum of each window in
 // row-major window order (as PyTorch). Average: PyTorch's divisor rules, including

@@ -45,6 +45,9 @@ struct FnDef {
   // The CPU reference, in float and in double.
   void (*cpu_f32)(const cpu::StepArgs<float>&) = nullptr;
   void (*cpu_f64)(const cpu::StepArgs<double>&) = nullptr;
+  // A standalone activation (relu.forward, hardswish.forward): the activation a fused
+  // epilogue applies in its place (generator/rewrite/fuse.cpp).
+  Activation activation = Activation::none;
 };
 
 } // namespace kiln

@@ -12,6 +12,7 @@
   X(bias)                                                                                          \
   X(batchnorm)                                                                                     \
   X(relu)                                                                                          \
+  X(hardswish)                                                                                     \
   X(maxpool2d)                                                                                     \
   X(avgpool2d)                                                                                     \
   X(adaptive_avgpool2d)                                                                            \

@@ -16,9 +16,10 @@
 
 namespace kiln {
 
-// The activations. Adding one: a value here, its Activation specialization below, and its
-// name in generator/select/epilogue.cpp.
-enum class Act : int { none = 0, relu = 1 };
+// The activations, as runtime/activation.hpp's Activation (same values and names: the
+// generator writes ACT = kiln::Act::<its name>). Adding one: a value here and its Activation
+// specialization below, beside its CPU reference in runtime/activation.cpp.
+enum class Act : int { none = 0, relu = 1, hardswish = 2 };
 
 template <Act A> struct Activation;
 template <> struct Activation<Act::none> {
@@ -26,6 +27,12 @@ template <> struct Activation<Act::none> {
 };
 template <> struct Activation<Act::relu> { // NaN -> 0, as the reference
   static KILN_FN float apply(float v) { return v > 0.f ? v : 0.f; }
+};
+
+// x * relu6(x + 3) / 6 (MobileNetV3); grad: its derivative, PyTorch's at the kinks.
+template <> struct Activation<Act::hardswish> {
+  static KILN_FN float apply(float v) { return v * fminf(fmaxf(v + 3.f, 0.f), 6.f) / 6.f; }
+  static KILN_FN float grad(float v) { return v < -3.f ? 0.f : v <= 3.f ? v / 3.f + 0.5f : 1.f; }
 };
 
 template <Act A> KILN_FN float activate(float v) { return Activation<A>::apply(v); }

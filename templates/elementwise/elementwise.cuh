@@ -4,7 +4,8 @@
 //      ACCUMULATE (add the result to the output), LR (sgd, sgd_decay, adam: learning rate),
 //      THREADS; sgd_decay: WD (weight decay), MOMENTUM (0: no velocity); adam: WD, BETA1,
 //      BETA2, EPS.
-// Arguments, in order: relu: x, y · relu_backward: y, dy, dx · add: x0..x{INPUTS-1}, y ·
+// Arguments, in order: relu: x, y · relu_backward: y, dy, dx · hardswish: x, y ·
+//      hardswish_backward: x, dy, dx · add: x0..x{INPUTS-1}, y ·
 //      copy: src, dst · sgd: param, grad (param updated in place) · fill_zero: dst ·
 //      sgd_decay: param, grad, [velocity (float; with MOMENTUM)] · adam: param, grad, m, v
 //      (float), step (int [1]: this update's count from 1, written by the host before the
@@ -26,7 +27,9 @@ enum Op {
   SGD = 4,
   FILL_ZERO = 5,
   SGD_DECAY = 6,
-  ADAM = 7
+  ADAM = 7,
+  HARDSWISH = 8,
+  HARDSWISH_BACKWARD = 9
 };
 
 // SGD with weight decay and momentum, and Adam: parameters of T, optimizer state in float.
@@ -78,6 +81,12 @@ template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
       } else if constexpr (Cfg::OP == RELU_BACKWARD) {
         const float y = to_float(arg<const T>(a, 0)[i]);
         v = y > 0.f ? to_float(arg<const T>(a, 1)[i]) : 0.f;
+        out = 2;
+      } else if constexpr (Cfg::OP == HARDSWISH) {
+        v = activate<Act::hardswish>(to_float(arg<const T>(a, 0)[i]));
+      } else if constexpr (Cfg::OP == HARDSWISH_BACKWARD) {
+        const float x = to_float(arg<const T>(a, 0)[i]);
+        v = to_float(arg<const T>(a, 1)[i]) * Activation<Act::hardswish>::grad(x);
         out = 2;
       } else if constexpr (Cfg::OP == ADD) {
         for (int k = 0; k < Cfg::INPUTS; ++k)

@@ -24,7 +24,8 @@ MODEL = {
         {"name": "cat", "op": "concat", "inputs": ["add", "mp"]},
         {"name": "ap2", "op": "avgpool2d", "kernel": 3, "stride": 2, "padding": 1, "ceil_mode": True,
          "count_include_pad": False},
-        {"name": "aap", "op": "adaptive_avgpool2d", "output_size": [3, 2], "inputs": ["c2"]},
+        {"name": "hs", "op": "hardswish", "inputs": ["c2"]},
+        {"name": "aap", "op": "adaptive_avgpool2d", "output_size": [3, 2], "inputs": ["hs"]},
         {"name": "gap", "op": "global_avgpool", "inputs": ["ap2"]},
         {"name": "f1", "op": "flatten", "inputs": ["aap"]},
         {"name": "f2", "op": "flatten", "inputs": ["gap"]},
@@ -106,7 +107,8 @@ def reference(x, p):
     add = ap + mp
     cat = np.concatenate([add, mp], axis=1)
     ap2 = pool(cat, 3, 2, 1, True, "avg", include_pad=False)
-    aap = adaptive(c2, 3, 2)
+    hs = c2 * np.clip(c2 + 3, 0, 6) / 6
+    aap = adaptive(hs, 3, 2)
     gap = ap2.mean(axis=(2, 3), keepdims=True)
     feat = np.concatenate([aap.reshape(len(x), -1), gap.reshape(len(x), -1)], axis=1)
     fc = feat @ p["fc.weight"].T + p["fc.bias"]

@@ -22,6 +22,18 @@ std::vector<StepSpec> specs() {
                  OpKind::relu,
                  {},
                  {{"y", x, t}, {"dy", x, t}, {"dx", x, t}}});
+    s.push_back({"hardswish " + d,
+                 Fn::hardswish_forward,
+                 OpKind::hardswish,
+                 {},
+                 {{"x", x, t}, {"y", x, t}}});
+    StepSpec hsb{"hardswish_backward accumulate " + d,
+                 Fn::hardswish_backward,
+                 OpKind::hardswish,
+                 {},
+                 {{"x", x, t}, {"dy", x, t}, {"dx", x, t}}};
+    hsb.accumulate = true;
+    s.push_back(hsb);
     s.push_back({"add3 " + d,
                  Fn::add_forward,
                  OpKind::add,

@@ -4,6 +4,7 @@ relative, through `kiln run MODEL.onnx` (weights from the initializers), through
 `kiln import` + `kiln run --weights`, and (model A) through the generated kernels on the
 emulator. Also: PyTorch state_dict names kept as weight names, `kiln inspect` and
 `kiln build` on .onnx, `kiln import --help`."""
+import json
 import os
 import sys
 
@@ -141,6 +142,31 @@ def ref_b2(x):
     return s.mean(axis=(2, 3)) @ q["head.weight"] + q["head.bias"]
 
 
+# ---- Model C (opset 14): HardSwish after a conv (fused into its epilogue on the emulator) and
+# alone, after a global average pool.
+R = {"hs_conv.weight": r(6, 3, 3, 3) * 0.8, "hs_conv.bias": r(6), "hs_fc.weight": r(4, 6) * 0.5,
+     "hs_fc.bias": r(4)}
+nodes_c = [
+    helper.make_node("Conv", ["x", "hs_conv.weight", "hs_conv.bias"], ["hc"], name="hs_conv", pads=[1, 1, 1, 1]),
+    helper.make_node("HardSwish", ["hc"], ["h1"], name="hswish1"),
+    helper.make_node("GlobalAveragePool", ["h1"], ["hg"], name="gap"),
+    helper.make_node("Flatten", ["hg"], ["hf"], name="flat", axis=1),
+    helper.make_node("Gemm", ["hf", "hs_fc.weight", "hs_fc.bias"], ["hl"], name="hs_fc", transB=1),
+    helper.make_node("HardSwish", ["hl"], ["out"], name="hswish2"),
+]
+Cm = om.model(nodes_c, [om.init(k, v) for k, v in R.items()], "x", "out", 14, name="every_op_c",
+              input_shape=(2, 3, 8, 8))
+onnx.checker.check_model(Cm)
+onnx.save(Cm, path("c.onnx"))
+
+
+def ref_c(x):
+    p = {k: v.astype(np.float64) for k, v in R.items()}
+    hswish = lambda v: v * np.clip(v + 3, 0, 6) / 6
+    h = hswish(om.conv(x, p["hs_conv.weight"], p["hs_conv.bias"], pads=(1, 1, 1, 1)))
+    return hswish(h.mean(axis=(2, 3)) @ p["hs_fc.weight"].T + p["hs_fc.bias"])
+
+
 def check_model(name, ref, shape, emu=False):
     x = r(*shape)
     np.save(path(name + "_x.npy"), x)
@@ -168,6 +194,14 @@ def check_model(name, ref, shape, emu=False):
 check_model("a", ref_a, (2, 3, 12, 12), emu=True)
 check_model("b", ref_b, (2, 3, 10, 10))
 check_model("b2", ref_b2, (2, 3, 10, 10))
+check_model("c", ref_c, (2, 3, 8, 8), emu=True)
+# Both HardSwish nodes fuse into their producers' epilogues (conv and linear).
+kt.kiln("generate", path("c.onnx"), "--gpu", "h100", "-o", path("gen_c"))
+steps = [s for ph in json.load(open(path("gen_c/plan.json")))["phases"].values() for s in ph]
+fns = [s["fn"] for s in steps if s["kind"] != "free"]
+kt.check("hardswish.forward" not in fns, f"HardSwish fused into its producers: {fns}")
+kt.check(sum(s.get("activation") == "hardswish" for s in steps) == 2,
+         f"two steps apply hardswish in their epilogue: {[s.get('activation') for s in steps]}")
 
 # State_dict names kept; MatMul's weight (not a PyTorch name) takes the node's name.
 w = kt.read_safetensors(path("a.safetensors"))
@@ -179,7 +213,6 @@ kt.check(np.array_equal(w["fc2.weight"], P["fc2_w"].T), "MatMul's [in, out] weig
 
 # A symbolic batch takes --batch; inspect reads .onnx directly.
 out, _ = kt.kiln("import", path("a.onnx"), "-o", path("a8.json"), "--batch", "8")
-import json  # noqa: E402
 kt.check(json.load(open(path("a8.json")))["input"]["shape"] == [8, 3, 12, 12], "--batch sets the symbolic batch")
 out, _ = kt.kiln("inspect", path("a.onnx"), "--batch", "4")
 kt.check("conv1" in out and "fc2" in out, f"inspect of a .onnx file: {out}")

@@ -10,7 +10,7 @@ namespace lowering {
 extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, relu_lowering,
     maxpool2d_lowering, avgpool2d_lowering, adaptive_avgpool2d_lowering, global_avgpool_lowering,
     add_lowering, concat_lowering, flatten_lowering, upsample2d_lowering, softmax_lowering,
-    fold_lowering, unfold_lowering;
+    fold_lowering, unfold_lowering, hardswish_lowering;
 } // namespace lowering
 
 namespace {
@@ -30,7 +30,7 @@ const std::array kRules{
     &lowering::upsample2d_lowering,
     &lowering::softmax_lowering,
     &lowering::fold_lowering,
-    &lowering::unfold_lowering,
+    &lowering::unfold_lowering,     &lowering::hardswish_lowering,
 };
 
 } // namespace

@@ -14,6 +14,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"MatMul", convert_matmul},
       {"Add", convert_add},
       {"Relu", convert_relu},
+      {"HardSwish", convert_hardswish},
       {"Clip", convert_clip},
       {"Softmax", convert_softmax},
       {"Identity", convert_identity},

@@ -32,6 +32,7 @@ void convert_matmul(Converter&, const onnx::NodeProto&);
 void convert_add(Converter&, const onnx::NodeProto&);
 // ops_activation.cpp
 void convert_relu(Converter&, const onnx::NodeProto&);
+void convert_hardswish(Converter&, const onnx::NodeProto&);
 void convert_clip(Converter&, const onnx::NodeProto&);
 void convert_softmax(Converter&, const onnx::NodeProto&);
 void convert_identity(Converter&, const onnx::NodeProto&);

@@ -1,4 +1,4 @@
-// Relu, Clip (as a ReLU), Softmax, and the nodes inference drops: Identity, Dropout.
+// Relu, HardSwish, Clip (as a ReLU), Softmax, and the nodes inference drops: Identity, Dropout.
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
@@ -11,6 +11,12 @@ namespace kiln::onnx_import {
 void convert_relu(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {});
   c.add_layer(n, OpKind::relu, {}, {c.activation(n, 0)});
+}
+
+// HardSwish (opset 14): x * max(0, min(1, x / 6 + 1 / 2)), which is x * relu6(x + 3) / 6.
+void convert_hardswish(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {});
+  c.add_layer(n, OpKind::hardswish, {}, {c.activation(n, 0)});
 }
 
 void convert_clip(Converter& c, const onnx::NodeProto& n) {

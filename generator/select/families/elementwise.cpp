@@ -138,6 +138,10 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   case Fn::relu_backward:
     op = "relu_backward", op_code = 1, inputs = 2, args = {"y", "dy", "dx"};
     break;
+  case Fn::hardswish_forward: op = "hardswish", op_code = 8, args = {"x", "y"}; break;
+  case Fn::hardswish_backward:
+    op = "hardswish_backward", op_code = 9, inputs = 2, args = {"x", "dy", "dx"};
+    break;
   case Fn::add_forward: {
     const auto xs = st.variadic('x');
     if (xs.size() > 8) return {};
@@ -159,8 +163,8 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   const bool int_zero = st.fn == Fn::fill_zero && s.dtype("dst") == DType::i32;
   if ((!int_zero && !uniform(s)) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst")))
     return {};
-  if (st.accumulate &&
-      (st.fn == Fn::relu_forward || st.fn == Fn::add_forward || st.fn == Fn::fill_zero))
+  if (st.accumulate && (st.fn == Fn::relu_forward || st.fn == Fn::hardswish_forward ||
+                        st.fn == Fn::add_forward || st.fn == Fn::fill_zero))
     return {};
   const Buffer& out = s.plan.buffers[st.need(args.back())];
   const DType t = int_zero ? DType::f32 : out.dtype;

@@ -46,13 +46,16 @@ struct Conv {
   }
 };
 
-enum Epi { kNone = 0, kBias = 1, kRes = 2, kRelu = 4 };
+enum Epi { kNone = 0, kBias = 1, kRes = 2, kRelu = 4, kHardswish = 8 };
 
 StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Layout::nchw) {
   StepSpec s;
   s.label = fmt::format("forward {} {} {}{}{}{}{}", cv.name(), dtype_name(t), layout_name(lay),
                         wlay == Layout::nhwc ? " w-ohwi" : "", epi & kBias ? " bias" : "",
-                        epi & kRes ? " residual" : "", epi & kRelu ? " relu" : "");
+                        epi & kRes ? " residual" : "",
+                        epi & kRelu        ? " relu"
+                        : epi & kHardswish ? " hardswish"
+                                           : "");
   s.fn = Fn::conv2d_forward;
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(epi & kBias);
@@ -60,7 +63,9 @@ StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Lay
   if (epi & kBias) s.args.push_back({"b", {cv.o}, t});
   if (epi & kRes) s.args.push_back({"residual", cv.y(), t, lay});
   s.args.push_back({"y", cv.y(), t, lay});
-  s.epilogue.activation = epi & kRelu ? Activation::relu : Activation::none;
+  s.epilogue.activation = epi & kRelu        ? Activation::relu
+                          : epi & kHardswish ? Activation::hardswish
+                                             : Activation::none;
   return s;
 }
 
@@ -193,6 +198,10 @@ std::vector<StepSpec> forward_specs() {
       forward(k3, f16, nchw, kRes, nhwc),
       nchw_input(forward(k7s2, f32, nhwc, kBias | kRelu)),
       nchw_input(forward(k3s2_pair, bf16, nhwc, kRelu, nhwc)),
+      // An activation other than relu in the one fused epilogue (ACT = kiln::Act::hardswish).
+      forward(k3, f32, nchw, kBias | kHardswish),
+      forward(k3, f16, nhwc, kBias | kRes | kHardswish),
+      forward(k5s2g2, bf16, nhwc, kHardswish),
   };
 }
 
@@ -213,6 +222,7 @@ std::vector<StepSpec> pooled_specs() {
       pooled(k5s2g2, p3s2p1, f16, nchw, kBias),
       pooled(k3s2_pair, p3s2ceil, f32, nchw, kBias | kRelu),
       nchw_input(pooled(k7s2, p3s2p1, f32, nhwc, kBias | kRelu)),
+      pooled(convn, p3s2, f16, nhwc, kBias | kHardswish),
   };
 }
 

@@ -1,4 +1,4 @@
-// relu, add, copy, sgd_update, concat and upsample2d: values, finite-difference gradients
+// relu, hardswish, add, copy, sgd_update, concat and upsample2d: values, finite-difference gradients
 // and accumulate semantics.
 #include "tests/unit/cpu/cpu_test_util.hpp"
 
@@ -34,6 +34,42 @@ TEST_CASE("relu: values, NaN passes, gradient masks where y <= 0") {
   check_accumulate(
       "relu", s,
       [&](View<double> d, bool acc) { relu_backward<double>(ys.cview(), dy.cview(), d, acc); },
+      rng);
+}
+
+TEST_CASE("hardswish: values, PyTorch's gradient at the kinks, finite differences elsewhere") {
+  const TensorD x({1, 7}, {-4, -3, -1.5, 0, 1, 3, 4});
+  TensorD y({1, 7});
+  activation<double>(Activation::hardswish, x.cview(), y.view());
+  const double want[] = {0, 0, -0.375, 0, 1.0 * 4 / 6, 3, 4};
+  for (int i = 0; i < 7; ++i)
+    CHECK(y[i] == doctest::Approx(want[i]).epsilon(1e-15));
+  const TensorD ones({1, 7}, {1, 1, 1, 1, 1, 1, 1});
+  TensorD g({1, 7});
+  activation_backward<double>(Activation::hardswish, x.cview(), ones.cview(), g.view(), false);
+  // torch.ops.aten.hardswish_backward: 0 below -3, x / 3 + 1/2 up to 3 inclusive, then 1.
+  const double dwant[] = {0, -0.5, 0, 0.5, 1.0 / 3 + 0.5, 1.5, 1};
+  for (int i = 0; i < 7; ++i)
+    CHECK(g[i] == doctest::Approx(dwant[i]).epsilon(1e-15));
+
+  Rng rng(43);
+  const Shape s{2, 3, 4, 5};
+  TensorD xs = random_tensor(s, rng, -5, 5);
+  for (double& v : xs.v) // away from the kinks at -3 and 3, where the derivative jumps
+    if (std::abs(std::abs(v) - 3) < 0.05) v += 0.1;
+  const TensorD dy = random_tensor(s, rng);
+  TensorD dx(s);
+  activation_backward<double>(Activation::hardswish, xs.cview(), dy.cview(), dx.view(), false);
+  check_grad("hardswish", xs.v, dx.v, [&] {
+    TensorD out(s);
+    activation<double>(Activation::hardswish, xs.cview(), out.view());
+    return dot(dy, out);
+  });
+  check_accumulate(
+      "hardswish", s,
+      [&](View<double> d, bool acc) {
+        activation_backward<double>(Activation::hardswish, xs.cview(), dy.cview(), d, acc);
+      },
       rng);
 }
 
