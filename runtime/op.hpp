@@ -1,6 +1,7 @@
 // The operators of kiln-model/1 and their attributes: one flat attribute record per node
-// (each op reads the fields its schema names), the schema, shape rules and parameters.
-// Shared by the model IR (generator) and the plan (runtime), so both agree on semantics.
+// (each op reads the fields its schema names), the schema, shape rules and parameters, each
+// op's defined in runtime/ops/<op>.cpp. Shared by the model IR (generator) and the plan
+// (runtime), so both agree on semantics.
 #pragma once
 
 #include "runtime/shape.hpp"

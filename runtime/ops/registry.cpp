@@ -5,7 +5,8 @@
 #include <string>
 
 // The files of runtime/ops/, one line each: adding an op (or a group of step functions) is
-// its file and its line here (and its enum values in runtime/op.hpp / step_fn.hpp).
+// its enum values (OpKind in runtime/op.hpp, Fn in runtime/step_fn.hpp), its file (listed
+// in runtime/ops/meson.build), its CPU math in runtime/cpu/ and its line here.
 #define KILN_OP_FILES(X)                                                                           \
   X(conv2d)                                                                                        \
   X(linear)                                                                                        \
