@@ -1,12 +1,14 @@
 // kiln profile: runs a model forward once and records the density of every conv2d layer's
 // input (kiln-profile/1), for the sparse family of generate/build/run --profile.
 #include "generator/cli/commands.hpp"
-#include "generator/cli/format.hpp"
+#include "generator/cli/device_args.hpp"
 #include "generator/cli/model_args.hpp"
-#include "generator/cli/progress.hpp"
-#include "generator/cli/run_setup.hpp"
+#include "generator/cli/plan_progress.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/profile.hpp"
+#include "generator/run/generated_run.hpp"
+#include "generator/run/model_input.hpp"
+#include "generator/run/model_source.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
@@ -59,7 +61,7 @@ void profile(const ProfileArgs& a) {
     throw Error("", "--gpu",
                 "chooses the generated kernels of --device emu or gpu; the cpu backend runs the "
                 "reference of every layer");
-  const ModelInput mi = load_model_input(a.model, a.dev.input);
+  const ModelInput mi = load_model_input(a.model.model, a.model.overrides(), a.dev.input);
   const Model& m = mi.model;
 
   // The values the conv2d layers read, in model order; each becomes an extra output after
@@ -88,16 +90,18 @@ void profile(const ProfileArgs& a) {
     plan = lower_model(pm, LowerOptions{});
     backend = std::make_unique<cpu::CpuBackend>();
   } else {
-    GeneratedRun gr = prepare_generated(pm, load_gpu(a.gpu.empty() ? "h200" : a.gpu),
-                                        GenerateOptions{}, a.dev.device);
+    GeneratedRun gr =
+        prepare_generated(pm, load_gpu(a.gpu.empty() ? "h200" : a.gpu), GenerateOptions{},
+                          a.dev.device, ProgressLine::stderr_is_terminal());
     plan = std::move(gr.plan);
     backend = std::move(gr.backend);
   }
-  Progress progress(plan);
+  PlanProgress progress(plan);
   ExecutorOptions eo;
   eo.on_step = progress.callback();
   Executor ex(plan, *backend, eo);
-  bind_weights_and_input(ex, plan, a.dev, mi.input, a.model.model);
+  bind_initial_weights(ex, plan, a.dev.weights, a.model.model, a.dev.seed);
+  ex.write(plan.inputs[0], mi.input);
   const auto t0 = std::chrono::steady_clock::now();
   ex.run("forward");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

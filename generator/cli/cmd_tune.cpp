@@ -1,7 +1,7 @@
 // kiln tune: the sweep of kiln bench, its measurements written into the tuning database of
 // the GPU (which generate, build and run then use); kiln tune merge and kiln tune report.
 #include "generator/cli/commands.hpp"
-#include "generator/cli/sweep_run.hpp"
+#include "generator/cli/sweep_args.hpp"
 #include "generator/tune/calibration.hpp"
 #include "generator/tune/database.hpp"
 #include "generator/tune/merge.hpp"
