@@ -29,7 +29,14 @@ test: build
 test-all: build
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
 
-demo: build
+# Only what the demo runs: the kiln CLI and the runtime libraries `kiln build` links into
+# programs (not the tests: `make test` builds those).
+DEMO_TARGETS := generator/kiln runtime/standalone/libkiln_standalone.a
+
+demo: configure
+	@echo "== building kiln ($(DEMO_TARGETS)); ninja counts the steps"
+	@ninja -C $(BUILD) $(DEMO_TARGETS)
+	@echo
 	@tools/demo.sh $(KILN)
 
 # A relocatable tarball for a GPU machine with a driver but no build toolchain.

@@ -3,6 +3,7 @@ report, time a PyTorch step with CUDA events, write the CSV (GPU and kiln versio
 its first row) and a plot. DESIGN.md 9: warm-up, medians, the peer in the same run."""
 import atexit
 import csv
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,94 @@ def setup(script, args):
         return inputs, kiln_version(args.kiln)
     except (OSError, IndexError) as e:
         sys.exit(f"{script}: cannot run {args.kiln} --version: {e}")
+
+
+class Session:
+    """The set-up every kiln-against-peers benchmark shares (setup() above), then the kiln-gpu/1
+    descriptor its kernels and predictions are made for (--gpu; auto: the live GPU on --device
+    gpu, h200 elsewhere), the name of the device the times come from, and why PyTorch cannot
+    run the peers here (None when it can). args: kiln, device, gpu, keep."""
+
+    def __init__(self, script, args):
+        self.script = script
+        self.args = args
+        self.inputs, self.version = setup(script, args)
+        self.descriptor = self._descriptor()
+        self.device_name = live_gpu_name() if args.device == "gpu" else f"{args.device} (no GPU)"
+        self.no_torch = torch_unavailable(args.device)
+
+    def kiln(self, *args, timeout=1800):
+        return run_kiln(self.args.kiln, *args, timeout=timeout)
+
+    def kiln_json(self, *args):
+        """`kiln ... --json` -> (object, error)."""
+        p = self.kiln(*args, "--json")
+        if p.returncode != 0:
+            return None, last_line(p)
+        try:
+            return json.loads(p.stdout), ""
+        except ValueError as e:
+            return None, f"kiln {args[0]} --json printed no JSON: {e}"
+
+    def generate(self, model, out_dir, *args):
+        """`kiln generate` for the descriptor -> (manifest, error)."""
+        p = self.kiln("generate", model, "--gpu", self.descriptor, "-o", out_dir, *args)
+        if p.returncode != 0:
+            return None, "kiln generate: " + last_line(p)
+        with open(os.path.join(out_dir, "manifest.json")) as f:
+            return json.load(f), ""
+
+    def _descriptor(self):
+        if self.args.gpu != "auto":
+            return self.args.gpu
+        if self.args.device != "gpu":
+            return "h200"
+        path = self.inputs.scratch("gpu.json")
+        p = self.kiln("gpu", "detect", "-o", path)
+        if p.returncode == 0:
+            return path
+        print(f"kiln gpu detect failed ({last_line(p)}): using the h200 descriptor")
+        return "h200"
+
+
+def live_gpu_name():
+    try:
+        return gpu_name()
+    except OSError:  # no PyTorch and no nvidia-smi
+        return "unknown GPU"
+
+
+def torch_unavailable(device):
+    """None when the PyTorch peers can run, else why not."""
+    if device != "gpu":
+        return f"--device {device}: the PyTorch peers run only on the GPU"
+    try:
+        import torch
+    except ImportError:
+        return "no PyTorch here"
+    if not torch.cuda.is_available():
+        return "PyTorch without CUDA here"
+    return None
+
+
+def failure(e):
+    """A row's status and error for an exception a peer raised (out of memory or not)."""
+    lines = [s for s in str(e).strip().splitlines() if s.strip()]
+    msg = f"{type(e).__name__}: {lines[0] if lines else ''}"[:400]
+    return {"status": "oom" if "out of memory" in str(e).lower() else "error", "error": msg}
+
+
+def fmt(v, digits):
+    """A number with `digits` decimals; blank for a missing one."""
+    return "" if v in ("", None) else f"{v:.{digits}f}"
+
+
+def write_model(path, name, shape, layers, dtype):
+    """A kiln-model/1 file: `layers` on an input named x of `shape`."""
+    with open(path, "w") as f:
+        json.dump({"format": "kiln-model/1", "name": name, "input": {"name": "x", "shape": list(shape)},
+                   "dtype": dtype, "layers": layers}, f)
+    return path
 
 
 def run_kiln(kiln, *args, timeout=1800):

@@ -73,9 +73,7 @@ Outputs (first CSV row: '#', kiln version, device and GPU name, descriptor, sett
     dotted and dash-dotted); no plot without matplotlib.
 """
 import argparse
-import json
 import math
-import sys
 
 import numpy as np
 
@@ -136,78 +134,20 @@ factors = parse_factors(a.factors)
 models = parse_models(a.models)
 if a.batch < 1 or a.runs < 1:
     ap.error("--batch and --runs must be positive")
-inputs, version = common.setup("folded.py", a)
-
-
-def kiln(*args, timeout=1800):
-    return common.run_kiln(a.kiln, *args, timeout=timeout)
-
-
-last_line = common.last_line
-
-
-def kiln_json(*args):
-    """`kiln ... --json` -> (object, error)."""
-    p = kiln(*args, "--json")
-    if p.returncode != 0:
-        return None, last_line(p)
-    try:
-        return json.loads(p.stdout), ""
-    except ValueError as e:
-        return None, f"kiln {args[0]} --json printed no JSON: {e}"
-
-
-def resolve_descriptor():
-    if a.gpu != "auto":
-        return a.gpu
-    if a.device != "gpu":
-        return "h200"
-    path = inputs.scratch("gpu.json")
-    p = kiln("gpu", "detect", "-o", path)
-    if p.returncode == 0:
-        return path
-    print(f"kiln gpu detect failed ({last_line(p)}): using the h200 descriptor")
-    return "h200"
-
-
-def live_gpu_name():
-    try:
-        return common.gpu_name()
-    except OSError:  # no PyTorch and no nvidia-smi
-        return "unknown GPU"
-
-
-descriptor = resolve_descriptor()
+b = common.Session("folded.py", a)
+inputs, version, descriptor, device_name = b.inputs, b.version, b.descriptor, b.device_name
+kiln, kiln_json, last_line, fmt = b.kiln, b.kiln_json, common.last_line, common.fmt
 probe, _ = kiln_json("inspect", "game_apex_squad_count_v2", "--fold", "1", "--gpu", descriptor, "--dtype", a.dtype)
 descriptor_id = probe["gpu"] if probe and isinstance(probe.get("gpu"), str) else descriptor
-device_name = live_gpu_name() if a.device == "gpu" else f"{a.device} (no GPU)"
 print(f"kiln {version}; device {device_name}; descriptor {descriptor_id}; batch {a.batch}, {a.dtype}, "
       f"factors {','.join(map(str, factors))}, runs {a.runs}")
 
 
-def torch_unavailable():
-    """None when the PyTorch peers can run, else why not."""
-    if a.device != "gpu":
-        return f"--device {a.device}: the PyTorch peers run only on the GPU"
-    try:
-        import torch
-    except ImportError:
-        return "no PyTorch here"
-    if not torch.cuda.is_available():
-        return "PyTorch without CUDA here"
-    return None
-
-
-no_torch = torch_unavailable()
+no_torch = b.no_torch
 torch_version = ""
 if not no_torch:
     import torch
     torch_version = torch.__version__
-
-
-def message(e):
-    lines = [s for s in str(e).strip().splitlines() if s.strip()]
-    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:400]
 
 
 def torch_rows(name, f, shape, xfile, kiln_params):
@@ -251,7 +191,7 @@ def torch_rows(name, f, shape, xfile, kiln_params):
         try:
             r = common.torch_time(eager, a.runs, warmup=10)
         except Exception as e:  # noqa: BLE001 (any failure is a row)
-            r = {"status": "oom" if "out of memory" in str(e).lower() else "error", "error": message(e)}
+            r = common.failure(e)
         out.append(dict(r, variant=eager_variant, params=params))
         if a.no_compile:
             out.append({"status": "skipped", "error": "--no-compile", "variant": compile_variant})
@@ -265,11 +205,11 @@ def torch_rows(name, f, shape, xfile, kiln_params):
                         forward(compiled)
                 r = common.torch_time(step, a.runs, warmup=10)
             except Exception as e:  # noqa: BLE001
-                r = {"status": "oom" if "out of memory" in str(e).lower() else "error", "error": message(e)}
+                r = common.failure(e)
             out.append(dict(r, variant=compile_variant, params=params))
             compiled = None
     except Exception as e:  # noqa: BLE001 (building the model or the input failed)
-        r = {"status": "oom" if "out of memory" in str(e).lower() else "error", "error": message(e)}
+        r = common.failure(e)
         out += [dict(r, variant=v) for v in (eager_variant, compile_variant)][len(out):]
     model = x = xf = None  # free before empty_cache
     torch.cuda.empty_cache()
@@ -278,10 +218,6 @@ def torch_rows(name, f, shape, xfile, kiln_params):
             if k in r:
                 r[k] = round(r[k], 5)
     return out
-
-
-def fmt(v, digits):
-    return "" if v in ("", None) else f"{v:.{digits}f}"
 
 
 def bench_model(model, rows):

@@ -5,9 +5,25 @@
 #include "schedules/tiling.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kiln::sched::detail {
+
+// The largest side of a value (rows or columns) a segment may have.
+inline constexpr int64_t kMaxSide = int64_t(1) << 31;
+
+// The checks both the segment's validation and the planner's entry points make: a field in
+// [lo, hi], a window's fields; std::invalid_argument naming `place` otherwise.
+void check_range(const std::string& place, const std::string& field, int64_t v, int64_t lo,
+                 int64_t hi, const char* hi_text);
+void check_window(const std::string& place, const std::string& prefix, const Window& w);
+
+// Value v: -1 is the segment input, else op v. Sizes of a validated segment.
+int64_t value_side(const Segment& s, int v, int axis);
+
+// The smallest range holding both (empty ranges hold nothing).
+Range hull(Range a, Range b);
 
 // Regions of one tile: vals[0] is the segment input, vals[i + 1] op i.
 using Values = std::vector<Region>;

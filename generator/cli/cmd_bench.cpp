@@ -1,7 +1,7 @@
 // kiln bench: every valid variant of a model's (or one layer's) conv, linear and pooling
 // steps, checked against the reference and timed beside cuDNN; a CSV and a report.
 #include "generator/cli/commands.hpp"
-#include "generator/cli/sweep_run.hpp"
+#include "generator/cli/sweep_args.hpp"
 
 #include <fmt/format.h>
 #include <set>
@@ -20,10 +20,10 @@ void bench_cmd(const SweepArgs& a) {
   }
   fmt::print("{} variant{} of {} layer shape{} on {} ({}): {} passed the check, {} failed; {}\n"
              "wrote {}/sweep.csv, {}/report.html\n",
-             r.rows.size(), r.rows.size() == 1 ? "" : "s", shapes.size(), shapes.size() == 1 ? "" : "s", r.gpu.name, r.device,
-             r.rows.size() - r.failed, r.failed,
-             r.device == "emu" ? "nothing timed (emu)" : fmt::format("{} timed", timed), r.dir,
-             r.dir);
+             r.rows.size(), r.rows.size() == 1 ? "" : "s", shapes.size(),
+             shapes.size() == 1 ? "" : "s", r.gpu.name, r.device, r.rows.size() - r.failed,
+             r.failed, r.device == "emu" ? "nothing timed (emu)" : fmt::format("{} timed", timed),
+             r.dir, r.dir);
   if (r.failed)
     throw CheckFailed(fmt::format("{} of {} variants differ from the reference (see {}/sweep.csv)",
                                   r.failed, r.rows.size(), r.dir));

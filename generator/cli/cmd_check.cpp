@@ -1,13 +1,13 @@
 // kiln check: every generated kernel against the CPU reference, on the emulator or a GPU.
 #include "generator/check/kernel_check.hpp"
 #include "generator/cli/commands.hpp"
-#include "generator/cli/format.hpp"
 #include "generator/compile/compile_dir.hpp"
 #include "runtime/cuda/backend.hpp"
 #include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/progress.hpp"
 
 #include <fmt/format.h>
 
@@ -29,7 +29,7 @@ void check_cmd(const CheckArgs& a) {
   if (a.device == "emu") {
     CompileOptions co;
     co.compiler = "host";
-    co.progress = stderr_is_terminal();
+    co.progress = ProgressLine::stderr_is_terminal();
     compile_dir(a.dir, co); // cached: only what changed is rebuilt
     EmuOptions eo;
     eo.checks = a.no_checks ? 0 : KILN_EMU_CHECK_ALL;
@@ -39,7 +39,7 @@ void check_cmd(const CheckArgs& a) {
   } else {
     require_device("", 0); // say it once, plainly, when there is no GPU
     CompileOptions co;
-    co.progress = stderr_is_terminal();
+    co.progress = ProgressLine::stderr_is_terminal();
     compile_dir(a.dir, co);
     const std::string dir = a.dir;
     factory = [dir] {
@@ -49,13 +49,12 @@ void check_cmd(const CheckArgs& a) {
       return cuda;
     };
   }
-  const bool tty = stderr_is_terminal();
-  const auto rows = check_kernels(a.dir, factory, a.seed, a.alternatives,
-                                  [&](size_t i, size_t n, const std::string& k) {
-                                    if (tty)
-                                      fmt::print(stderr, "\r\033[Kcheck {}/{} {}", i + 1, n, k);
-                                  });
-  if (tty) fmt::print(stderr, "\r\033[K");
+  ProgressLine line;
+  const auto rows = check_kernels(
+      a.dir, factory, a.seed, a.alternatives, [&](size_t i, size_t n, const std::string& k) {
+        line.draw([&] { return fmt::format("check {}/{} {}", i + 1, n, k); });
+      });
+  line.clear();
   size_t w = 6;
   for (const KernelCheck& r : rows)
     w = std::max(w, r.kernel.size());

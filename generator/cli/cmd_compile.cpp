@@ -1,8 +1,7 @@
-// kiln compile and kiln cache.
+// kiln compile: a generated directory's kernels compiled (generator/compile/compile_dir.hpp).
 #include "generator/cli/commands.hpp"
-#include "generator/cli/format.hpp"
-#include "generator/compile/cache.hpp"
 #include "generator/compile/compile_dir.hpp"
+#include "runtime/progress.hpp"
 
 #include <fmt/format.h>
 
@@ -41,28 +40,13 @@ void add_compile(CLI::App& app) {
     o.cache_dir = a->cache_dir;
     o.use_cache = !a->no_cache;
     o.arch = a->arch;
-    o.progress = stderr_is_terminal();
+    o.progress = ProgressLine::stderr_is_terminal();
     const CompileSummary s = compile_dir(a->dir, o);
     for (const std::string& w : s.warnings)
       fmt::print(stderr, "kiln: warning: {}\n", w);
     fmt::print("compiled {} kernels with {} in {:.2f} s ({} compiled, {} from the cache{}): {}\n",
                s.kernels, a->compiler, s.seconds, s.compiled, s.cached,
                s.spilling ? fmt::format(", {} spilling", s.spilling) : "", s.output);
-  });
-}
-
-void add_cache(CLI::App& app) {
-  auto dir = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("cache", "the kernel cache: stats or clear");
-  cmd->require_subcommand(1);
-  cmd->add_option("--cache-dir", *dir, "cache directory (default $XDG_CACHE_HOME/kiln)");
-  cmd->add_subcommand("stats", "entries and size")->callback([dir] {
-    const CacheStats s = KernelCache(*dir).stats();
-    fmt::print("{}: {} entries, {}\n", s.dir, s.entries, human_bytes(s.bytes));
-  });
-  cmd->add_subcommand("clear", "remove every entry")->callback([dir] {
-    const KernelCache c(*dir);
-    fmt::print("{}: removed {} entries\n", c.dir(), c.clear());
   });
 }
 

@@ -1,21 +1,19 @@
 // kiln profile: runs a model forward once and records the density of every conv2d layer's
 // input (kiln-profile/1), for the sparse family of generate/build/run --profile.
 #include "generator/cli/commands.hpp"
-#include "generator/cli/format.hpp"
+#include "generator/cli/device_args.hpp"
 #include "generator/cli/model_args.hpp"
-#include "generator/cli/progress.hpp"
-#include "generator/cli/run_setup.hpp"
-#include "generator/lower/lower.hpp"
-#include "generator/model/profile.hpp"
-#include "runtime/cpu/backend.hpp"
+#include "generator/cli/plan_progress.hpp"
+#include "generator/run/density_profile.hpp"
+#include "generator/run/model_input.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
+#include "runtime/progress.hpp"
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <fmt/format.h>
-#include <map>
+#include <optional>
 
 namespace kiln::cli {
 
@@ -59,73 +57,30 @@ void profile(const ProfileArgs& a) {
     throw Error("", "--gpu",
                 "chooses the generated kernels of --device emu or gpu; the cpu backend runs the "
                 "reference of every layer");
-  const ModelInput mi = load_model_input(a.model, a.dev.input);
+  const ModelInput mi = load_model_input(a.model.model, a.model.overrides(), a.dev.input);
   const Model& m = mi.model;
-
-  // The values the conv2d layers read, in model order; each becomes an extra output after
-  // the model's own (so the plan keeps it in a persistent buffer and nothing changes for
-  // the real outputs). The model input is read from its own buffer.
-  Model pm = m;
-  std::map<int, size_t> output_of; // value -> index into the plan's outputs
-  for (size_t k = 0; k < m.outputs.size(); ++k)
-    output_of.emplace(m.outputs[k], k);
-  std::vector<int> convs;
-  for (size_t i = 0; i < m.nodes.size(); ++i) {
-    if (m.nodes[i].op != OpKind::conv2d) continue;
-    convs.push_back(int(i));
-    const int r = m.nodes[i].inputs[0];
-    if (r != kModelInput && output_of.emplace(r, pm.outputs.size()).second) pm.outputs.push_back(r);
-  }
-  if (convs.empty())
-    throw Error(m.file, "", cat("model \"", m.name, "\" has no conv2d layer to profile"));
 
   // Fails now on an unwritable destination rather than after the run; removed unless committed.
   io::AtomicFile out(a.output);
 
-  Plan plan;
-  std::unique_ptr<Backend> backend;
-  if (a.dev.device == "cpu") {
-    plan = lower_model(pm, LowerOptions{});
-    backend = std::make_unique<cpu::CpuBackend>();
-  } else {
-    GeneratedRun gr = prepare_generated(pm, load_gpu(a.gpu.empty() ? "h200" : a.gpu),
-                                        GenerateOptions{}, a.dev.device);
-    plan = std::move(gr.plan);
-    backend = std::move(gr.backend);
-  }
-  Progress progress(plan);
-  ExecutorOptions eo;
-  eo.on_step = progress.callback();
-  Executor ex(plan, *backend, eo);
-  bind_weights_and_input(ex, plan, a.dev, mi.input, a.model.model);
-  const auto t0 = std::chrono::steady_clock::now();
-  ex.run("forward");
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  progress.done();
-
-  Profile p;
-  p.model = m.name;
-  p.input_shape = m.input_shape;
-  p.dtype = m.dtype;
-  p.device = a.dev.device;
-  p.input = a.dev.input;
-  p.weights = !a.dev.weights.empty()              ? a.dev.weights
-              : model_file_weights(a.model.model) ? a.model.model
-                                                  : cat("seeded ", a.dev.seed);
-  p.tile = tile;
-  std::map<int, LayerProfile> measured; // by value: convs reading the same value share it
-  for (int c : convs) {
-    const int r = m.nodes[size_t(c)].inputs[0];
-    auto it = measured.find(r);
-    if (it == measured.end()) {
-      const Tensor x = ex.read(r == kModelInput ? plan.inputs[0] : plan.outputs[output_of.at(r)]);
-      it = measured.emplace(r, measure_density(x, tile)).first;
-    }
-    LayerProfile l = it->second;
-    l.layer = m.nodes[size_t(c)].name;
-    l.input = m.name_of(r);
-    p.densities.push_back(std::move(l));
-  }
+  DensityOptions o;
+  o.device = a.dev.device;
+  if (a.dev.device != "cpu") o.gpu = load_gpu(a.gpu.empty() ? "h200" : a.gpu);
+  o.model = a.model.model;
+  o.weights = a.dev.weights;
+  o.seed = a.dev.seed;
+  o.input = a.dev.input;
+  o.tile = tile;
+  o.progress = ProgressLine::stderr_is_terminal();
+  std::optional<PlanProgress> progress;
+  o.on_plan = [&](const Plan& plan) {
+    progress.emplace(plan);
+    return progress->callback();
+  };
+  const DensityRun run = measure_densities(m, mi.input, o);
+  if (progress) progress->done();
+  const Profile& p = run.profile;
+  const double secs = run.seconds;
   const std::string text = profile_to_text(p);
   parse_profile(text, a.output); // what we write must read back
   out.write(text);

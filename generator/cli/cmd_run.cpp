@@ -1,26 +1,18 @@
 // kiln run: one inference or training step of a model on a backend.
 #include "generator/cli/commands.hpp"
+#include "generator/cli/device_args.hpp"
 #include "generator/cli/format.hpp"
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/plan_args.hpp"
-#include "generator/cli/progress.hpp"
-#include "generator/cli/run_setup.hpp"
-#include "generator/emit/generate.hpp"
-#include "generator/lower/lower.hpp"
-#include "generator/lower/plan_builder.hpp"
-#include "generator/gpu/gpu_desc.hpp"
-#include "generator/schedule/budget.hpp"
-#include "generator/schedule/strategy.hpp"
-#include "generator/schedule/tiled_strategy.hpp"
-#include "runtime/cpu/backend.hpp"
+#include "generator/cli/plan_progress.hpp"
+#include "generator/run/device_plan.hpp"
+#include "generator/run/model_input.hpp"
 #include "runtime/cuda/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/fold_batch.hpp"
-#include "runtime/io/file.hpp"
 #include "runtime/io/npy.hpp"
 #include "runtime/io/safetensors.hpp"
-#include "runtime/json_util.hpp"
 #include "runtime/step_timer.hpp"
 #include "runtime/weights.hpp"
 
@@ -44,8 +36,27 @@ struct RunArgs {
   int bench = 0;
 };
 
+// What the schedule chose, after the summary line.
+std::string schedule_text(const ScheduleChoice& c, const RunArgs& a) {
+  if (a.dev.device != "cpu") {
+    std::string r = fmt::format(", schedule {}", c.strategy);
+    if (!c.tiles.empty()) r += fmt::format(": {} tiles over {}", c.tiles, c.segment);
+    if (!c.budget.empty()) r += " within " + c.budget;
+    if (!c.rest.empty()) r += ", rest " + c.rest;
+    return r;
+  }
+  if (c.strategy == "tiled")
+    return fmt::format(
+        ", schedule tiled: {} tiles{}{} (plan peak {}, predicted time x{:.2f} of untiled)", c.tiles,
+        c.budget_bytes >= 0 ? " within " + human_bytes(c.budget_bytes) : "",
+        a.train ? ", rest " + c.rest : "", human_bytes(c.peak_bytes), c.time_ratio);
+  return fmt::format(", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)",
+                     c.strategy, human_bytes(c.budget_bytes), human_bytes(c.peak_bytes),
+                     c.time_ratio);
+}
+
 void run(const RunArgs& a) {
-  const ModelInput mi = load_model_input(a.model, a.dev.input);
+  const ModelInput mi = load_model_input(a.model.model, a.model.overrides(), a.dev.input);
   const Model& m = mi.model;
   const Tensor& input = mi.input;
   if (a.train && (a.target.empty() || a.grads.empty()))
@@ -58,83 +69,25 @@ void run(const RunArgs& a) {
   if (!a.train && a.output.empty() && a.bench == 0)
     throw Error("", "--output", "is required for inference (unless --bench)");
 
-  LowerOptions lo;
-  lo.train = a.train;
-  lo.lr = a.lr;
   a.plan.check(a.train);
-  const bool tiled = a.plan.schedule == "tiled";
-  const bool scheduled = a.plan.scheduled(a.train);
-  if (a.dev.device == "cpu" && (a.plan.sparse != "auto" || !a.plan.profile.empty()))
-    throw Error("", a.plan.sparse != "auto" ? "--sparse" : "--profile",
-                "plans the generated kernels of --device emu or gpu; the cpu backend runs the "
-                "reference of every layer");
-  const std::string strategy = a.plan.schedule.empty() ? "store-all" : a.plan.schedule;
-  Plan plan;
-  std::string schedule_note;
-  std::unique_ptr<Backend> backend;
-  if (a.dev.device == "cpu") {
-    if (tiled) {
-      ScheduleOptions so;
-      so.slots = a.plan.slots;
-      so.lower = lo;
-      TiledSchedule t = schedule_tiled(m, load_gpu(a.gpu), so, a.plan.budget, a.plan.tiles);
-      schedule_note = fmt::format(
-          ", schedule tiled: {} tiles{}{} (plan peak {}, predicted time x{:.2f} of untiled)",
-          t.tiles(), t.budget_bytes >= 0 ? " within " + human_bytes(t.budget_bytes) : "",
-          a.train ? ", rest " + t.rest : "", human_bytes(t.peak_bytes),
-          t.time_us / t.untiled_time_us);
-      plan = finish_plan(std::move(t.steps));
-    } else if (scheduled) {
-      ScheduleOptions so;
-      so.slots = a.plan.slots;
-      so.lower = lo;
-      const TrainingScheduler sched(m, load_gpu(a.gpu), so);
-      const int64_t budget = a.plan.budget.empty()
-                                 ? sched.store_all_peak()
-                                 : parse_budget(a.plan.budget, sched.store_all_peak());
-      const TrainingSchedule ts = sched.solve(*parse_strategy(strategy), budget);
-      plan = sched.plan(ts);
-      schedule_note = fmt::format(
-          ", schedule {} within {} (predicted peak {}, time x{:.3f} of store-all)", strategy,
-          human_bytes(budget), human_bytes(ts.peak_bytes), ts.time_us / ts.store_all_time_us);
-    } else {
-      plan = lower_model(m, lo);
-    }
-    backend = std::make_unique<cpu::CpuBackend>();
-  } else {
-    // The generated kernels: kiln generate into a directory kept per configuration, then
-    // the device's compile (cached, so a repeated run compiles nothing).
-    const GpuDesc g = load_gpu(a.gpu);
-    GenerateOptions go;
-    go.train = a.train;
-    go.lr = a.lr;
-    if (scheduled)
-      a.plan.apply(go);
-    else
-      go.cudnn_only = a.plan.kernels == "cudnn", a.plan.apply_sparse(go);
-    GeneratedRun gr = prepare_generated(m, g, go, a.dev.device);
-    backend = std::move(gr.backend);
-    plan = std::move(gr.plan);
-    if (scheduled) {
-      // What the generator chose, from the manifest.
-      const auto bytes = io::read_file(gr.dir + "/manifest.json");
-      const nlohmann::json man =
-          json_util::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                           gr.dir + "/manifest.json");
-      const nlohmann::json sc = man.value("schedule", nlohmann::json::object());
-      schedule_note = fmt::format(", schedule {}", strategy);
-      if (sc.contains("tiles"))
-        schedule_note += fmt::format(": {} tiles over {}", sc["tiles"].get<std::string>(),
-                                     sc.value("segment", std::string("the segment")));
-      if (!a.plan.budget.empty()) schedule_note += " within " + a.plan.budget;
-      if (sc.contains("rest")) schedule_note += ", rest " + sc["rest"].get<std::string>();
-    }
-  }
-  Progress progress(plan);
+  a.plan.check_device(a.dev.device);
+  DevicePlanOptions dp;
+  dp.device = a.dev.device;
+  dp.progress = ProgressLine::stderr_is_terminal();
+  dp.generate.train = a.train;
+  dp.generate.lr = a.lr;
+  a.plan.apply(dp.generate);
+  if (a.dev.device != "cpu" || is_scheduled(dp.generate)) dp.gpu = load_gpu(a.gpu);
+  DevicePlan d = make_device_plan(m, dp);
+  const Plan& plan = d.plan;
+  Backend* backend = d.backend.get();
+  const std::string schedule_note = d.schedule ? schedule_text(*d.schedule, a) : "";
+  PlanProgress progress(plan);
   ExecutorOptions eo;
   eo.on_step = progress.callback();
   Executor ex(plan, *backend, eo);
-  bind_weights_and_input(ex, plan, a.dev, input, a.model.model);
+  bind_initial_weights(ex, plan, a.dev.weights, a.model.model, a.dev.seed);
+  ex.write(plan.inputs[0], input);
   if (a.train) {
     Tensor target = io::read_npy(a.target);
     if (target.dtype() != DType::i64 && target.dtype() != DType::i32)
@@ -175,7 +128,7 @@ void run(const RunArgs& a) {
              human_bytes(ex.peak_transient_bytes()));
   if (a.train) fmt::print(", loss {:.6g}", ex.read(plan.loss).get(0));
   // On the device, what it holds: parameters, gradients, activations and workspaces.
-  if (const auto* cuda = dynamic_cast<const CudaBackend*>(backend.get()))
+  if (const auto* cuda = dynamic_cast<const CudaBackend*>(backend))
     fmt::print(", device arena {}", human_bytes(cuda->arena_bytes()));
   fmt::print("{}\n", schedule_note);
   if (a.bench > 0) {
@@ -185,8 +138,7 @@ void run(const RunArgs& a) {
       if (a.train) ex.run("backward");
     });
     fmt::print("bench: median {:.3f} ms over {} runs (min {:.3f}, max {:.3f}), {:.1f} images/s{}\n",
-               t.median(), a.bench, t.min(), t.max(),
-               double(mi.images) * 1000.0 / t.median(),
+               t.median(), a.bench, t.min(), t.max(), double(mi.images) * 1000.0 / t.median(),
                a.dev.device == "gpu" ? " (CUDA events)" : " (host clock)");
   }
 }

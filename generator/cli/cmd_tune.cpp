@@ -1,16 +1,15 @@
 // kiln tune: the sweep of kiln bench, its measurements written into the tuning database of
 // the GPU (which generate, build and run then use); kiln tune merge and kiln tune report.
 #include "generator/cli/commands.hpp"
-#include "generator/cli/sweep_run.hpp"
+#include "generator/cli/sweep_args.hpp"
 #include "generator/tune/calibration.hpp"
 #include "generator/tune/database.hpp"
 #include "generator/tune/merge.hpp"
+#include "generator/tune/sweep_record.hpp"
 #include "runtime/error.hpp"
 
-#include <filesystem>
 #include <fmt/format.h>
 #include <map>
-#include <optional>
 
 namespace kiln::cli {
 
@@ -53,41 +52,12 @@ void tune_cmd(const TuneArgs& a) {
                 "(--db PATH); the GPU's default database holds timed measurements only");
   SweepResult r = run_sweep_command(s, "tune");
   const std::string path = a.db.empty() ? default_tuning_db_path(r.gpu) : a.db;
-  TuningDb db = empty_tuning_db(r.gpu, r.device);
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    std::optional<TuningDb> old;
-    try {
-      old = load_tuning_db(path);
-    } catch (const Error& e) {
-      fmt::print(stderr, "kiln: warning: {}: not a valid tuning database, replaced: {}\n", path,
-                 e.what());
-    }
-    if (old && old->identity_text() != db.identity_text())
-      throw Error(path, "",
-                  cat("holds measurements of ", old->identity_text(), ", not ", db.identity_text(),
-                      ": name another file with --db"));
-    if (old) db = std::move(*old);
-  }
-  size_t added = 0;
-  for (const SweepRow& row : r.rows) {
-    if (!row.check.pass) continue;
-    const WorkItem& w = r.items[row.item];
-    Measurement m;
-    m.key = w.key.id;
-    m.op = w.key.op;
-    m.shape = w.key.shape;
-    m.dtype = w.key.dtype;
-    m.layout = w.key.layout;
-    m.layers = w.layers;
-    m.variant = w.variant.name;
-    m.family = w.variant.family;
-    if (row.timing) m.median_ms = row.timing->median_ms, m.runs = row.timing->runs;
-    m.predicted_us = std::isfinite(w.predicted.micros) ? w.predicted.micros : 0;
-    m.cudnn_ms = row.cudnn_ms;
-    db.add(std::move(m));
-    ++added;
-  }
+  std::string replaced;
+  TuningDb db = open_tuning_db(path, r.gpu, r.device, &replaced);
+  if (!replaced.empty())
+    fmt::print(stderr, "kiln: warning: {}: not a valid tuning database, replaced: {}\n", path,
+               replaced);
+  const size_t added = record_sweep(db, r);
   save_tuning_db(db, path);
   const auto winners = db.winners();
   fmt::print("{} checked variant{} recorded{} ({} measurements, {} measured winners, one per "

@@ -1,7 +1,6 @@
 #include "generator/cli/format.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 namespace kiln::cli {
 
@@ -31,7 +30,5 @@ std::string with_commas(int64_t n) {
   }
   return (n < 0 ? "-" : "") + r;
 }
-
-bool stderr_is_terminal() { return isatty(2) == 1; }
 
 } // namespace kiln::cli

@@ -28,9 +28,10 @@ void PlanArgs::add_to(CLI::App* cmd) {
                   "off (none, hints included), force (every conv reading a relu's output runs "
                   "sparse, whatever the cost)")
       ->check(CLI::IsMember({"auto", "off", "force"}));
-  cmd->add_option("--profile", profile,
-                  "measured input densities of the conv layers (kiln-profile/1, from kiln profile); "
-                  "they override the layers' hints.activation_density");
+  cmd->add_option(
+      "--profile", profile,
+      "measured input densities of the conv layers (kiln-profile/1, from kiln profile); "
+      "they override the layers' hints.activation_density");
   cmd->add_option("--tuning-db", tuning_db,
                   "measured winners from kiln tune (kiln-tuning/1): a layer whose shape has one "
                   "gets it, the others the cost model corrected by the measurements; default: "
@@ -47,9 +48,11 @@ void PlanArgs::check(bool train) const {
     throw Error("", "--tiles", "forces the tiling of --schedule tiled");
 }
 
-bool PlanArgs::scheduled(bool train) const {
-  return schedule == "tiled" ||
-         (train && ((!schedule.empty() && schedule != "store-all") || !budget.empty()));
+void PlanArgs::check_device(const std::string& device) const {
+  if (device == "cpu" && (sparse != "auto" || !profile.empty()))
+    throw Error("", sparse != "auto" ? "--sparse" : "--profile",
+                "plans the generated kernels of --device emu or gpu; the cpu backend runs the "
+                "reference of every layer");
 }
 
 void PlanArgs::apply(GenerateOptions& o) const {
@@ -59,10 +62,6 @@ void PlanArgs::apply(GenerateOptions& o) const {
   o.tiles = tiles;
   o.slots = slots;
   o.cudnn_only = kernels == "cudnn";
-  apply_sparse(o);
-}
-
-void PlanArgs::apply_sparse(GenerateOptions& o) const {
   o.sparse = *parse_sparse_mode(sparse);
   o.tuning_db = tuning_db;
   if (!profile.empty()) o.profile = load_profile(profile);

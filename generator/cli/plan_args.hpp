@@ -22,13 +22,11 @@ struct PlanArgs {
   // Throws kiln::Error for combinations that mean nothing: a recompute strategy or budget
   // for inference, --tiles without tiled.
   void check(bool train) const;
-  // Whether the plan is scheduled: tiled, or training under a strategy or budget.
-  bool scheduled(bool train) const;
+  // Throws kiln::Error for the kernels' options (--sparse, --profile) on the cpu backend,
+  // which runs the reference of every layer.
+  void check_device(const std::string& device) const;
   // Checks, then copies them into `o` (o.train set first); loads the profile.
   void apply(GenerateOptions& o) const;
-  // Only the sparse family's options (--sparse, --profile) and --tuning-db: plans made
-  // without a schedule.
-  void apply_sparse(GenerateOptions& o) const;
 };
 
 } // namespace kiln::cli

@@ -8,6 +8,7 @@
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
+#include "runtime/progress.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -106,16 +107,12 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
   const int threads = o.jobs > 0 ? o.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   std::mutex m;
   std::atomic<int> done{0};
+  ProgressLine progress(o.progress);
   auto tick = [&](size_t i) {
     const int d = ++done;
-    if (o.progress) {
-      std::lock_guard<std::mutex> lock(m);
-      fmt::print(stderr, "\r\033[Kcompile {}/{} {}", d, jobs.size(), jobs[i].name);
-    }
+    progress.draw([&] { return fmt::format("compile {}/{} {}", d, jobs.size(), jobs[i].name); });
   };
-  auto finish_progress = [&] {
-    if (o.progress) fmt::print(stderr, "\r\033[K");
-  };
+  auto finish_progress = [&] { progress.clear(); };
 
   if (o.compiler == "nvrtc" || o.compiler == "nvcc") {
     const std::string version = o.compiler == "nvrtc" ? "nvrtc " + nvrtc_version() : tool_version(nvcc_path());

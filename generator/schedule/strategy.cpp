@@ -1,6 +1,7 @@
 #include "generator/schedule/strategy.hpp"
 
 #include "generator/lower/plan_builder.hpp"
+#include "generator/schedule/solved_schedule.hpp"
 #include "runtime/error.hpp"
 #include "schedules/chain_strategies.hpp"
 #include "schedules/dag_strategies.hpp"
@@ -46,22 +47,6 @@ sched::Dag training_dag(const TrainingGraph& g, const std::vector<double>& times
   }
   d.validate();
   return d;
-}
-
-nlohmann::ordered_json chain_ops_json(const std::vector<sched::ChainOp>& ops) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (const sched::ChainOp& op : ops) {
-    if (op.kind == sched::ChainOp::free) {
-      j.push_back({{"op", "free"}, {"tensor", sched::to_string(op.tensor)}});
-      continue;
-    }
-    const char* k = op.kind == sched::ChainOp::forward_none    ? "forward_none"
-                    : op.kind == sched::ChainOp::forward_input ? "forward_input"
-                    : op.kind == sched::ChainOp::forward_all   ? "forward_all"
-                                                               : "backward";
-    j.push_back({{"op", k}, {"stage", op.stage}});
-  }
-  return j;
 }
 
 [[noreturn]] void infeasible(Strategy s, int64_t budget, int64_t min_bytes) {

@@ -3,6 +3,7 @@
 
 #include "schedules/chain.hpp"
 #include "schedules/dag.hpp"
+#include "tests/unit/rng.hpp"
 
 #include <algorithm>
 
@@ -10,17 +11,6 @@
 #include <string>
 
 namespace kiln::sched::testing {
-
-struct Rng {
-  uint64_t state;
-  uint64_t next() { // splitmix64
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int64_t uniform(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-};
 
 // L stages; every size a multiple of `unit` (at most max_units units); integer times, so sums
 // are exact in any order.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "schedules/tiling.hpp"
+#include "tests/unit/rng.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,18 +14,6 @@
 #include <vector>
 
 namespace kiln::sched::testing {
-
-struct Rng {
-  uint64_t state;
-  uint64_t next() { // splitmix64
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int64_t uniform(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-  bool chance(int percent) { return uniform(1, 100) <= percent; }
-};
 
 enum class Kind { conv, max_pool, avg_pool_incl, avg_pool_excl, scale, relu, add };
 

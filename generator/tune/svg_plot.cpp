@@ -1,10 +1,10 @@
-#include "generator/cli/svg_plot.hpp"
+#include "generator/tune/svg_plot.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
-namespace kiln::cli {
+namespace kiln {
 
 std::string svg_line_plot(const std::string& title, const std::string& x_label,
                           const std::string& y_label, const std::vector<Series>& series) {
@@ -69,4 +69,4 @@ std::string svg_line_plot(const std::string& title, const std::string& x_label,
   return s + "</svg>\n";
 }
 
-} // namespace kiln::cli
+} // namespace kiln

@@ -1,5 +1,5 @@
-// The datasets of kiln train: images, labels and a teacher's logits from .npy files (every
-// one untrusted: checked against each other and against the model, each error naming its
+// The datasets of training (kiln train): images, labels and a teacher's logits from .npy files
+// (every one untrusted: checked against each other and against the model, each error naming its
 // file), the seeded order of each epoch and the minibatches drawn from it.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::cli {
+namespace kiln {
 
 struct Dataset {
   std::string images_file, labels_file, teacher_file;
@@ -45,4 +45,4 @@ Tensor gather_teacher(const Dataset& d, std::span<const int64_t> samples, int64_
 // class (the first maximum on ties).
 int64_t count_correct(const Tensor& logits, std::span<const int64_t> labels, int64_t rows);
 
-} // namespace kiln::cli
+} // namespace kiln

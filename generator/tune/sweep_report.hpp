@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-namespace kiln::cli {
+namespace kiln {
 
 std::string sweep_report_html(const std::string& title, const std::string& device,
                               const std::vector<WorkItem>& items,
                               const std::vector<SweepRow>& rows);
 
-} // namespace kiln::cli
+} // namespace kiln

@@ -1,24 +1,14 @@
-#include "generator/cli/sweep_run.hpp"
+#include "generator/cli/sweep_args.hpp"
 
-#include "generator/cli/format.hpp"
-#include "generator/cli/sweep_report.hpp"
 #include "generator/compile/cache.hpp"
-#include "generator/compile/compile_dir.hpp"
 #include "generator/emit/generate.hpp"
 #include "generator/gpu/detect.hpp"
 #include "generator/model/model_json.hpp"
-#include "generator/tune/device_timing.hpp"
 #include "generator/tune/layer_spec.hpp"
-#include "generator/tune/sweep_csv.hpp"
-#include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/cuda/device.hpp"
-#include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
-#include "runtime/io/file.hpp"
+#include "runtime/progress.hpp"
 
-#include <chrono>
-#include <filesystem>
 #include <fmt/format.h>
 
 namespace kiln::cli {
@@ -61,27 +51,6 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
 
 namespace {
 
-// One line on stderr while the sweep runs (a terminal only): a bar, the count, the item.
-class SweepProgress {
-public:
-  SweepProgress() : active_(stderr_is_terminal()) {}
-  void operator()(size_t done, size_t total, const WorkItem& w) {
-    if (!active_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const int width = 24, filled = total ? int(width * done / total) : width;
-    fmt::print(stderr, "\r\033[K[{}{}] {}/{} {} {}", std::string(size_t(filled), '#'),
-               std::string(size_t(width - filled), '.'), done, total,
-               w.layers.empty() ? "" : w.layers.front(), w.variant.name);
-    if (done == total) fmt::print(stderr, "\r\033[K");
-  }
-
-private:
-  bool active_;
-  std::chrono::steady_clock::time_point last_{};
-};
-
 Model sweep_model(const SweepArgs& a) {
   if (!is_layer_spec(a.model.model)) return a.model.load();
   Model m = layer_spec_model(a.model.model);
@@ -109,12 +78,11 @@ SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
   // Without a driver, say so before anything else (exit 2), never crash.
   if (a.device == "gpu") require_device("", 0);
   const Model m = sweep_model(a);
-  SweepResult r;
-  r.gpu = sweep_gpu(a);
-  r.device = a.device;
-  r.dir = a.output.empty() ? KernelCache::default_dir() + "/sweeps/" +
-                                 cache_key({model_to_text(m), r.gpu.identity(), KILN_VERSION})
-                           : a.output;
+  const GpuDesc g = sweep_gpu(a);
+  const std::string dir = a.output.empty()
+                              ? KernelCache::default_dir() + "/sweeps/" +
+                                    cache_key({model_to_text(m), g.identity(), KILN_VERSION})
+                              : a.output;
   if (a.device == "emu")
     fmt::print(stderr,
                "kiln: note: --device emu checks every variant against the CPU reference on the "
@@ -124,51 +92,21 @@ SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
   go.all_variants = a.variants == "all";
   go.tuning_db = "none"; // measure what the cost model weighs, not an earlier measurement
   go.sparse = SparseMode::off;
-  const Generated gen = generate(m, r.gpu, go);
-  const std::string gdir = r.dir + "/generated";
-  write_generated(gen, gdir);
-  CompileOptions co;
-  co.compiler = a.device == "emu" ? "host" : "nvrtc";
-  co.progress = stderr_is_terminal();
-  compile_dir(gdir, co);
-  r.items = sweep_work(gen.plan, gen.layout, r.gpu, go.all_variants);
-  if (r.items.empty())
+  const Generated gen = generate(m, g, go);
+  write_generated(gen, dir + "/generated");
+  std::vector<WorkItem> items = sweep_work(gen.plan, gen.layout, g, go.all_variants);
+  if (items.empty())
     throw Error(m.file, "",
                 cat(command, ": no conv, linear or pooling layer with a generated "
                              "kernel to sweep"));
-  SweepDevice dev;
-  dev.name = a.device;
-  if (a.device == "emu") {
-    const std::string lib = emu_library_path(gdir);
-    dev.check = [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{}); };
-  } else {
-    dev.check = [gdir]() -> std::unique_ptr<Backend> {
-      auto cuda = std::make_unique<CudaBackend>(gdir, CudaOptions{0, false});
-      cuda->set_library(make_cudnn_runner());
-      return cuda;
-    };
-    TimingOptions to;
-    to.runs = a.runs;
-    to.warmup = a.warmup;
-    to.l2_bytes = r.gpu.l2_bytes;
-    dev.time = [gdir, to](const Plan& single) {
-      CudaBackend cuda(gdir, CudaOptions{0, false}); // one launch per timed run: no graphs
-      cuda.set_library(make_cudnn_runner());
-      return time_rotated(single, cuda, to);
-    };
-  }
-  SweepProgress progress;
-  r.rows = run_sweep(gen.plan, r.items, shard_items(r.items.size(), shard), dev, a.seed,
-                     [&](size_t d, size_t t, const WorkItem& w) { progress(d, t, w); });
-  for (const SweepRow& row : r.rows)
-    r.failed += !row.check.pass;
-  io::write_file_atomic(r.dir + "/sweep.csv",
-                        sweep_csv(r.gpu.identity(), a.device, r.items, r.rows));
-  io::write_file_atomic(
-      r.dir + "/report.html",
-      sweep_report_html(fmt::format("kiln {} {} on {} ({})", command, m.name, r.gpu.name, a.device),
-                        a.device, r.items, r.rows));
-  return r;
+  SweepOptions so;
+  so.device = a.device;
+  so.shard = shard;
+  so.seed = a.seed;
+  so.runs = a.runs, so.warmup = a.warmup;
+  so.title = fmt::format("kiln {} {} on {} ({})", command, m.name, g.name, a.device);
+  so.progress = ProgressLine::stderr_is_terminal();
+  return sweep_directory(dir, gen.plan, std::move(items), g, so);
 }
 
 } // namespace kiln::cli

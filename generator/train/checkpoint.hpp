@@ -1,4 +1,4 @@
-// kiln train's checkpoints: a pair of safetensors files written atomically at the end of
+// Training checkpoints (kiln train): a pair of safetensors files written atomically at the end of
 // every epoch.
 //   W.safetensors        the parameters under their PyTorch state_dict names (what
 //                        `kiln run --weights` and torch's load_state_dict read), with
@@ -17,7 +17,7 @@
 #include <map>
 #include <string>
 
-namespace kiln::cli {
+namespace kiln {
 
 inline constexpr std::string_view kCheckpointFormat = "kiln-checkpoint/1";
 inline constexpr std::string_view kTrainStateFormat = "kiln-train-state/1";
@@ -42,4 +42,4 @@ void write_checkpoint(const std::string& weights_path, const Checkpoint& c);
 // Reads and cross-checks the pair; errors name the file at fault.
 Checkpoint read_checkpoint(const std::string& weights_path);
 
-} // namespace kiln::cli
+} // namespace kiln

@@ -1,11 +1,10 @@
-// The sweep kiln bench and kiln tune share: a model or one layer (generator/tune/
-// layer_spec.hpp), every valid variant of its conv, linear and pooling steps generated and
-// compiled, each checked against the CPU reference and, on a GPU, timed beside cuDNN.
-// Writes DIR/generated/ (the kernels), DIR/sweep.csv and DIR/report.html.
+// The options of the sweep kiln bench and kiln tune share: a model or one layer (generator/
+// tune/layer_spec.hpp) whose conv, linear and pooling steps get every valid variant
+// generated into DIR/generated/, then checked and timed there (generator/tune/sweep_dir.hpp).
 #pragma once
 
 #include "generator/cli/model_args.hpp"
-#include "generator/tune/sweep.hpp"
+#include "generator/tune/sweep_dir.hpp"
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -26,14 +25,6 @@ struct SweepArgs {
   // bench needs MODEL and -o; tune, which also has subcommands, checks MODEL itself and
   // defaults to a directory in the cache.
   void add_to(CLI::App* cmd, bool required);
-};
-
-struct SweepResult {
-  GpuDesc gpu;
-  std::string device, dir;
-  std::vector<WorkItem> items; // all of the sweep's, in shard order
-  std::vector<SweepRow> rows;  // this shard's
-  size_t failed = 0;
 };
 
 // Runs the sweep and writes its files; a variant failing its check is in the CSV (the

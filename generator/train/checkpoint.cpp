@@ -1,4 +1,4 @@
-#include "generator/cli/train_checkpoint.hpp"
+#include "generator/train/checkpoint.hpp"
 
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <filesystem>
 
-namespace kiln::cli {
+namespace kiln {
 
 namespace {
 
@@ -97,4 +97,4 @@ Checkpoint read_checkpoint(const std::string& weights_path) {
   return c;
 }
 
-} // namespace kiln::cli
+} // namespace kiln

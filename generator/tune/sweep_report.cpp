@@ -1,12 +1,12 @@
-#include "generator/cli/sweep_report.hpp"
+#include "generator/tune/sweep_report.hpp"
 
-#include "generator/cli/svg_plot.hpp"
+#include "generator/tune/svg_plot.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
 
-namespace kiln::cli {
+namespace kiln {
 
 namespace {
 
@@ -96,4 +96,4 @@ std::string sweep_report_html(const std::string& title, const std::string& devic
   return h + "</body></html>\n";
 }
 
-} // namespace kiln::cli
+} // namespace kiln

@@ -1,4 +1,4 @@
-#include "generator/cli/train_data.hpp"
+#include "generator/train/dataset.hpp"
 
 #include "generator/compile/cache.hpp"
 #include "runtime/error.hpp"
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace kiln::cli {
+namespace kiln {
 
 namespace {
 
@@ -149,4 +149,4 @@ int64_t count_correct(const Tensor& logits, std::span<const int64_t> labels, int
   return correct;
 }
 
-} // namespace kiln::cli
+} // namespace kiln

@@ -1,0 +1,102 @@
+#include "generator/run/device_plan.hpp"
+
+#include "generator/lower/lower.hpp"
+#include "generator/lower/plan_builder.hpp"
+#include "generator/run/generated_run.hpp"
+#include "generator/schedule/budget.hpp"
+#include "generator/schedule/strategy.hpp"
+#include "generator/schedule/tiled_strategy.hpp"
+#include "runtime/cpu/backend.hpp"
+#include "runtime/io/file.hpp"
+#include "runtime/json_util.hpp"
+
+namespace kiln {
+
+bool is_scheduled(const GenerateOptions& o) {
+  return o.schedule == "tiled" ||
+         (o.train && ((!o.schedule.empty() && o.schedule != "store-all") || !o.budget.empty()));
+}
+
+namespace {
+
+std::string strategy_of(const GenerateOptions& o) {
+  return o.schedule.empty() ? "store-all" : o.schedule;
+}
+
+// The reference ops on the cpu, scheduled as the options ask.
+DevicePlan cpu_plan(const Model& m, const DevicePlanOptions& o) {
+  const GenerateOptions& go = o.generate;
+  LowerOptions lo;
+  lo.train = go.train;
+  lo.lr = go.lr;
+  lo.recipe = go.recipe;
+  DevicePlan d;
+  d.backend = std::make_unique<cpu::CpuBackend>();
+  if (!is_scheduled(go)) {
+    d.plan = lower_model(m, lo);
+    return d;
+  }
+  ScheduleOptions so;
+  so.slots = go.slots;
+  so.lower = lo;
+  ScheduleChoice c;
+  c.strategy = strategy_of(go);
+  c.budget = go.budget;
+  if (go.schedule == "tiled") {
+    TiledSchedule t = schedule_tiled(m, o.gpu, so, go.budget, go.tiles);
+    c.budget_bytes = t.budget_bytes;
+    c.tiles = t.tiles();
+    c.rest = t.rest;
+    c.peak_bytes = t.peak_bytes;
+    c.time_ratio = t.time_us / t.untiled_time_us;
+    d.plan = finish_plan(std::move(t.steps));
+  } else {
+    const TrainingScheduler sched(m, o.gpu, so);
+    const int64_t budget = go.budget.empty() ? sched.store_all_peak()
+                                             : parse_budget(go.budget, sched.store_all_peak());
+    const TrainingSchedule ts = sched.solve(*parse_strategy(c.strategy), budget);
+    c.budget_bytes = budget;
+    c.peak_bytes = ts.peak_bytes;
+    c.time_ratio = ts.time_us / ts.store_all_time_us;
+    d.plan = sched.plan(ts);
+  }
+  d.schedule = c;
+  return d;
+}
+
+} // namespace
+
+DevicePlan make_device_plan(const Model& m, const DevicePlanOptions& o) {
+  if (o.device == "cpu") return cpu_plan(m, o);
+  GenerateOptions go = o.generate;
+  const bool scheduled = is_scheduled(go);
+  if (!scheduled) { // the same generated directory as a plan made without any schedule option
+    const GenerateOptions plain;
+    go.schedule = plain.schedule, go.budget = plain.budget, go.tiles = plain.tiles;
+    go.slots = plain.slots;
+  }
+  GeneratedRun gr = prepare_generated(m, o.gpu, go, o.device, o.progress);
+  DevicePlan d;
+  d.plan = std::move(gr.plan);
+  d.backend = std::move(gr.backend);
+  if (scheduled) {
+    // What the generator chose, from the manifest.
+    const auto bytes = io::read_file(gr.dir + "/manifest.json");
+    const nlohmann::json man =
+        json_util::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                         gr.dir + "/manifest.json");
+    const nlohmann::json sc = man.value("schedule", nlohmann::json::object());
+    ScheduleChoice c;
+    c.strategy = strategy_of(go);
+    c.budget = go.budget;
+    if (sc.contains("tiles")) {
+      c.tiles = sc["tiles"].get<std::string>();
+      c.segment = sc.value("segment", std::string("the segment"));
+    }
+    if (sc.contains("rest")) c.rest = sc["rest"].get<std::string>();
+    d.schedule = c;
+  }
+  return d;
+}
+
+} // namespace kiln

@@ -1,0 +1,71 @@
+#include "generator/run/generated_run.hpp"
+
+#include "generator/compile/cache.hpp"
+#include "generator/compile/compile_dir.hpp"
+#include "generator/compile/templates.hpp"
+#include "generator/model/model_json.hpp"
+#include "generator/tune/database.hpp"
+#include "runtime/cuda/backend.hpp"
+#include "runtime/cuda/cudnn_runner.hpp"
+#include "runtime/emu/backend.hpp"
+#include "runtime/error.hpp"
+#include "runtime/io/file.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+// This kiln's own identity: a generated directory depends on the generator's code, which a
+// rebuild changes without changing KILN_VERSION.
+const std::string& kiln_identity() {
+  static const std::string id = [] {
+    try {
+      const auto bytes = io::read_file("/proc/self/exe");
+      return content_hash(
+          std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    } catch (const Error&) {
+      return std::string(KILN_VERSION);
+    }
+  }();
+  return id;
+}
+
+// Where a configuration's generated directory is kept.
+std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
+  const std::string key = cache_key(
+      {model_to_text(m), g.identity(), KILN_VERSION, kiln_identity(), templates_hash(),
+       o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
+       std::to_string(o.slots), fmt::format("{}", o.lr), o.train ? o.recipe.key() : "",
+       "sparse " + std::to_string(int(o.sparse)), o.profile ? profile_to_text(*o.profile) : "",
+       "tuning " + tuning_fingerprint(g, o.tuning_db)});
+  return KernelCache::default_dir() + "/runs/" + key;
+}
+
+} // namespace
+
+GeneratedRun prepare_generated(const Model& m, const GpuDesc& g, const GenerateOptions& o,
+                               const std::string& device, bool progress) {
+  GeneratedRun r;
+  r.dir = run_directory(m, g, o);
+  if (!std::filesystem::exists(r.dir + "/plan.json")) write_generated(generate(m, g, o), r.dir);
+  CompileOptions co;
+  co.progress = progress;
+  if (device == "emu") {
+    co.compiler = "host";
+    compile_dir(r.dir, co);
+    r.backend = std::make_unique<EmuBackend>(emu_library_path(r.dir));
+  } else {
+    co.compiler = "nvrtc";
+    compile_dir(r.dir, co);
+    auto cuda = std::make_unique<CudaBackend>(r.dir);
+    cuda->set_library(make_cudnn_runner());
+    r.backend = std::move(cuda);
+  }
+  r.plan = load_plan(r.dir + "/plan.json");
+  return r;
+}
+
+} // namespace kiln

@@ -1,0 +1,37 @@
+// A sweep in a directory (kiln bench, kiln tune): the kernels kiln generate wrote into
+// DIR/generated compiled for the device, this shard's work items checked on it (and timed,
+// on a GPU), then DIR/sweep.csv and DIR/report.html. A variant failing its check is a row
+// like any other; the caller decides what that means.
+#pragma once
+
+#include "generator/gpu/gpu_desc.hpp"
+#include "generator/tune/shard.hpp"
+#include "generator/tune/sweep.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct SweepOptions {
+  std::string device = "gpu"; // gpu (check, then time with CUDA events) or emu (check only)
+  Shard shard;
+  uint64_t seed = 1; // of the check's random inputs
+  int runs = 50, warmup = 10;
+  std::string title;     // the report's
+  bool progress = false; // the compile's and the sweep's progress lines on stderr
+};
+
+struct SweepResult {
+  GpuDesc gpu;
+  std::string device, dir;
+  std::vector<WorkItem> items; // all of the sweep's, in shard order
+  std::vector<SweepRow> rows;  // this shard's
+  size_t failed = 0;
+};
+
+// `items` are sweep_work's of `plan`, the plan kiln generate wrote into `dir`/generated.
+SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vector<WorkItem> items,
+                            const GpuDesc& g, const SweepOptions& o);
+
+} // namespace kiln
