@@ -42,15 +42,6 @@ struct Window {
   int64_t kernel = 1, stride = 1, padding = 0, dilation = 1;
 };
 
-// Output size of a window over n rows: floor((n + 2p - d(k-1) - 1) / s) + 1, or 0 when the
-// dilated kernel does not fit in the padded input. ceil_mode: PyTorch's pooling rule, ceil
-// instead of floor, minus one when the last window would start at or past row n (its start
-// (out-1)*s - p must lie in the image or its left padding); with padding above kernel/2,
-// which PyTorch's pooling rejects, that can fall below floor mode. Throws
-// std::invalid_argument for kernel, stride or dilation < 1, padding < 0 or n < 0, or any of
-// them past 2^24 (n past 2^31).
-int64_t window_out(const Window& w, int64_t n, bool ceil_mode = false);
-
 struct SegOp {
   std::string name;
   std::array<Window, 2> window{}; // [0] = h, [1] = w
@@ -75,8 +66,11 @@ struct Segment {
   // Throws std::invalid_argument naming the op and field: no ops; sizes, channels or
   // element sizes < 1 or absurd (sides up to 2^31, window fields up to 2^24, every tensor
   // of the segment together up to 2^60 bytes); inputs missing, not -1 or an earlier op, or
-  // of different sizes; an out size that is neither window_out(input size) in floor mode nor
-  // in ceil mode, per axis; output out of range.
+  // of different sizes; per axis, a dilated kernel that does not fit in the padded input or
+  // an out size whose last window starts past the padded input; output out of range. Out
+  // sizes are the caller's: kiln's ops compute them with the one output-size rule
+  // (runtime/op.hpp's window_out); the planner needs only that every window starts inside
+  // the padded input (a window overhanging its end, as in ceil mode, is clamped).
   void validate() const;
 };
 

@@ -59,17 +59,6 @@ Range detail::hull(Range a, Range b) {
   return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
 }
 
-int64_t window_out(const Window& w, int64_t n, bool ceil_mode) {
-  check_window("window_out", "", w);
-  check_range("window_out", "n", n, 0, kMaxSide, "2^31");
-  const int64_t span = n + 2 * w.padding - w.dilation * (w.kernel - 1) - 1;
-  if (span < 0) return 0;
-  if (!ceil_mode) return span / w.stride + 1;
-  int64_t out = (span + w.stride - 1) / w.stride + 1;
-  if ((out - 1) * w.stride - w.padding >= n) --out;
-  return out;
-}
-
 void Segment::validate() const {
   check_range("segment", "in_h", in_h, 1, kMaxSide, "2^31");
   check_range("segment", "in_w", in_w, 1, kMaxSide, "2^31");
@@ -106,18 +95,18 @@ void Segment::validate() const {
       const char* field = a == 0 ? "out_h" : "out_w";
       const int64_t n = a == 0 ? n_h : n_w, out = a == 0 ? op.out_h : op.out_w;
       const Window& w = op.window[size_t(a)];
-      const int64_t lo = window_out(w, n, false), hi = window_out(w, n, true);
       const std::string win = "window (kernel " + std::to_string(w.kernel) + ", stride " +
                               std::to_string(w.stride) + ", padding " + std::to_string(w.padding) +
                               ", dilation " + std::to_string(w.dilation) + ")";
-      if (lo < 1)
+      if (w.dilation * (w.kernel - 1) + 1 > n + 2 * w.padding)
         throw std::invalid_argument(place + ": " + win + " does not fit in an input of " +
                                     std::to_string(n) + (a == 0 ? " rows" : " columns"));
-      if (out != lo && out != hi)
-        throw std::invalid_argument(
-            place + ": " + field + " is " + std::to_string(out) + " but its " + win + " over " +
-            std::to_string(n) + " gives " + std::to_string(lo) +
-            (hi != lo ? " (floor mode) or " + std::to_string(hi) + " (ceil mode)" : ""));
+      const int64_t last = (out - 1) * w.stride - w.padding; // where the last window starts
+      if (last >= n + w.padding)
+        throw std::invalid_argument(place + ": " + field + " is " + std::to_string(out) +
+                                    ", but its " + win + " would start its last at " +
+                                    std::to_string(last) + ", past the padded input of " +
+                                    std::to_string(n));
     }
     const int64_t bytes = mul_capped(mul_capped(op.out_h * op.out_w, op.channels, kMaxSegmentBytes),
                                      op.element_bytes, kMaxSegmentBytes);

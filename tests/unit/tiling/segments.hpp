@@ -3,6 +3,7 @@
 // fp64) that runs a segment whole or tile by tile.
 #pragma once
 
+#include "runtime/op.hpp"
 #include "schedules/tiling.hpp"
 #include "tests/unit/rng.hpp"
 
@@ -14,6 +15,11 @@
 #include <vector>
 
 namespace kiln::sched::testing {
+
+// The out size kiln's ops give a window of the planner: runtime's one output-size rule.
+inline int64_t window_out(const Window& w, int64_t n, bool ceil_mode = false) {
+  return kiln::window_out(n, w.kernel, w.stride, w.padding, w.dilation, ceil_mode);
+}
 
 enum class Kind { conv, max_pool, avg_pool_incl, avg_pool_excl, scale, relu, add };
 
