@@ -1,6 +1,7 @@
 #include "generator/model/fold.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/ops/registry.hpp"
 
 #include <cmath>
 
@@ -8,12 +9,10 @@ namespace kiln {
 
 namespace {
 
-bool is_param_layer(OpKind op) { return op == OpKind::conv2d || op == OpKind::linear; }
-
-bool passes_through(OpKind op) {
-  return op == OpKind::relu || op == OpKind::hardswish || op == OpKind::softmax ||
-         op == OpKind::flatten;
-}
+// The layers folding widens (runtime/ops: an OpDef's width), and those the unfold may come
+// before (its rowwise ops).
+bool is_param_layer(OpKind op) { return op_def(op).width != nullptr; }
+bool passes_through(OpKind op) { return op_def(op).rowwise; }
 
 std::string unique_name(const Model& m, const std::string& want) {
   std::string n = want;
@@ -73,9 +72,7 @@ Model fold_model(const Model& src, const FoldOptions& o) {
       n.inputs = src.nodes[i].inputs;
       for (int& r : n.inputs) r = remap(r);
     }
-    int64_t* width = n.op == OpKind::conv2d ? &n.attrs.out_channels
-                     : n.op == OpKind::linear ? &n.attrs.out_features
-                                              : nullptr;
+    int64_t* width = op_def(n.op).width ? &(n.attrs.*op_def(n.op).width) : nullptr;
     if (width && int(i) == last) *width *= o.factor;
     else if (width) *width = std::max<int64_t>(1, int64_t(double(*width) * mult));
     // Depthwise convs stay depthwise.
@@ -114,33 +111,8 @@ Model fold_model(const Model& src, const FoldOptions& o) {
 
 int64_t thop_flops(const Model& m, int node) {
   const Node& n = m.nodes.at(size_t(node));
-  const Shape& x = m.shape_of(n.inputs.at(0));
-  const int64_t out = numel(n.shape);
-  int64_t macs = 0;
-  switch (n.op) {
-  case OpKind::conv2d:
-    macs = out * (x[1] / n.attrs.groups * n.attrs.kernel[0] * n.attrs.kernel[1] +
-                  (n.attrs.bias ? 1 : 0));
-    break;
-  case OpKind::linear: macs = out * x[1]; break;
-  case OpKind::batchnorm: macs = 2 * numel(x); break;
-  case OpKind::avgpool2d: macs = out; break;
-  case OpKind::adaptive_avgpool2d:
-  case OpKind::global_avgpool:
-    macs = out * ((x[2] / n.shape[2]) * (x[3] / n.shape[3]) + 1);
-    break;
-  case OpKind::softmax: macs = out / n.shape[1] * (3 * n.shape[1] - 1); break;
-  case OpKind::relu:
-  case OpKind::hardswish: // thop counts no activations
-  case OpKind::maxpool2d:
-  case OpKind::flatten:
-  case OpKind::upsample2d:
-  case OpKind::add:
-  case OpKind::concat:
-  case OpKind::fold:
-  case OpKind::unfold: break;
-  }
-  return 2 * macs;
+  const auto flops = op_def(n.op).thop_flops;
+  return flops ? flops(n.attrs, m.input_shapes(node), n.shape) : 0;
 }
 
 int64_t total_thop_flops(const Model& m) {

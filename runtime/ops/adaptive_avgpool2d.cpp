@@ -28,12 +28,20 @@ Shape global_shape(const Attrs&, std::span<const Shape> in) {
   return {x[0], x[1], 1, 1};
 }
 
-constexpr OpDef op_defs[] = {
-    {.kind = OpKind::adaptive_avgpool2d,
-     .name = "adaptive_avgpool2d",
-     .attrs = attrs,
-     .shape = adaptive_shape},
-    {.kind = OpKind::global_avgpool, .name = "global_avgpool", .shape = global_shape}};
+// thop counts each output's window (the whole-number ratio of sizes) plus the division.
+int64_t thop_flops(const Attrs&, std::span<const Shape> in, const Shape& y) {
+  return 2 * numel(y) * ((in[0][2] / y[2]) * (in[0][3] / y[3]) + 1);
+}
+
+constexpr OpDef op_defs[] = {{.kind = OpKind::adaptive_avgpool2d,
+                              .name = "adaptive_avgpool2d",
+                              .attrs = attrs,
+                              .shape = adaptive_shape,
+                              .thop_flops = thop_flops},
+                             {.kind = OpKind::global_avgpool,
+                              .name = "global_avgpool",
+                              .shape = global_shape,
+                              .thop_flops = thop_flops}};
 
 // The pool to y's spatial size (of either op).
 void check_forward(const StepCheck& c) { c.expect("y", c.forward(c.shape("x"))); }

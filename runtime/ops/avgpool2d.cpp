@@ -28,8 +28,13 @@ Shape shape(const Attrs& a, std::span<const Shape> in) {
   return window_shape(x, x[1], a, a.kernel, {1, 1}, a.ceil_mode, "avgpool2d");
 }
 
-constexpr OpDef op_defs[] = {
-    {.kind = OpKind::avgpool2d, .name = "avgpool2d", .attrs = attrs, .shape = shape}};
+int64_t thop_flops(const Attrs&, std::span<const Shape>, const Shape& y) { return 2 * numel(y); }
+
+constexpr OpDef op_defs[] = {{.kind = OpKind::avgpool2d,
+                              .name = "avgpool2d",
+                              .attrs = attrs,
+                              .shape = shape,
+                              .thop_flops = thop_flops}};
 
 void check_forward(const StepCheck& c) { c.expect("y", c.forward(c.shape("x"))); }
 

@@ -31,11 +31,16 @@ std::vector<ParamSpec> params(const Attrs&, std::span<const Shape> in) {
           {"running_var", {c}, false}};
 }
 
+int64_t thop_flops(const Attrs&, std::span<const Shape> in, const Shape&) {
+  return 2 * 2 * numel(in[0]);
+}
+
 constexpr OpDef op_defs[] = {{.kind = OpKind::batchnorm,
                               .name = "batchnorm",
                               .attrs = attrs,
                               .shape = shape,
-                              .params = params}};
+                              .params = params,
+                              .thop_flops = thop_flops}};
 
 // batchnorm.forward: x, weight, bias, running_mean, running_var -> y (inference; the
 // epilogue), [compacted y].

@@ -54,12 +54,18 @@ int64_t macs(const Attrs& a, std::span<const Shape> in, const Shape& out) {
   return numel(out) * (in[0][1] / a.groups) * a.kernel[0] * a.kernel[1];
 }
 
+int64_t thop_flops(const Attrs& a, std::span<const Shape> in, const Shape& y) {
+  return 2 * numel(y) * (in[0][1] / a.groups * a.kernel[0] * a.kernel[1] + (a.bias ? 1 : 0));
+}
+
 constexpr OpDef op_defs[] = {{.kind = OpKind::conv2d,
                               .name = "conv2d",
                               .attrs = attrs,
                               .shape = shape,
                               .params = params,
-                              .macs = macs}};
+                              .macs = macs,
+                              .thop_flops = thop_flops,
+                              .width = &Attrs::out_channels}};
 
 // conv2d.forward: x, w, [b], [residual], [nnz: guard] -> y (the epilogue), [compacted y].
 constexpr sv fwd_in[] = {"x", "w", "b", "residual", "nnz"};

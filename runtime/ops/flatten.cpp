@@ -17,7 +17,7 @@ Shape shape(const Attrs&, std::span<const Shape> in) {
 }
 
 constexpr OpDef op_defs[] = {
-    {.kind = OpKind::flatten, .name = "flatten", .view = true, .shape = shape}};
+    {.kind = OpKind::flatten, .name = "flatten", .view = true, .shape = shape, .rowwise = true}};
 
 } // namespace
 

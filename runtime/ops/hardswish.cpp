@@ -13,7 +13,10 @@ using cpu::StepArgs;
 
 Shape shape(const Attrs&, std::span<const Shape> in) { return in[0]; }
 
-constexpr OpDef op_defs[] = {{.kind = OpKind::hardswish, .name = "hardswish", .shape = shape}};
+constexpr OpDef op_defs[] = {{.kind = OpKind::hardswish,
+                              .name = "hardswish",
+                              .shape = shape,
+                              .rowwise = true}}; // thop counts no activations
 
 // hardswish.forward: x -> y.
 void check_forward(const StepCheck& c) { c.expect("y", c.forward(c.shape("x"))); }

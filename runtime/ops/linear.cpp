@@ -38,12 +38,18 @@ int64_t macs(const Attrs&, std::span<const Shape> in, const Shape& out) {
   return numel(out) * in[0][1];
 }
 
+int64_t thop_flops(const Attrs& a, std::span<const Shape> in, const Shape& y) {
+  return 2 * macs(a, in, y);
+}
+
 constexpr OpDef op_defs[] = {{.kind = OpKind::linear,
                               .name = "linear",
                               .attrs = attrs,
                               .shape = shape,
                               .params = params,
-                              .macs = macs}};
+                              .macs = macs,
+                              .thop_flops = thop_flops,
+                              .width = &Attrs::out_features}};
 
 // linear.forward: x, w, [b] -> y (the epilogue).
 template <class T> void forward(const StepArgs<T>& c) {

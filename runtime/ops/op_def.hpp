@@ -24,6 +24,14 @@ struct OpDef {
   std::vector<ParamSpec> (*params)(const Attrs&, std::span<const Shape>) = nullptr;
   // Multiply-accumulates for this output (0 when null).
   int64_t (*macs)(const Attrs&, std::span<const Shape>, const Shape&) = nullptr;
+  // FLOPs as FoldedCNNs counts them (thop's rules; `kiln inspect`, fold gains), 0 when null.
+  int64_t (*thop_flops)(const Attrs&, std::span<const Shape>, const Shape&) = nullptr;
+  // Folding (FoldedCNNs, generator/model/fold.cpp): the attribute holding the output width
+  // that folding widens (conv2d's out_channels, linear's out_features), and whether the
+  // op treats each row of its input alone (relu, hardswish, softmax, flatten), so that the
+  // unfold of a folded model may come before it.
+  int64_t Attrs::*width = nullptr;
+  bool rowwise = false;
 };
 
 } // namespace kiln

@@ -18,7 +18,16 @@ Shape shape(const Attrs&, std::span<const Shape> in) {
   return x;
 }
 
-constexpr OpDef op_defs[] = {{.kind = OpKind::softmax, .name = "softmax", .shape = shape}};
+// thop: an exponential, a sum and a division per element, less one addition per row.
+int64_t thop_flops(const Attrs&, std::span<const Shape>, const Shape& y) {
+  return 2 * numel(y) / y[1] * (3 * y[1] - 1);
+}
+
+constexpr OpDef op_defs[] = {{.kind = OpKind::softmax,
+                              .name = "softmax",
+                              .shape = shape,
+                              .thop_flops = thop_flops,
+                              .rowwise = true}};
 
 void check_forward(const StepCheck& c) { c.expect("y", c.forward(c.shape("x"))); }
 
