@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 namespace kiln {
@@ -39,5 +40,8 @@ public:
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 };
+
+// Makes a fresh backend (a check or a timed run may want one per use).
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 } // namespace kiln

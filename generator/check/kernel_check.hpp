@@ -32,8 +32,6 @@ double tolerance_for(const Plan& p, const Step& s, const std::string& math);
 // a reference step.
 Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, bool f64);
 
-using BackendFactory = std::function<std::unique_ptr<Backend>()>;
-
 // One kernel on one step: fresh inputs, device vs f64 reference. A step that reads a
 // compacted activation (runtime/sparse_form.hpp) gets one compacted from a random tensor
 // with `density` nonzeros (default: the density the step was planned for, else one half),

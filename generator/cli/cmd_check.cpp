@@ -1,11 +1,8 @@
 // kiln check: every generated kernel against the CPU reference, on the emulator or a GPU.
 #include "generator/check/kernel_check.hpp"
 #include "generator/cli/commands.hpp"
-#include "generator/compile/compile_dir.hpp"
-#include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/cudnn_runner.hpp"
+#include "generator/compile/device_backend.hpp"
 #include "runtime/cuda/device.hpp"
-#include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/progress.hpp"
 
@@ -25,30 +22,13 @@ struct CheckArgs {
 };
 
 void check_cmd(const CheckArgs& a) {
-  BackendFactory factory;
-  if (a.device == "emu") {
-    CompileOptions co;
-    co.compiler = "host";
-    co.progress = ProgressLine::stderr_is_terminal();
-    compile_dir(a.dir, co); // cached: only what changed is rebuilt
-    EmuOptions eo;
-    eo.checks = a.no_checks ? 0 : KILN_EMU_CHECK_ALL;
-    eo.workers = a.workers;
-    const std::string lib = emu_library_path(a.dir);
-    factory = [lib, eo] { return std::make_unique<EmuBackend>(lib, eo); };
-  } else {
-    require_device("", 0); // say it once, plainly, when there is no GPU
-    CompileOptions co;
-    co.progress = ProgressLine::stderr_is_terminal();
-    compile_dir(a.dir, co);
-    const std::string dir = a.dir;
-    factory = [dir] {
-      auto cuda = std::make_unique<CudaBackend>(
-          dir, CudaOptions{0, false}); // one launch per check: no graphs
-      cuda->set_library(make_cudnn_runner());
-      return cuda;
-    };
-  }
+  if (a.device == "gpu") require_device("", 0); // say it once, plainly, when there is no GPU
+  DeviceBackendOptions o;
+  o.progress = ProgressLine::stderr_is_terminal();
+  o.emu.checks = a.no_checks ? 0 : KILN_EMU_CHECK_ALL;
+  o.emu.workers = a.workers;
+  o.cuda.graphs = false; // one launch per check
+  const BackendFactory factory = compiled_backends(a.dir, a.device, o);
   ProgressLine line;
   const auto rows = check_kernels(
       a.dir, factory, a.seed, a.alternatives, [&](size_t i, size_t n, const std::string& k) {

@@ -1,14 +1,12 @@
 #include "generator/emit/generate.hpp"
 
 #include "generator/compile/cache.hpp"
-#include "generator/rewrite/fuse.hpp"
 #include "generator/emit/instance.hpp"
-#include "generator/rewrite/layouts.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/lower/plan_builder.hpp"
-#include "generator/schedule/budget.hpp"
-#include "generator/schedule/strategy.hpp"
-#include "generator/schedule/tiled_strategy.hpp"
+#include "generator/rewrite/fuse.hpp"
+#include "generator/rewrite/layouts.hpp"
+#include "generator/schedule/scheduled_steps.hpp"
 #include "generator/tune/tuned_selection.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
@@ -22,6 +20,14 @@ namespace kiln {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
+ScheduleRequest schedule_request(const GenerateOptions& o) {
+  return {.train = o.train,
+          .schedule = o.schedule,
+          .budget = o.budget,
+          .tiles = o.tiles,
+          .slots = o.slots};
+}
+
 Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (m.dtype == DType::f64)
     throw Error(m.file, "/dtype", "f64 runs on the cpu backend only; kernels are f32, f16 or bf16");
@@ -31,37 +37,21 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   lo.recipe = o.recipe;
   lo.gpu = g.identity();
   Generated gen;
-  Plan p;
+  ScheduledSteps scheduled = schedule_steps(m, g, lo, schedule_request(o));
+  Plan p = std::move(scheduled.steps);
   ojson schedule; // how the plan fits its budget, for the manifest
-  if (o.schedule == "tiled") {
-    ScheduleOptions so;
-    so.slots = o.slots;
-    so.lower = lo;
-    TiledSchedule t = schedule_tiled(m, g, so, o.budget, o.tiles);
-    schedule = {{"strategy", "tiled"},
-                {"tiles", t.tiles()},
-                {"segment", cat(m.nodes[size_t(t.segment.nodes.front())].name, "..",
-                                m.nodes[size_t(t.segment.output_node())].name)},
-                {"peak_bytes", t.peak_bytes},
-                {"recompute_factor", t.recompute_factor}};
-    if (t.budget_bytes >= 0) schedule["budget_bytes"] = t.budget_bytes;
-    if (o.train) schedule["rest"] = t.rest;
-    p = std::move(t.steps);
-  } else if (!o.tiles.empty()) {
-    throw Error("", "--tiles", "forces the tiling of --schedule tiled");
-  } else if (o.train && (!o.schedule.empty() || !o.budget.empty())) {
-    const auto strategy = parse_strategy(o.schedule.empty() ? "store-all" : o.schedule);
-    if (!strategy) throw Error("", "--schedule", cat("unknown strategy \"", o.schedule, "\""));
-    ScheduleOptions so;
-    so.slots = o.slots;
-    so.lower = lo;
-    const TrainingScheduler ts(m, g, so);
-    const int64_t budget =
-        o.budget.empty() ? ts.store_all_peak() : parse_budget(o.budget, ts.store_all_peak());
-    p = ts.graph().lower(ts.solve(*strategy, budget).order);
-    schedule = {{"strategy", strategy_name(*strategy)}, {"budget_bytes", budget}};
-  } else {
-    p = lower_model_steps(m, lo);
+  if (const auto& c = scheduled.choice) {
+    schedule = {{"strategy", c->strategy}};
+    if (c->strategy == "tiled") {
+      schedule["tiles"] = c->tiles;
+      schedule["segment"] = c->segment;
+      schedule["peak_bytes"] = c->peak_bytes;
+      schedule["recompute_factor"] = c->recompute_factor;
+      if (c->budget_bytes >= 0) schedule["budget_bytes"] = c->budget_bytes;
+      if (o.train) schedule["rest"] = c->rest;
+    } else {
+      schedule["budget_bytes"] = c->budget_bytes;
+    }
   }
   fuse_epilogues(p);
   gen.layout = o.layout ? *o.layout : choose_layout(p, g);

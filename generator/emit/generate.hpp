@@ -3,12 +3,13 @@
 #pragma once
 
 #include "generator/emit/assign_kernels.hpp"
-#include "generator/rewrite/conv_pool.hpp"
+#include "generator/gpu/gpu_desc.hpp"
 #include "generator/lower/lower.hpp"
+#include "generator/model/model.hpp"
+#include "generator/rewrite/conv_pool.hpp"
 #include "generator/rewrite/sparse_plan.hpp"
 #include "generator/rewrite/split_k.hpp"
-#include "generator/gpu/gpu_desc.hpp"
-#include "generator/model/model.hpp"
+#include "generator/schedule/scheduled_steps.hpp"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -50,6 +51,9 @@ struct Generated {
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content
 };
+
+// The options' schedule (schedule, budget, tiles, slots) for schedule_steps.
+ScheduleRequest schedule_request(const GenerateOptions& o);
 
 Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o);
 

@@ -44,7 +44,7 @@ struct OpLowering {
   OpKind op{};
   // The function computing the output: in inference plans, and in training steps (batchnorm
   // uses the batch's statistics there). Views have none (they alias their input).
-  std::optional<Fn> forward, train_forward;
+  std::optional<Fn> forward = {}, train_forward = {};
   // The argument role a parameter binds in the forward step: "w"/"b" for weight and bias
   // by default (conv2d, linear), the suffix itself for others (batchnorm).
   bool params_by_suffix = false;

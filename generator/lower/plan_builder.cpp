@@ -160,7 +160,7 @@ Plan finish_plan(Plan plan_) {
     if (buf.view_of >= 0) buf.offset = plan_.buffers[buf.view_of].offset;
   plan_.arena_bytes = mp.arena_bytes;
   validate_plan(plan_);
-  return std::move(plan_);
+  return plan_;
 }
 
 } // namespace kiln

@@ -3,9 +3,6 @@
 #include "generator/lower/lower.hpp"
 #include "generator/lower/plan_builder.hpp"
 #include "generator/run/generated_run.hpp"
-#include "generator/schedule/budget.hpp"
-#include "generator/schedule/strategy.hpp"
-#include "generator/schedule/tiled_strategy.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
@@ -36,31 +33,9 @@ DevicePlan cpu_plan(const Model& m, const DevicePlanOptions& o) {
     d.plan = lower_model(m, lo);
     return d;
   }
-  ScheduleOptions so;
-  so.slots = go.slots;
-  so.lower = lo;
-  ScheduleChoice c;
-  c.strategy = strategy_of(go);
-  c.budget = go.budget;
-  if (go.schedule == "tiled") {
-    TiledSchedule t = schedule_tiled(m, o.gpu, so, go.budget, go.tiles);
-    c.budget_bytes = t.budget_bytes;
-    c.tiles = t.tiles();
-    c.rest = t.rest;
-    c.peak_bytes = t.peak_bytes;
-    c.time_ratio = t.time_us / t.untiled_time_us;
-    d.plan = finish_plan(std::move(t.steps));
-  } else {
-    const TrainingScheduler sched(m, o.gpu, so);
-    const int64_t budget = go.budget.empty() ? sched.store_all_peak()
-                                             : parse_budget(go.budget, sched.store_all_peak());
-    const TrainingSchedule ts = sched.solve(*parse_strategy(c.strategy), budget);
-    c.budget_bytes = budget;
-    c.peak_bytes = ts.peak_bytes;
-    c.time_ratio = ts.time_us / ts.store_all_time_us;
-    d.plan = sched.plan(ts);
-  }
-  d.schedule = c;
+  ScheduledSteps s = schedule_steps(m, o.gpu, lo, schedule_request(go));
+  d.plan = finish_plan(std::move(s.steps));
+  d.schedule = s.choice;
   return d;
 }
 

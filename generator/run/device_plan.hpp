@@ -26,18 +26,6 @@ struct DevicePlanOptions {
   bool progress = false; // the compile's progress line
 };
 
-// What the schedule chose, for the commands' summaries. Unknown figures stay negative.
-struct ScheduleChoice {
-  std::string strategy;      // store-all, sqrt, rotor, dtr or tiled
-  std::string budget;        // as given ("" none)
-  int64_t budget_bytes = -1; // resolved (cpu)
-  std::string tiles;         // tiled: "8x7"
-  std::string segment;       // tiled on emu/gpu: "conv1..layer1.0.relu2"
-  std::string rest;          // tiled training: the rest's strategy
-  int64_t peak_bytes = -1;   // cpu: predicted (recompute) or the plan's (tiled)
-  double time_ratio = -1;    // cpu: predicted time over store-all's (or the untiled step's)
-};
-
 struct DevicePlan {
   Plan plan;
   std::unique_ptr<Backend> backend;

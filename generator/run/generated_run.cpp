@@ -1,13 +1,10 @@
 #include "generator/run/generated_run.hpp"
 
 #include "generator/compile/cache.hpp"
-#include "generator/compile/compile_dir.hpp"
+#include "generator/compile/device_backend.hpp"
 #include "generator/compile/templates.hpp"
 #include "generator/model/model_json.hpp"
 #include "generator/tune/database.hpp"
-#include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/cudnn_runner.hpp"
-#include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
@@ -51,19 +48,9 @@ GeneratedRun prepare_generated(const Model& m, const GpuDesc& g, const GenerateO
   GeneratedRun r;
   r.dir = run_directory(m, g, o);
   if (!std::filesystem::exists(r.dir + "/plan.json")) write_generated(generate(m, g, o), r.dir);
-  CompileOptions co;
-  co.progress = progress;
-  if (device == "emu") {
-    co.compiler = "host";
-    compile_dir(r.dir, co);
-    r.backend = std::make_unique<EmuBackend>(emu_library_path(r.dir));
-  } else {
-    co.compiler = "nvrtc";
-    compile_dir(r.dir, co);
-    auto cuda = std::make_unique<CudaBackend>(r.dir);
-    cuda->set_library(make_cudnn_runner());
-    r.backend = std::move(cuda);
-  }
+  DeviceBackendOptions bo;
+  bo.progress = progress;
+  r.backend = compiled_backends(r.dir, device, bo)();
   r.plan = load_plan(r.dir + "/plan.json");
   return r;
 }

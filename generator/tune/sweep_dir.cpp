@@ -1,12 +1,9 @@
 #include "generator/tune/sweep_dir.hpp"
 
-#include "generator/compile/compile_dir.hpp"
+#include "generator/compile/device_backend.hpp"
 #include "generator/tune/device_timing.hpp"
 #include "generator/tune/sweep_csv.hpp"
 #include "generator/tune/sweep_report.hpp"
-#include "runtime/cuda/backend.hpp"
-#include "runtime/cuda/cudnn_runner.hpp"
-#include "runtime/emu/backend.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/progress.hpp"
 
@@ -22,29 +19,20 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
   r.dir = dir;
   r.items = std::move(items);
   const std::string gdir = dir + "/generated";
-  CompileOptions co;
-  co.compiler = o.device == "emu" ? "host" : "nvrtc";
-  co.progress = o.progress;
-  compile_dir(gdir, co);
+  DeviceBackendOptions bo;
+  bo.progress = o.progress;
+  bo.cuda.graphs = false; // one launch per check and per timed run
   SweepDevice dev;
   dev.name = o.device;
-  if (o.device == "emu") {
-    const std::string lib = emu_library_path(gdir);
-    dev.check = [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{}); };
-  } else {
-    dev.check = [gdir]() -> std::unique_ptr<Backend> {
-      auto cuda = std::make_unique<CudaBackend>(gdir, CudaOptions{0, false});
-      cuda->set_library(make_cudnn_runner());
-      return cuda;
-    };
+  dev.check = compiled_backends(gdir, o.device, bo);
+  if (o.device != "emu") {
     TimingOptions to;
     to.runs = o.runs;
     to.warmup = o.warmup;
     to.l2_bytes = g.l2_bytes;
-    dev.time = [gdir, to](const Plan& single) {
-      CudaBackend cuda(gdir, CudaOptions{0, false}); // one launch per timed run: no graphs
-      cuda.set_library(make_cudnn_runner());
-      return time_rotated(single, cuda, to);
+    dev.time = [make = dev.check, to](const Plan& single) {
+      const auto cuda = make();
+      return time_rotated(single, *cuda, to);
     };
   }
   // One line while the sweep runs: a bar, the count, the item.

@@ -23,12 +23,12 @@ struct StepSpec {
   std::string label;
   Fn fn = Fn::copy;
   OpKind op = OpKind::relu;
-  Attrs attrs;
-  std::vector<ArgSpec> args;
+  Attrs attrs = {};
+  std::vector<ArgSpec> args = {};
   bool accumulate = false;
-  Epilogue epilogue;
-  SparseDispatch sparse; // density: what a sparse step is planned (and costed) for
-  FnParams params;       // none: the function's defaults
+  Epilogue epilogue = {};
+  SparseDispatch sparse = {}; // density: what a sparse step is planned (and costed) for
+  FnParams params = {};       // none: the function's defaults
 };
 
 // A plan with one reference step over fresh buffers (validated).

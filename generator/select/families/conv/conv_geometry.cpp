@@ -68,8 +68,8 @@ OutputForm::OutputForm(const StepInfo& s) {
 }
 
 bool OutputForm::fits(int64_t to, int64_t og, int64_t groups) const {
-  return !compact || (ycs <= 32 ? 32 % ycs == 0 : ycs % 32 == 0) && to % ycs == 0 &&
-                         (groups == 1 || og % ycs == 0);
+  return !compact || ((ycs <= 32 ? 32 % ycs == 0 : ycs % 32 == 0) && to % ycs == 0 &&
+                      (groups == 1 || og % ycs == 0));
 }
 
 void OutputForm::cfg(Variant& v) const {

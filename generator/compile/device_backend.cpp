@@ -1,0 +1,30 @@
+#include "generator/compile/device_backend.hpp"
+
+#include "generator/compile/compile_dir.hpp"
+#include "runtime/cuda/cudnn_runner.hpp"
+#include "runtime/error.hpp"
+
+namespace kiln {
+
+BackendFactory compiled_backends(const std::string& dir, const std::string& device,
+                                 const DeviceBackendOptions& o) {
+  CompileOptions co;
+  co.progress = o.progress;
+  if (device == "emu") {
+    co.compiler = "host";
+    compile_dir(dir, co);
+    return
+        [lib = emu_library_path(dir), eo = o.emu] { return std::make_unique<EmuBackend>(lib, eo); };
+  }
+  if (device != "gpu")
+    throw Error("", "--device", cat("\"", device, "\" runs no generated kernels (emu or gpu)"));
+  co.compiler = "nvrtc";
+  compile_dir(dir, co);
+  return [dir, co2 = o.cuda]() -> std::unique_ptr<Backend> {
+    auto cuda = std::make_unique<CudaBackend>(dir, co2);
+    cuda->set_library(make_cudnn_runner());
+    return cuda;
+  };
+}
+
+} // namespace kiln
