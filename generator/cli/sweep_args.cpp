@@ -70,8 +70,9 @@ GpuDesc sweep_gpu(const SweepArgs& a) {
 
 PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& command, bool lock) {
   if (!a.shard.empty()) parse_shard(a.shard); // a bad shard before anything slow
-  // Without a driver, say so before anything else (exit 2), never crash.
-  if (a.device == "gpu") require_device("", 0);
+  // Without a driver, say so before anything else (exit 2), never crash; a dry run (no
+  // lock) measures nothing, so it runs on a login node too.
+  if (a.device == "gpu" && lock) require_device("", 0);
   Model m = sweep_model(a);
   const GpuDesc g = sweep_gpu(a);
   SweepRequest r;
