@@ -36,8 +36,17 @@ if [ -n "$missing" ]; then
   [ "$(id -u)" = 0 ] || fail "needs Debian packages:$missing; run as root, or: sudo apt-get install -y$missing"
   say "installing$missing"
   export DEBIAN_FRONTEND=noninteractive
+  # Debian starts a package's services on installation; this test starts its own, so the
+  # system's stay off (policy-rc.d, 101: action forbidden) unless the machine says otherwise.
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
+  fi
+  # shellcheck disable=SC2086 # a list of packages
   { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null; } ||
-    fail "apt-get could not install$missing"
+    { [ -z "$policy" ] || rm -f "$policy"; fail "apt-get could not install$missing"; }
+  [ -z "$policy" ] || rm -f "$policy"
 fi
 [ "$(id -u)" = 0 ] || fail "starts slurmd, which runs jobs as their users: run as root (CI does)"
 
@@ -66,7 +75,7 @@ finish() {
   fi
   [ -f "$work/etc/slurm.conf" ] && SLURM_CONF=$work/etc/slurm.conf scancel --quiet --user=root 2>/dev/null
   stop_daemons
-  [ "${KEEP:-}" = 1 ] && say "kept $work" || rm -rf "$work"
+  if [ "${KEEP:-}" = 1 ]; then say "kept $work"; else rm -rf "$work"; fi
   exit $rc
 }
 trap finish EXIT
@@ -172,6 +181,7 @@ grep -h "^merged" tune-merge-*.log | sed 's|^|  |'
 
 # The same sweep unsharded, outside Slurm, then the two databases compared.
 for m in "${models[@]}"; do
+  # shellcheck disable=SC2086 # a list of options
   "$KILN" tune "$m" $KILN_TUNE_OPTS --db "$work/full/$(basename "$m")" >/dev/null 2>&1 ||
     fail "the unsharded sweep of $m failed"
 done
