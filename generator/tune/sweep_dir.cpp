@@ -23,6 +23,10 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     if (!o.skip || !o.skip(r.items[i])) mine.push_back(i);
   r.skipped = shard_items(r.items.size(), o.shard).size() - mine.size();
   r.shard_items = mine.size() + r.skipped;
+  if (!o.log_as.empty() && !ProgressLine::stderr_is_terminal())
+    fmt::print(stderr, "kiln: {}: {} of {} items to measure ({} measured before){}\n", o.log_as,
+               mine.size(), r.shard_items, r.skipped,
+               mine.empty() ? "" : "; compiling the kernels first");
   const std::string gdir = dir + "/generated";
   DeviceBackendOptions bo;
   bo.progress = o.progress;
