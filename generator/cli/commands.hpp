@@ -1,9 +1,10 @@
 // The kiln subcommands. Each registers itself on the app with its options and a callback;
-// errors propagate as kiln::Error (exit 2) or CheckFailed (exit 1) to main.
+// errors propagate as kiln::Error (exit 2), CheckFailed (exit 1) or Stopped to main.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <stdexcept>
+#include <string>
 
 namespace kiln::cli {
 
@@ -11,6 +12,15 @@ namespace kiln::cli {
 class CheckFailed : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+// A signal (SIGTERM, SIGINT) stopped the command after it saved its work: exit 128 + the
+// signal, as a shell reports a process that signal killed, so a batch system sees the job
+// as not completed.
+class Stopped : public std::runtime_error {
+public:
+  Stopped(int sig, const std::string& what) : std::runtime_error(what), signal(sig) {}
+  int signal;
 };
 
 void add_inspect(CLI::App& app);

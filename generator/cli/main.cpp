@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   } catch (const kiln::cli::CheckFailed& e) {
     fmt::print(stderr, "kiln: check failed: {}\n", e.what());
     return 1;
+  } catch (const kiln::cli::Stopped& e) {
+    fmt::print(stderr, "kiln: stopped: {}\n", e.what());
+    return 128 + e.signal;
   } catch (const kiln::Error& e) {
     fmt::print(stderr, "kiln: error: {}\n", e.what());
     return 2;

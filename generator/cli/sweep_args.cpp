@@ -1,13 +1,9 @@
 #include "generator/cli/sweep_args.hpp"
 
-#include "generator/compile/cache.hpp"
-#include "generator/emit/generate.hpp"
 #include "generator/gpu/detect.hpp"
-#include "generator/model/model_json.hpp"
 #include "generator/tune/layer_spec.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/error.hpp"
-#include "runtime/progress.hpp"
 
 #include <fmt/format.h>
 
@@ -72,41 +68,32 @@ GpuDesc sweep_gpu(const SweepArgs& a) {
 
 } // namespace
 
-SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
-  if (a.warmup < 0) throw Error("", "--warmup", "must be 0 or more");
-  const Shard shard = a.shard.empty() ? Shard{} : parse_shard(a.shard);
-  // Without a driver, say so before anything else (exit 2), never crash.
-  if (a.device == "gpu") require_device("", 0);
-  const Model m = sweep_model(a);
+PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& command, bool lock) {
+  if (!a.shard.empty()) parse_shard(a.shard); // a bad shard before anything slow
+  // Without a driver, say so before anything else (exit 2), never crash; a dry run (no
+  // lock) measures nothing, so it runs on a login node too.
+  if (a.device == "gpu" && lock) require_device("", 0);
+  Model m = sweep_model(a);
   const GpuDesc g = sweep_gpu(a);
-  const std::string dir = a.output.empty()
-                              ? KernelCache::default_dir() + "/sweeps/" +
-                                    cache_key({model_to_text(m), g.identity(), KILN_VERSION})
-                              : a.output;
-  if (a.device == "emu")
+  SweepRequest r;
+  r.command = command;
+  r.device = a.device;
+  r.variants = a.variants;
+  r.shard = a.shard;
+  r.output = a.output;
+  r.seed = a.seed;
+  r.runs = a.runs, r.warmup = a.warmup;
+  PreparedSweep p = prepare_sweep(std::move(m), g, r, lock);
+  if (lock && a.device == "emu") // a sweep that runs (not a dry run), its directory secured
     fmt::print(stderr,
                "kiln: note: --device emu checks every variant against the CPU reference on the "
                "emulator; no timing there is meaningful, so it times nothing (the CSV's timing "
                "columns are empty)\n");
-  GenerateOptions go;
-  go.all_variants = a.variants == "all";
-  go.tuning_db = "none"; // measure what the cost model weighs, not an earlier measurement
-  go.sparse = SparseMode::off;
-  const Generated gen = generate(m, g, go);
-  write_generated(gen, dir + "/generated");
-  std::vector<WorkItem> items = sweep_work(gen.plan, gen.layout, g, go.all_variants);
-  if (items.empty())
-    throw Error(m.file, "",
-                cat(command, ": no conv, linear or pooling layer with a generated "
-                             "kernel to sweep"));
-  SweepOptions so;
-  so.device = a.device;
-  so.shard = shard;
-  so.seed = a.seed;
-  so.runs = a.runs, so.warmup = a.warmup;
-  so.title = fmt::format("kiln {} {} on {} ({})", command, m.name, g.name, a.device);
-  so.progress = ProgressLine::stderr_is_terminal();
-  return sweep_directory(dir, gen.plan, std::move(items), g, so);
+  return p;
+}
+
+SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
+  return run_prepared_sweep(prepare_sweep_command(a, command));
 }
 
 } // namespace kiln::cli

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "generator/cli/model_args.hpp"
-#include "generator/tune/sweep_dir.hpp"
+#include "generator/run/prepared_sweep.hpp"
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -27,8 +27,11 @@ struct SweepArgs {
   void add_to(CLI::App* cmd, bool required);
 };
 
-// Runs the sweep and writes its files; a variant failing its check is in the CSV (the
-// caller decides the exit code).
+// The sweep the arguments ask for, ready to run (generator/run/prepared_sweep.hpp).
+PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& command,
+                                    bool lock = true);
+
+// Prepares and runs it.
 SweepResult run_sweep_command(const SweepArgs& a, const std::string& command);
 
 // The MODEL argument's help: a model or a layer spec.

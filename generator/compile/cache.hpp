@@ -1,11 +1,14 @@
 // The kernel cache: compiled images addressed by the hash of everything that determines
 // them (source, options, architecture, compiler version, kiln version, templates and the
 // GPU descriptor). One file per entry, written atomically (temporary name, then rename),
-// so concurrent kiln processes never see a partial entry; an entry whose content hash does
-// not match is reported, removed and rebuilt.
+// so concurrent kiln processes — on one machine or sharing the cache on a cluster's file
+// system — never see a partial entry; a key's lock lets one of them compile it while the
+// others wait for the entry. An entry whose content hash does not match is reported,
+// removed and rebuilt.
 #pragma once
 
 #include "generator/compile/resources.hpp"
+#include "runtime/io/file_lock.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -36,8 +39,19 @@ public:
   std::optional<CacheEntry> get(const std::string& key, std::string* problem) const;
   void put(const std::string& key, const CacheEntry& e) const;
 
+  // Held while a key is compiled: a second process that misses the same key waits here,
+  // then finds the entry (get again) instead of compiling it too.
+  io::FileLock lock(const std::string& key) const;
+
+  // Every entry read back and checked against its recorded size and hash; the path and
+  // problem of each that fails (nothing is removed).
+  struct Bad {
+    std::string path, problem;
+  };
+  std::vector<Bad> verify(int64_t* entries = nullptr) const;
+
   CacheStats stats() const;
-  int64_t clear() const; // entries removed
+  int64_t clear() const; // entries removed (their locks and stray temporaries go too)
   const std::string& dir() const { return dir_; }
 
 private:

@@ -7,14 +7,17 @@
 #include "generator/compile/templates.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
+#include "runtime/io/file_lock.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/progress.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
-#include <mutex>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -34,6 +37,7 @@ struct Job {
   bool ok = false, from_cache = false;
   Resources res;
   std::string log, error;
+  std::vector<std::string> problems; // corrupt cache entries met (and rebuilt)
 };
 
 std::string read_text(const std::string& path) {
@@ -55,6 +59,33 @@ template <class F, class G> void parallel_for(size_t n, int jobs, F work, G tick
       }
     });
   for (std::thread& t : pool) t.join();
+}
+
+// A cache hit for `key`, or nothing with `held` taking the key's lock first: of several
+// processes (or threads) missing one key, the first compiles it while the others wait for
+// the lock and then find its entry.
+std::optional<CacheEntry> lookup(const KernelCache& cache, const std::string& key,
+                                 std::optional<io::FileLock>& held, Job& j) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string problem;
+    std::optional<CacheEntry> e = cache.get(key, &problem);
+    if (!problem.empty()) j.problems.push_back(problem);
+    if (e) {
+      held.reset();
+      return e;
+    }
+    if (!held) held.emplace(cache.lock(key));
+  }
+  return std::nullopt;
+}
+
+// A fresh directory for one compile's objects: two processes compiling the same generated
+// directory (shards of one sweep, runs of one model) never link or delete each other's.
+std::string private_dir(const std::string& parent) {
+  std::string d = parent + "/objects-XXXXXX";
+  if (!mkdtemp(d.data()))
+    throw Error(parent, "", cat("cannot create a directory: ", strerror(errno)));
+  return d;
 }
 
 std::string host_compiler() {
@@ -105,7 +136,6 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
   sum.kernels = int(jobs.size());
   const KernelCache cache(o.cache_dir);
   const int threads = o.jobs > 0 ? o.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
-  std::mutex m;
   std::atomic<int> done{0};
   ProgressLine progress(o.progress);
   auto tick = [&](size_t i) {
@@ -124,19 +154,15 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       Job& j = jobs[i];
       const std::string key = cache_key({o.compiler, version, KILN_VERSION, templates_hash(), arch,
                                          identity, kNvrtcOptions, j.source});
-      std::string problem;
+      std::optional<io::FileLock> held;
       if (o.use_cache)
-        if (auto e = cache.get(key, &problem)) {
+        if (auto e = lookup(cache, key, held, j)) {
           j.ok = j.from_cache = true;
           j.res = e->resources;
           j.log = e->log;
           io::write_file_atomic(dir + "/kernels/" + j.name + ".cubin", std::string(e->image.begin(), e->image.end()));
           return;
         }
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> lock(m);
-        sum.warnings.push_back(problem);
-      }
       CompileOutput out;
       if (o.compiler == "nvrtc") {
         out = nvrtc_compile(j.source, "kernels/" + j.name + ".cu", j.entry, arch);
@@ -172,15 +198,17 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       // One fatbin with every kernel: a translation unit including all instances.
       std::string all;
       for (const Job& j : jobs) all += "#include \"" + fs::absolute(j.source_path).string() + "\"\n";
-      const std::string tu = dir + "/kernels/all_kernels.cu";
+      const std::string pid = std::to_string(getpid());
+      const std::string tu = dir + "/kernels/all_kernels." + pid + ".cu";
       io::write_file_atomic(tu, all);
       const std::string fat = dir + "/kernels.fatbin";
-      const ProcessResult r = run_process({nvcc_path(), "-fatbin", "-arch=sm_" + std::to_string(cc), "-std=c++17",
-                                           "-I", include, "-o", fat + ".tmp", tu});
+      const ProcessResult r =
+          run_process({nvcc_path(), "-fatbin", "-arch=sm_" + std::to_string(cc), "-std=c++17", "-I",
+                       include, "-o", fat + ".tmp." + pid, tu});
       std::error_code ec;
       fs::remove(tu, ec);
       if (r.exit_code != 0) throw CompileFailed("fatbin: nvcc failed\n" + r.output);
-      fs::rename(fat + ".tmp", fat);
+      fs::rename(fat + ".tmp." + pid, fat);
       sum.output += ", " + fat;
     }
   } else if (o.compiler == "host") {
@@ -190,6 +218,14 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     const std::string include = write_template_tree(cache.dir() + "/include-" + templates_hash());
     const std::vector<std::string> flags = {"-std=c++20", "-O2", "-fPIC", "-w", "-I", include};
     fs::create_directories(dir + "/emu");
+    const std::string objdir = private_dir(dir + "/emu");
+    struct RemoveObjects {
+      std::string d;
+      ~RemoveObjects() {
+        std::error_code ec;
+        fs::remove_all(d, ec);
+      }
+    } remove_objects{objdir};
     // The launcher is one more translation unit of the library.
     Job launcher;
     launcher.name = "launch";
@@ -202,18 +238,18 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       std::string key_parts = version;
       for (const std::string& f : flags) key_parts += " " + f;
       const std::string key = cache_key({"host", key_parts, KILN_VERSION, templates_hash(), j.source});
-      const std::string obj = dir + "/emu/" + j.name + ".o";
+      const std::string obj = objdir + "/" + j.name + ".o";
       objects[i] = obj;
-      std::string problem;
+      std::optional<io::FileLock> held;
       if (o.use_cache)
-        if (auto e = cache.get(key, &problem)) {
+        if (auto e = lookup(cache, key, held, j)) {
           j.ok = j.from_cache = true;
           io::write_file_atomic(obj, std::string(e->image.begin(), e->image.end()));
           return;
         }
       std::vector<std::string> argv = {cxx, "-x", "c++"};
       argv.insert(argv.end(), flags.begin(), flags.end());
-      const std::string tmp = obj + ".tmp." + std::to_string(getpid());
+      const std::string tmp = obj + ".tmp";
       argv.insert(argv.end(), {"-c", j.source_path, "-o", tmp});
       const ProcessResult r = run_process(argv);
       j.log = r.output;
@@ -229,19 +265,19 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       if (o.use_cache) cache.put(key, {bytes, {}, r.output});
     }, tick);
     finish_progress();
+    sum.warnings.insert(sum.warnings.end(), jobs.back().problems.begin(),
+                        jobs.back().problems.end());
     jobs.pop_back(); // the launcher is not a kernel of the manifest
     if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.ok; }) && !objects.empty()) {
       const std::string so = emu_library_path(dir);
-      std::vector<std::string> argv = {cxx, "-shared", "-o", so + ".tmp"};
+      const std::string tmp = so + ".tmp." + std::to_string(getpid());
+      std::vector<std::string> argv = {cxx, "-shared", "-o", tmp};
       argv.insert(argv.end(), objects.begin(), objects.end());
       argv.push_back("-lpthread");
       const ProcessResult r = run_process(argv);
       if (r.exit_code != 0) throw CompileFailed("linking " + so + " failed\n" + r.output);
-      fs::rename(so + ".tmp", so);
-      for (const std::string& obj : objects) {
-        std::error_code ec;
-        fs::remove(obj, ec);
-      }
+      // A process that loaded the previous library keeps its (unlinked) copy.
+      fs::rename(tmp, so);
       sum.output = so;
     }
   } else {
@@ -253,6 +289,7 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
   nlohmann::ordered_json updated = nlohmann::ordered_json::parse(text);
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
+    sum.warnings.insert(sum.warnings.end(), j.problems.begin(), j.problems.end());
     if (!j.ok) {
       failures += j.error + "\n";
       continue;

@@ -4,7 +4,21 @@
 #include "runtime/cuda/cudnn_runner.hpp"
 #include "runtime/error.hpp"
 
+#include <cstdio>
+#include <fmt/format.h>
+
 namespace kiln {
+
+namespace {
+
+// Compiles, saying what the compile warns of (a corrupt cache entry rebuilt, an edited
+// source): the commands here print no compile summary of their own.
+void compile_and_warn(const std::string& dir, const CompileOptions& co) {
+  for (const std::string& w : compile_dir(dir, co).warnings)
+    fmt::print(stderr, "kiln: warning: {}\n", w);
+}
+
+} // namespace
 
 BackendFactory compiled_backends(const std::string& dir, const std::string& device,
                                  const DeviceBackendOptions& o) {
@@ -12,14 +26,14 @@ BackendFactory compiled_backends(const std::string& dir, const std::string& devi
   co.progress = o.progress;
   if (device == "emu") {
     co.compiler = "host";
-    compile_dir(dir, co);
+    compile_and_warn(dir, co);
     return
         [lib = emu_library_path(dir), eo = o.emu] { return std::make_unique<EmuBackend>(lib, eo); };
   }
   if (device != "gpu")
     throw Error("", "--device", cat("\"", device, "\" runs no generated kernels (emu or gpu)"));
   co.compiler = "nvrtc";
-  compile_dir(dir, co);
+  compile_and_warn(dir, co);
   return [dir, co2 = o.cuda]() -> std::unique_ptr<Backend> {
     auto cuda = std::make_unique<CudaBackend>(dir, co2);
     cuda->set_library(make_cudnn_runner());

@@ -11,6 +11,11 @@
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <unistd.h>
 #include <xxhash.h>
@@ -151,34 +156,52 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   return gen;
 }
 
-void write_generated(const Generated& gen, const std::string& dir) {
+bool write_generated(const Generated& gen, const std::string& dir, Existing existing) {
+  static std::atomic<unsigned> counter{0};
   const fs::path target = fs::absolute(dir).lexically_normal();
-  const fs::path tmp = target.string() + ".kiln-tmp-" + std::to_string(getpid());
+  const std::string unique = std::to_string(getpid()) + "-" + std::to_string(counter++);
+  const fs::path tmp = target.string() + ".kiln-tmp-" + unique;
   std::error_code ec;
   fs::remove_all(tmp, ec);
+  const auto fail = [&](int err) {
+    fs::remove_all(tmp, ec);
+    return Error(dir, "", err == ENOTDIR ? "exists and is not a directory" : std::strerror(err));
+  };
   try {
     for (const auto& [rel, content] : gen.files) {
       const fs::path p = tmp / rel;
       fs::create_directories(p.parent_path());
       io::write_file_atomic(p.string(), content);
     }
-    if (fs::exists(target)) {
-      if (!fs::is_directory(target)) throw Error(dir, "", "exists and is not a directory");
-      const fs::path old = target.string() + ".kiln-old-" + std::to_string(getpid());
-      fs::rename(target, old);
-      fs::rename(tmp, target);
-      fs::remove_all(old, ec);
-    } else {
-      fs::create_directories(target.parent_path());
-      fs::rename(tmp, target);
-    }
+    fs::create_directories(target.parent_path());
   } catch (const fs::filesystem_error& e) {
-    fs::remove_all(tmp, ec);
-    throw Error(dir, "", e.code().message());
+    throw fail(e.code().value());
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
   }
+  // Another process may write the same directory at the same time (a content-addressed one
+  // in a shared cache): every step below tolerates it, and one complete directory wins.
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    if (::rename(tmp.c_str(), target.c_str()) == 0) return true; // none there, or empty
+    if (errno != ENOTEMPTY && errno != EEXIST) throw fail(errno);
+    if (existing == Existing::keep) {
+      fs::remove_all(tmp, ec);
+      return false;
+    }
+    // Swapped in one step where the file system can, so readers never find no directory.
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+      fs::remove_all(tmp, ec); // the old directory, now
+      return true;
+    }
+    if (errno == ENOENT) continue; // removed meanwhile: rename again
+    if (errno != EINVAL && errno != ENOSYS) throw fail(errno);
+    // No exchange here (NFS): the old directory aside first.
+    const fs::path old = target.string() + ".kiln-old-" + unique;
+    if (::rename(target.c_str(), old.c_str()) != 0 && errno != ENOENT) throw fail(errno);
+    fs::remove_all(old, ec);
+  }
+  throw fail(EBUSY);
 }
 
 } // namespace kiln

@@ -58,6 +58,11 @@ ScheduleRequest schedule_request(const GenerateOptions& o);
 Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o);
 
 // Writes the files into `dir`, replacing what was there only once everything is written.
-void write_generated(const Generated& gen, const std::string& dir);
+// With `keep`, a directory already there stays (a content-addressed one, which another
+// process may have written at the same time) and the files are dropped. Returns whether
+// these files are now at `dir`.
+enum class Existing { replace, keep };
+bool write_generated(const Generated& gen, const std::string& dir,
+                     Existing existing = Existing::replace);
 
 } // namespace kiln

@@ -47,7 +47,8 @@ GeneratedRun prepare_generated(const Model& m, const GpuDesc& g, const GenerateO
                                const std::string& device, bool progress) {
   GeneratedRun r;
   r.dir = run_directory(m, g, o);
-  if (!std::filesystem::exists(r.dir + "/plan.json")) write_generated(generate(m, g, o), r.dir);
+  if (!std::filesystem::exists(r.dir + "/plan.json"))
+    write_generated(generate(m, g, o), r.dir, Existing::keep);
   DeviceBackendOptions bo;
   bo.progress = progress;
   r.backend = compiled_backends(r.dir, device, bo)();

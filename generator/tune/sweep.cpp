@@ -55,12 +55,13 @@ Plan with_variant_layouts(const Plan& plan, const Step& s, const Variant& v) {
 
 std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& items,
                                 const std::vector<size_t>& mine, const SweepDevice& device,
-                                uint64_t seed, const SweepProgress& progress) {
+                                uint64_t seed, const SweepHooks& hooks) {
   std::vector<SweepRow> rows;
   std::map<std::string, std::pair<std::optional<double>, std::string>> cudnn; // per key
-  for (size_t n = 0; n < mine.size(); ++n) {
+  size_t n = 0;
+  for (; n < mine.size() && !(hooks.stop && hooks.stop()); ++n) {
     const WorkItem& w = items[mine[n]];
-    if (progress) progress(n, mine.size(), w);
+    if (hooks.progress) hooks.progress(n, mine.size(), w);
     const Step& step = plan.phases[w.phase].steps[w.step];
     const Plan p = with_variant_layouts(plan, step, w.variant);
     const Kernel k = kernel_of(w.variant);
@@ -94,8 +95,9 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
     }
     if (device.time) std::tie(row.cudnn_ms, row.cudnn_note) = cudnn[w.key.id];
     rows.push_back(std::move(row));
+    if (hooks.done) hooks.done(rows.back());
   }
-  if (progress && !mine.empty()) progress(mine.size(), mine.size(), items[mine.back()]);
+  if (hooks.progress && n > 0) hooks.progress(mine.size(), mine.size(), items[mine[n - 1]]);
   // Winners: the fastest checked variant per shape.
   std::map<std::string, SweepRow*> best;
   for (SweepRow& r : rows) {

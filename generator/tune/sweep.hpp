@@ -56,9 +56,19 @@ struct SweepRow {
 
 using SweepProgress = std::function<void(size_t done, size_t total, const WorkItem&)>;
 
+// What the caller hears of a running sweep, and how it stops one.
+struct SweepHooks {
+  SweepProgress progress; // before each item, and once more (done == total) at the end
+  // Each row as soon as it is complete: kiln tune saves it at once, so a killed sweep loses
+  // at most the item it was on.
+  std::function<void(const SweepRow&)> done;
+  // Asked before each item: true ends the sweep there (a SIGTERM), the rows so far returned.
+  std::function<bool()> stop;
+};
+
 // Checks (and times) the items at `mine`, in order; cuDNN once per shape among them.
 std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& items,
                                 const std::vector<size_t>& mine, const SweepDevice& device,
-                                uint64_t seed, const SweepProgress& progress);
+                                uint64_t seed, const SweepHooks& hooks);
 
 } // namespace kiln

@@ -18,13 +18,22 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
   r.device = o.device;
   r.dir = dir;
   r.items = std::move(items);
+  std::vector<size_t> mine;
+  for (size_t i : shard_items(r.items.size(), o.shard))
+    if (!o.skip || !o.skip(r.items[i])) mine.push_back(i);
+  r.skipped = shard_items(r.items.size(), o.shard).size() - mine.size();
+  r.shard_items = mine.size() + r.skipped;
+  if (!o.log_as.empty() && !ProgressLine::stderr_is_terminal())
+    fmt::print(stderr, "kiln: {}: {} of {} items to measure ({} measured before){}\n", o.log_as,
+               mine.size(), r.shard_items, r.skipped,
+               mine.empty() ? "" : "; compiling the kernels first");
   const std::string gdir = dir + "/generated";
   DeviceBackendOptions bo;
   bo.progress = o.progress;
   bo.cuda.graphs = false; // one launch per check and per timed run
   SweepDevice dev;
   dev.name = o.device;
-  dev.check = compiled_backends(gdir, o.device, bo);
+  if (!mine.empty()) dev.check = compiled_backends(gdir, o.device, bo); // a finished rerun: none
   if (o.device != "emu") {
     TimingOptions to;
     to.runs = o.runs;
@@ -35,17 +44,31 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
       return time_rotated(single, *cuda, to);
     };
   }
-  // One line while the sweep runs: a bar, the count, the item.
+  // One line while the sweep runs: a bar, the count, the item; in a log, a line per item.
   ProgressLine line(o.progress);
-  r.rows = run_sweep(plan, r.items, shard_items(r.items.size(), o.shard), dev, o.seed,
-                     [&](size_t done, size_t total, const WorkItem& w) {
-                       if (done == total) return line.clear();
-                       line.draw([&] {
-                         return fmt::format("{} {}/{} {} {}", ProgressLine::bar(done, total), done,
-                                            total, w.layers.empty() ? "" : w.layers.front(),
-                                            w.variant.name);
-                       });
-                     });
+  SweepHooks hooks;
+  hooks.progress = [&](size_t done, size_t total, const WorkItem& w) {
+    if (done == total) return line.clear();
+    line.draw([&] {
+      return fmt::format("{} {}/{} {} {}", ProgressLine::bar(done, total), done, total,
+                         w.layers.empty() ? "" : w.layers.front(), w.variant.name);
+    });
+  };
+  size_t finished = 0;
+  hooks.done = [&](const SweepRow& row) {
+    const WorkItem& w = r.items[row.item];
+    if (o.done) o.done(w, row);
+    ++finished;
+    if (o.log_as.empty() || line.active()) return;
+    fmt::print(stderr, "kiln: {} {}/{} {} {}: {}\n", o.log_as, finished + r.skipped, r.shard_items,
+               w.layers.empty() ? "" : w.layers.front(), w.variant.name,
+               !row.check.pass ? "FAIL"
+               : row.timing    ? fmt::format("{:.4g} ms", row.timing->median_ms)
+                               : std::string("pass"));
+  };
+  hooks.stop = o.stop;
+  r.rows = run_sweep(plan, r.items, mine, dev, o.seed, hooks);
+  r.stopped = r.rows.size() < mine.size();
   for (const SweepRow& row : r.rows)
     r.failed += !row.check.pass;
   io::write_file_atomic(dir + "/sweep.csv", sweep_csv(g.identity(), o.device, r.items, r.rows));

@@ -110,3 +110,57 @@ TEST_CASE("concurrent writers and readers never see a partial entry") {
     if (f.is_regular_file()) CHECK(f.path().extension() == ".entry");
   fs::remove_all(dir);
 }
+
+TEST_CASE("verify names every entry that fails its check and removes nothing") {
+  const std::string dir = scratch();
+  const KernelCache c(dir);
+  c.put("33aa", entry('a', 1000));
+  c.put("44bb", entry('b', 1000));
+  c.put("55cc", entry('c', 1000));
+  const auto file = [&](const std::string& key) {
+    return dir + "/" + key.substr(0, 2) + "/" + key + ".entry";
+  };
+  int64_t n = 0;
+  CHECK(c.verify(&n).empty());
+  CHECK(n == 3);
+  { // one byte of 44bb's image flipped, 55cc cut short
+    std::fstream f(file("44bb"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('z');
+  }
+  fs::resize_file(file("55cc"), 20);
+  const auto bad = c.verify(&n);
+  CHECK(n == 3);
+  REQUIRE(bad.size() == 2);
+  CHECK(bad[0].path == file("44bb"));
+  CHECK(bad[0].problem == "content hash mismatch");
+  CHECK(bad[1].path == file("55cc"));
+  CHECK(bad[1].problem == "truncated header");
+  CHECK(fs::exists(file("44bb")));
+  CHECK(fs::exists(file("55cc")));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a key's lock lets one of several builders build it; the others find the entry") {
+  const std::string dir = scratch();
+  std::atomic<int> builds{0}, hits{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&] {
+      const KernelCache c(dir);
+      if (c.get("66dd", nullptr)) return void(++hits);
+      const io::FileLock held = c.lock("66dd");
+      if (c.get("66dd", nullptr)) return void(++hits);
+      ++builds;
+      c.put("66dd", entry('d', 100000));
+    });
+  for (auto& t : ts)
+    t.join();
+  CHECK(builds == 1);
+  CHECK(hits == 7);
+  // clear takes the lock files too.
+  CHECK(KernelCache(dir).clear() == 1);
+  for (auto& f : fs::recursive_directory_iterator(dir))
+    CHECK_FALSE(f.is_regular_file());
+  fs::remove_all(dir);
+}

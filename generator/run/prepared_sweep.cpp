@@ -1,0 +1,58 @@
+#include "generator/run/prepared_sweep.hpp"
+
+#include "generator/compile/cache.hpp"
+#include "generator/model/model_json.hpp"
+#include "runtime/error.hpp"
+#include "runtime/progress.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace kiln {
+
+PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bool lock) {
+  if (r.warmup < 0) throw Error("", "--warmup", "must be 0 or more");
+  PreparedSweep p;
+  p.options.shard = r.shard.empty() ? Shard{} : parse_shard(r.shard);
+  p.model = std::move(m);
+  p.gpu = g;
+  p.dir = r.output.empty() ? KernelCache::default_dir() + "/sweeps/" +
+                                 cache_key({model_to_text(p.model), g.identity(), KILN_VERSION,
+                                            r.device, r.variants, r.shard})
+                           : r.output;
+  if (lock) {
+    std::error_code ec;
+    std::filesystem::create_directories(p.dir, ec);
+    p.lock = io::FileLock::try_acquire(p.dir + "/.kiln-lock");
+    if (!p.lock)
+      throw Error(p.dir, "",
+                  cat("another kiln ", r.command,
+                      " is sweeping in this directory; wait for it to finish or name another "
+                      "with -o"));
+  }
+  GenerateOptions go;
+  go.all_variants = r.variants == "all";
+  go.tuning_db = "none"; // measure what the cost model weighs, not an earlier measurement
+  go.sparse = SparseMode::off;
+  p.gen = generate(p.model, g, go);
+  p.items = sweep_work(p.gen.plan, p.gen.layout, g, go.all_variants);
+  if (p.items.empty())
+    throw Error(p.model.file, "",
+                cat(r.command, ": no conv, linear or pooling layer with a generated "
+                               "kernel to sweep"));
+  SweepOptions& so = p.options;
+  so.device = r.device;
+  so.seed = r.seed;
+  so.runs = r.runs, so.warmup = r.warmup;
+  so.title = fmt::format("kiln {} {} on {} ({})", r.command, p.model.name, g.name, r.device);
+  so.progress = ProgressLine::stderr_is_terminal();
+  so.log_as = r.command;
+  return p;
+}
+
+SweepResult run_prepared_sweep(const PreparedSweep& p) {
+  write_generated(p.gen, p.dir + "/generated");
+  return sweep_directory(p.dir, p.gen.plan, p.items, p.gpu, p.options);
+}
+
+} // namespace kiln
