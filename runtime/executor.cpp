@@ -55,6 +55,10 @@ void Executor::write(int buffer, const Tensor& t) {
     throw Error("", b.name, cat("expected shape ", shape_str(b.shape), ", got ", shape_str(t.shape())));
   if (!is_persistent(b.role))
     throw Error("", b.name, "is a transient buffer; only inputs, targets and parameters are written");
+  const BufferRole role = plan_.buffers[plan_.base(buffer)].role;
+  if (role == BufferRole::derived)
+    throw Error("", b.name, "is computed from the parameters by the plan's prepare phase");
+  if (role == BufferRole::param || role == BufferRole::state) prepared_ = false;
   backend_.upload(buffer, t.dtype() == b.dtype ? t : t.to(b.dtype));
 }
 
@@ -70,6 +74,7 @@ Tensor Executor::read(std::string_view buffer) { return read(lookup(buffer)); }
 void Executor::run(std::string_view phase_name) {
   const Phase* phase = plan_.phase(phase_name);
   if (!phase) throw Error("", "plan", cat("has no ", phase_name, " phase"));
+  if (phase_name != "prepare" && !prepared_ && plan_.phase("prepare")) run("prepare");
   backend_.begin_phase(*phase);
   for (size_t i = 0; i < phase->steps.size(); ++i) {
     const Step& s = phase->steps[i];
@@ -101,6 +106,8 @@ void Executor::run(std::string_view phase_name) {
   }
   backend_.end_phase(*phase);
   backend_.synchronize();
+  if (phase_name == "prepare") prepared_ = true;
+  if (phase_name == "update") prepared_ = false; // the parameters changed
 }
 
 } // namespace kiln

@@ -2,7 +2,9 @@
 // cuda backends. It also enforces the plan's memory semantics as it goes: a step may read
 // only persistent buffers or transient ones written and not yet freed; a transient buffer
 // comes alive at its first write and dies at its free; no two live buffers overlap in the
-// arena. It measures the peak of live transient bytes, the figure budgets speak of.
+// arena. It measures the peak of live transient bytes, the figure budgets speak of. A plan's
+// `prepare` phase (derived buffers from the parameters) runs before the first other phase
+// and again only after a parameter, state or the update phase has changed them.
 #pragma once
 
 #include "runtime/backend.hpp"
@@ -33,6 +35,7 @@ public:
   Tensor read(int buffer);
   Tensor read(std::string_view buffer);
 
+  // Runs the phase; "prepare" runs first when its derived buffers are stale.
   void run(std::string_view phase);
 
   int64_t peak_transient_bytes() const { return peak_; }
@@ -49,6 +52,7 @@ private:
   std::vector<char> live_flag_;         // per base buffer (persistent: always 1)
   std::map<int64_t, int> live_ranges_;  // offset -> base buffer, for overlap checks
   int64_t live_ = 0, peak_ = 0;
+  bool prepared_ = false; // the derived buffers hold what the current parameters give
 };
 
 } // namespace kiln

@@ -28,7 +28,8 @@ constexpr std::pair<BufferRole, std::string_view> role_names[] = {
     {BufferRole::output, "output"},
     {BufferRole::loss, "loss"},
     {BufferRole::activation, "activation"},
-    {BufferRole::optimizer_state, "optimizer_state"}};
+    {BufferRole::optimizer_state, "optimizer_state"},
+    {BufferRole::derived, "derived"}};
 
 template <class E, size_t N>
 E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string& s,
@@ -323,8 +324,10 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     ju::expect_object(phases, "/phases");
     for (auto it = phases.begin(); it != phases.end(); ++it) {
       const std::string pp = ju::child("/phases", it.key());
-      if (it.key() != "forward" && it.key() != "backward" && it.key() != "update")
-        throw Error("", pp, cat("unknown phase \"", it.key(), "\" (forward, backward, update)"));
+      if (it.key() != "prepare" && it.key() != "forward" && it.key() != "backward" &&
+          it.key() != "update")
+        throw Error("", pp,
+                    cat("unknown phase \"", it.key(), "\" (prepare, forward, backward, update)"));
       ju::expect_array(it.value(), pp);
       Phase ph{it.key(), {}};
       for (size_t i = 0; i < it.value().size(); ++i)
@@ -333,7 +336,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     }
     // JSON objects are unordered; phases run in their canonical order.
     auto rank = [](const Phase& ph) {
-      return ph.name == "forward" ? 0 : ph.name == "backward" ? 1 : 2;
+      return ph.name == "prepare" ? 0 : ph.name == "forward" ? 1 : ph.name == "backward" ? 2 : 3;
     };
     std::sort(p.phases.begin(), p.phases.end(),
               [&](const Phase& a, const Phase& b) { return rank(a) < rank(b); });

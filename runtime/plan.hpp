@@ -1,9 +1,11 @@
 // kiln-plan/1 (DESIGN.md 4.4): the one contract between the generator and the runtime.
 //
 // A plan names buffers (shape, dtype, role, arena offset; a view shares its base's bytes),
-// the parameters and I/O bound to them, a kernel table, and phases (`forward`, `backward`,
-// `update`) as step lists. A step either computes a function (`fn`, e.g. conv2d.forward)
-// of a graph node (`node`, `op`, `attrs`) over named arguments, through a generated kernel
+// the parameters and I/O bound to them, a kernel table, and phases (`prepare`, `forward`,
+// `backward`, `update`) as step lists; `prepare` computes the derived buffers from the
+// parameters and runs again only after they change (the executor sees to that). A step either
+// computes a function (`fn`, e.g. conv2d.forward) of a graph node (`node`, `op`, `attrs`) over
+// named arguments, through a generated kernel
 // (`launch`), a library (`library`, cuDNN) or the reference implementation (`reference`,
 // plans made for the cpu backend), or frees a buffer (its bytes may be
 // reused by later steps; reading it again is an error). Phases run in order over one
@@ -42,6 +44,10 @@ enum class BufferRole {
   // Optimizer state kept between training steps: momentum and Adam's moments (written only
   // by the update steps), and the step count the host writes before each update.
   optimizer_state,
+  // Persistent values computed from parameters and state alone (batchnorm folded into a
+  // conv's weights, weights in another layout), written only by the `prepare` phase: an
+  // inference plan does that work once, not on every forward.
+  derived,
 };
 std::string_view role_name(BufferRole r);
 // Persistent buffers live for the whole plan; only activations come and go.

@@ -126,7 +126,9 @@ void validate_plan(const Plan& p) {
     for (size_t i = 0; i < ph.steps.size(); ++i) {
       const Step& s = ph.steps[i];
       const std::string where = cat("/phases/", ph.name, "/", i);
+      const bool prepare = ph.name == "prepare";
       if (s.kind == StepKind::free) {
+        if (prepare) throw Error("", where, "the prepare phase frees nothing");
         if (s.buffer < 0 || s.buffer >= nb) throw Error("", where, "frees no buffer");
         const Buffer& b = p.buffers[s.buffer];
         if (b.role != BufferRole::activation || b.view_of >= 0)
@@ -173,6 +175,21 @@ void validate_plan(const Plan& p) {
           throw Error(
               "", where,
               cat(def.name, " would overwrite the ", role_name(b.role), " \"", b.name, "\""));
+        // The prepare phase computes derived buffers from parameters and state, nothing else;
+        // only it writes them (so one run of it serves every forward until they change).
+        const BufferRole base_role = p.buffers[p.base(a.buffer)].role;
+        if (listed(sig.writes, a.role) && (base_role == BufferRole::derived) != prepare)
+          throw Error("", where,
+                      prepare ? cat("the prepare phase writes only derived buffers, not the ",
+                                    role_name(base_role), " \"", b.name, "\"")
+                              : cat("writes the derived buffer \"", b.name,
+                                    "\", which only the prepare phase computes"));
+        if (prepare && !listed(sig.writes, a.role) && base_role != BufferRole::param &&
+            base_role != BufferRole::state && base_role != BufferRole::derived)
+          throw Error("", where,
+                      cat("the prepare phase reads only parameters, state and derived buffers, "
+                          "not the ",
+                          role_name(base_role), " \"", b.name, "\""));
         if (!dtype_fits(def, a.role, b.dtype))
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
       }
@@ -188,6 +205,16 @@ void validate_plan(const Plan& p) {
       }
       check_step(StepCheck{p, s, cat(where, " (", def.name, " of ", s.node, ")")}, def);
     }
+  // Every derived buffer has its step in the prepare phase.
+  std::vector<char> prepared(size_t(nb), 0);
+  if (const Phase* ph = p.phase("prepare"))
+    for (const Step& s : ph->steps)
+      for (const Arg& a : s.args)
+        if (fn_writes(s.fn, a.role)) prepared[size_t(p.base(a.buffer))] = 1;
+  for (int i = 0; i < nb; ++i)
+    if (p.buffers[i].role == BufferRole::derived && !prepared[size_t(i)])
+      throw Error("", cat("buffer \"", p.buffers[i].name, "\""),
+                  "is derived but no step of the prepare phase computes it");
 }
 
 } // namespace kiln

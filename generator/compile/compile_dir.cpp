@@ -3,6 +3,7 @@
 #include "generator/compile/cache.hpp"
 #include "generator/compile/nvrtc.hpp"
 #include "generator/compile/process.hpp"
+#include "generator/compile/sass_census.hpp"
 #include "generator/compile/source_excerpt.hpp"
 #include "generator/compile/templates.hpp"
 #include "runtime/error.hpp"
@@ -307,6 +308,13 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
         {"registers", j.res.registers}, {"spill_stores", j.res.spill_stores},
         {"spill_loads", j.res.spill_loads}, {"stack_bytes", j.res.stack_bytes},
         {"shared_bytes", j.res.shared_bytes}, {"spills", spills}};
+    if (const auto c = sass_census(dir + "/kernels/" + j.name + ".cubin"))
+      updated["kernels"][i]["compiled"]["sass"] = {{"mma", c->mma()},
+                                                   {"mma_count", c->hgmma + c->hmma},
+                                                   {"tma_loads", c->tma_loads},
+                                                   {"local_loads", c->local_loads},
+                                                   {"local_stores", c->local_stores},
+                                                   {"instructions", c->instructions}};
   }
   if (!failures.empty()) throw CompileFailed(failures);
   if (o.compiler != "host") io::write_file_atomic(manifest_path, updated.dump(2) + "\n");

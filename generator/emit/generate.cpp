@@ -6,6 +6,7 @@
 #include "generator/lower/plan_builder.hpp"
 #include "generator/rewrite/fuse.hpp"
 #include "generator/rewrite/layouts.hpp"
+#include "generator/rewrite/prepare_phase.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
 #include "generator/tune/tuned_selection.hpp"
 #include "runtime/error.hpp"
@@ -82,6 +83,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (std::optional<TuningDb> db = load_tuning_for(g, o.tuning_db))
     tuned.emplace(std::move(*db), gen.layout);
   gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only, tuned ? &*tuned : nullptr);
+  hoist_parameter_work(p); // batchnorm folding and weight layouts: once, not every forward
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
 

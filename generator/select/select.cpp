@@ -34,7 +34,7 @@ bool converts_activations(const StepInfo& s, const Variant& v) {
     if (b < 0) continue;
     const Buffer& buf = s.plan.buffers[b];
     const bool param = buf.role == BufferRole::param || buf.role == BufferRole::state ||
-                       buf.name.rfind("fold:", 0) == 0;
+                       buf.role == BufferRole::derived || buf.name.rfind("fold:", 0) == 0;
     if (!param && buf.layout != layout) return true;
   }
   return false;
