@@ -51,6 +51,15 @@ bool* bool_field(Attrs& a, std::string_view n) {
   return nullptr;
 }
 
+double* number_field(Attrs& a, std::string_view n) {
+  if (n == "eps") return &a.eps;
+  if (n == "min") return &a.min;
+  if (n == "max") return &a.max;
+  if (n == "alpha") return &a.alpha;
+  if (n == "beta") return &a.beta;
+  return nullptr;
+}
+
 bool is_pool(OpKind op) { return op == OpKind::maxpool2d || op == OpKind::avgpool2d; }
 
 } // namespace
@@ -92,7 +101,7 @@ Attrs attrs_from_json(OpKind op, const json& obj, const std::string& pointer,
       break;
     case AttrType::number:
       if (!v.is_number()) throw Error("", ptr, cat("expected a number, got ", type_name(v)));
-      a.eps = v.get<double>();
+      *number_field(a, key) = v.get<double>();
       break;
     }
   }
@@ -127,7 +136,8 @@ nlohmann::ordered_json attrs_to_json(OpKind op, const Attrs& a_in, bool omit_def
         j[std::string(s.name)] = *bool_field(a, s.name);
       break;
     case AttrType::number:
-      if (keep || a.eps != d.eps) j[std::string(s.name)] = a.eps;
+      if (keep || *number_field(a, s.name) != *number_field(d, s.name))
+        j[std::string(s.name)] = *number_field(a, s.name);
       break;
     }
   }

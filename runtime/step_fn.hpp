@@ -64,9 +64,23 @@ enum class Fn {
   conv2d_pool_forward,           // x, w, [b] -> maxpool(epilogue(conv)) (FusedPool)
   hardswish_forward,             // x -> y
   hardswish_backward,            // x, dy -> dx
+  clip_forward,                  // x -> y
+  clip_backward,                 // x, dy -> dx
+  hardsigmoid_forward,           // x -> y
+  hardsigmoid_backward,          // x, dy -> dx
+  sigmoid_forward,               // x -> y
+  sigmoid_backward,              // x, dy -> dx
+  silu_forward,                  // x -> y
+  silu_backward,                 // x, dy -> dx
+  gelu_forward,                  // x -> y
+  gelu_backward,                 // x, dy -> dx
+  gelu_tanh_forward,             // x -> y
+  gelu_tanh_backward,            // x, dy -> dx
+  mul_forward,                   // x0, x1 -> y (x1 may be [N, C, 1, 1])
+  mul_backward,                  // x (the other input), dy -> dx (reduced for a broadcast input)
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::hardswish_backward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::mul_backward) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

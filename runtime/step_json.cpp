@@ -24,14 +24,32 @@ constexpr std::pair<StepKind, sv> kind_names[] = {{StepKind::launch, "launch"},
                                                   {StepKind::free, "free"}};
 
 // The keys of a step object in the order plan.json has always written them.
-constexpr sv key_order[] = {
-    "kind",         "fn",         "node",   "op",         "attrs",          "pool",
-    "args",         "accumulate", "relu",   "activation", "channel_offset", "lr",
-    "weight_decay", "momentum",   "betas",  "eps",        "region",         "guard",
-    "threshold",    "density",    "kernel", "library"};
+constexpr sv key_order[] = {"kind",
+                            "fn",
+                            "node",
+                            "op",
+                            "attrs",
+                            "pool",
+                            "args",
+                            "accumulate",
+                            "relu",
+                            "activation",
+                            "activation_params",
+                            "channel_offset",
+                            "lr",
+                            "weight_decay",
+                            "momentum",
+                            "betas",
+                            "eps",
+                            "region",
+                            "guard",
+                            "threshold",
+                            "density",
+                            "kernel",
+                            "library"};
 constexpr sv common_keys[] = {"kind", "fn",         "node",   "op",     "attrs",
                               "args", "accumulate", "kernel", "library"};
-constexpr sv epilogue_keys[] = {"relu", "activation"};
+constexpr sv epilogue_keys[] = {"relu", "activation", "activation_params"};
 constexpr sv sparse_keys[] = {"guard", "threshold", "density"};
 
 // Reading one alternative's keys from a step object.
@@ -188,9 +206,25 @@ Epilogue epilogue_from_json(const json& s, const std::string& ptr) {
     if (e.activation != Activation::none)
       throw Error("", ptr + "/activation", "comes instead of \"relu\", not with it");
     const std::string a = ju::get_string(s["activation"], ptr + "/activation");
-    const auto parsed = parse_activation(a);
-    if (!parsed) throw Error("", ptr + "/activation", cat("unknown activation \"", a, "\""));
-    e.activation = *parsed;
+    const auto kind = parse_activation_kind(a);
+    if (!kind) throw Error("", ptr + "/activation", cat("unknown activation \"", a, "\""));
+    std::vector<double> params;
+    if (s.contains("activation_params")) {
+      const json& p = s["activation_params"];
+      const std::string pp = ptr + "/activation_params";
+      if (!p.is_array()) throw Error("", pp, "expected an array of numbers");
+      for (size_t i = 0; i < p.size(); ++i) {
+        if (!p[i].is_number()) throw Error("", ju::child(pp, i), "expected a number");
+        params.push_back(p[i].get<double>());
+      }
+    }
+    try {
+      e.activation = make_activation(*kind, params);
+    } catch (const Error& err) {
+      throw Error("", ptr + "/activation_params", err.message());
+    }
+  } else if (s.contains("activation_params")) {
+    throw Error("", ptr + "/activation_params", "comes only with \"activation\"");
   }
   return e;
 }
@@ -260,8 +294,11 @@ ojson step_to_json(const Step& s, const Plan& p) {
   if (s.accumulate) o["accumulate"] = true;
   if (s.epilogue.activation == Activation::relu)
     o["relu"] = true;
-  else if (s.epilogue.activation != Activation::none)
+  else if (s.epilogue.activation != Activation::none) {
     o["activation"] = activation_name(s.epilogue.activation);
+    const std::vector<float> p = activation_params(s.epilogue.activation);
+    if (!p.empty()) o["activation_params"] = p;
+  }
   const FnDef& def = fn_def(s.fn);
   if (!(def.params_optional && s.params == default_params(def.params)))
     params_json[s.params.index()].write(s.params, o);

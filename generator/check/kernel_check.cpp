@@ -7,6 +7,7 @@
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/layout_order.hpp"
+#include "runtime/ops/registry.hpp"
 #include "runtime/param_init.hpp"
 #include "runtime/sparse_form.hpp"
 
@@ -19,6 +20,16 @@
 namespace kiln {
 
 namespace {
+
+// A standalone activation other than relu (hardswish, clip, ...): its forward function names
+// the activation a fused epilogue would apply.
+bool is_activation_op(OpKind op) {
+  if (op == OpKind::relu) return false;
+  const std::string forward = std::string(op_name(op)) + ".forward";
+  for (const FnDef* d : registered_fns())
+    if (d->name == forward) return d->activation != nullptr;
+  return false;
+}
 
 bool writes(const Step& s, const std::string& role) { return fn_writes(s.fn, role); }
 
@@ -49,9 +60,9 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
   // Adam's second moment is a running mean of squares.
   const bool positive =
       role == "running_var" || role == "invstd" || (s.fn == Fn::adam_update && role == "v");
-  // hardswish bends at -3 and 3: its input spans every piece.
-  const double span =
-      role == "x" && (s.fn == Fn::hardswish_forward || s.fn == Fn::hardswish_backward) ? 5 : 1;
+  // The activations bend away from 0 (hardswish at -3 and 3, ReLU6 at 6, ...): a standalone
+  // activation's input spans its pieces.
+  const double span = role == "x" && is_activation_op(s.op) ? 8 : 1;
   for (int64_t i = 0; i < n; ++i) {
     const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
     t.set(i, positive ? 0.5 + u : (role == "probs" ? u : span * (2 * u - 1)));

@@ -47,7 +47,8 @@ void add_import(CLI::App& app) {
   auto a = std::make_shared<ImportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "import",
-      "an ONNX model (opsets 9-17) to a kiln-model/1 file, its initializers to safetensors "
+      "an ONNX model (opsets 9-21; external data beside it) to a kiln-model/1 file, its "
+      "initializers to safetensors "
       "under PyTorch's state_dict names.\n"
       "Every command that takes a MODEL also reads .onnx files directly (kiln run model.onnx "
       "uses the file's weights).\n"
@@ -55,11 +56,11 @@ void add_import(CLI::App& app) {
       "  kiln import resnet18.onnx -o resnet18.json --weights-out resnet18.safetensors\n"
       "  kiln import unet.onnx -o unet.json --batch 8   (the batch of a symbolic batch axis)\n"
       "  kiln inspect resnet18.onnx; kiln run resnet18.onnx --input x.npy --output y.npy\n"
-      "Imported: Conv, MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Gemm, "
-      "MatMul (+Add as bias), Add, Concat (channels), Flatten, Reshape/Squeeze to [N, "
-      "features], Relu, Clip as ReLU, Resize/Upsample (nearest, integer scale), Softmax; "
-      "Identity and Dropout are dropped; Constant, Shape, Gather, Unsqueeze, Cast, Slice and "
-      "arithmetic on constants are computed at import.");
+      "Imported (every problem is listed at once, by operator, exit code 2): " +
+          onnx_supported_ops() +
+          ". Clip with constant bounds (ReLU6: Clip(0, 6)); Concat along channels; "
+          "Reshape/Squeeze of activations to [N, features]; Resize/Upsample nearest with an "
+          "integer scale; Identity and Dropout are dropped.");
   cmd->add_option("MODEL", a->model, "the ONNX file (.onnx)")->required();
   cmd->add_option("-o,--output", a->output, "the kiln-model/1 JSON to write")->required();
   cmd->add_option("--weights-out", a->weights_out,

@@ -67,7 +67,7 @@ void run(const RunArgs& a) {
                     " images is no multiple of the fold factor"));
   if (!mi.padding_note.empty()) fmt::print(stderr, "kiln: note: {}\n", mi.padding_note);
   if (!a.train && a.output.empty() && a.bench == 0)
-    throw Error("", "--output", "is required for inference (unless --bench)");
+    throw Error("", "-o/--output", "is required for inference (unless --bench)");
 
   a.plan.check(a.train);
   a.plan.check_device(a.dev.device);
@@ -152,7 +152,9 @@ void add_run(CLI::App& app) {
              "size), writes the first output as Y.npy; with --train also the gradients");
   a->model.add_to(cmd);
   a->dev.add_to(cmd);
-  cmd->add_option("--output", a->output, "where to write the first output (.npy)");
+  cmd->add_option("-o,--output", a->output,
+                  "where to write the first output (.npy); required for inference, unless "
+                  "--bench");
   cmd->add_flag("--train", a->train,
                 "training step: softmax cross-entropy on the first output's logits, backward");
   cmd->add_option("--target", a->target, "class indices, int64 .npy [N] (or [N, H, W])");

@@ -15,7 +15,7 @@ std::vector<Arg> forward_args(const Model& m, int n, const std::vector<int>& inp
   const Node& nd = m.nodes[size_t(n)];
   const OpLowering& rules = op_lowering(nd.op);
   std::vector<Arg> args;
-  if (op_arity(nd.op).variadic) {
+  if (op_arity(nd.op).variadic || op_arity(nd.op).min > 1) {
     for (size_t k = 0; k < inputs.size(); ++k)
       args.push_back({"x" + std::to_string(k), inputs[k]});
   } else {

@@ -95,7 +95,8 @@ struct Fuser {
     }
     if (conv || head.fn == Fn::linear_forward || head.fn == Fn::batchnorm_forward) {
       const int r = sole_consumer(head.need("y"), i + 1);
-      const Activation act = r >= 0 ? fn_def(steps[r].fn).activation : Activation::none;
+      const auto act_of = r >= 0 ? fn_def(steps[r].fn).activation : nullptr;
+      const Activation act = act_of ? act_of(steps[r].attrs) : Activation::none;
       if (act != Activation::none && !steps[r].accumulate) {
         head.epilogue.activation = act;
         set_arg(head, "y", steps[r].need("y"));

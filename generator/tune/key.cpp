@@ -27,9 +27,13 @@ TuneKey tune_key(const Plan& p, const Step& s, Layout layout) {
   }
   if (k.dtype.empty() && !s.args.empty())
     k.dtype = std::string(dtype_name(p.buffers[size_t(s.args.back().buffer)].dtype));
+  // The activation's kind as it always was, its parameters (clip's bounds) after it.
+  const Activation act = s.epilogue.activation;
+  const std::string act_id = std::to_string(int(act.kind)) +
+                             (activation_params(act).empty() ? "" : ":" + activation_label(act));
   k.id = fmt::format("{}|{}|{}|relu={}|accumulate={}|guard={}|{}", k.op, typed,
-                     attrs_to_json(s.op, s.attrs, false).dump(), int(s.epilogue.activation),
-                     int(s.accumulate), guard_name(s.sparse.guard), k.layout);
+                     attrs_to_json(s.op, s.attrs, false).dump(), act_id, int(s.accumulate),
+                     guard_name(s.sparse.guard), k.layout);
   return k;
 }
 

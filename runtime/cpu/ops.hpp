@@ -62,6 +62,10 @@ template <class T> void relu_backward(CView<T> y, CView<T> dy, View<T> dx, bool 
 template <class T> void activation(Activation a, CView<T> x, View<T> y);
 template <class T>
 void activation_backward(Activation a, CView<T> x, CView<T> dy, View<T> dx, bool accumulate);
+// x0 * x1 (x1 of x0's shape or its [N, C, 1, 1], broadcast over H, W); the gradient of an
+// input from the other one and dy (summed over H, W when dx is the broadcast [N, C, 1, 1]).
+template <class T> void mul(CView<T> x0, CView<T> x1, View<T> y);
+template <class T> void mul_backward(CView<T> other, CView<T> dy, View<T> dx, bool accumulate);
 
 // Pooling ([N, C, H, W]). Max: the gradient goes to the first maximum of each window in
 // row-major window order (as PyTorch). Average: PyTorch's divisor rules, including

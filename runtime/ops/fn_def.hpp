@@ -45,9 +45,10 @@ struct FnDef {
   // The CPU reference, in float and in double.
   void (*cpu_f32)(const cpu::StepArgs<float>&) = nullptr;
   void (*cpu_f64)(const cpu::StepArgs<double>&) = nullptr;
-  // A standalone activation (relu.forward, hardswish.forward): the activation a fused
-  // epilogue applies in its place (generator/rewrite/fuse.cpp).
-  Activation activation = Activation::none;
+  // A standalone activation (relu.forward, clip.forward): the activation, with the
+  // parameters its step's attributes give, that a fused epilogue applies in its place
+  // (generator/rewrite/fuse.cpp); null for every other function.
+  Activation (*activation)(const Attrs&) = nullptr;
 };
 
 } // namespace kiln

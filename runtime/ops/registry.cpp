@@ -14,6 +14,13 @@
   X(batchnorm)                                                                                     \
   X(relu)                                                                                          \
   X(hardswish)                                                                                     \
+  X(clip)                                                                                          \
+  X(hardsigmoid)                                                                                   \
+  X(sigmoid)                                                                                       \
+  X(silu)                                                                                          \
+  X(gelu)                                                                                          \
+  X(gelu_tanh)                                                                                     \
+  X(mul)                                                                                           \
   X(maxpool2d)                                                                                     \
   X(avgpool2d)                                                                                     \
   X(adaptive_avgpool2d)                                                                            \

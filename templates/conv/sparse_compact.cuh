@@ -38,7 +38,8 @@ template <class Cfg> KILN_FN void sparse_compact(const KernelArgs& a) {
   constexpr int THREADS = Cfg::THREADS, WARPS = THREADS / 32, PITCH = CS + 1;
   constexpr int UPW = 32 / (CS < 32 ? CS : 32); // units a warp compacts at once
   constexpr bool BN = Cfg::PRE == COMPACT_BATCHNORM, DENSE_OUT = Cfg::PRE != COMPACT_NONE;
-  using E = Epilogue<T, false, false, Cfg::PRE == COMPACT_RELU ? Act::relu : act_of<Cfg>::value>;
+  using E = Epilogue<T, false, false, Cfg::PRE == COMPACT_RELU ? Act::relu : act_of<Cfg>::value,
+                     act_params_of<Cfg>>;
   static_assert(THREADS % 32 == 0 && TP % UPW == 0, "whole warps; whole units per warp step");
   constexpr i64 HW = i64(Cfg::H) * Cfg::W, P = i64(Cfg::N) * HW;
   constexpr i64 JOBS = ceil_div64(P, TP) * SL;

@@ -20,7 +20,7 @@ template <class Cfg> KILN_FN void batchnorm_forward(const KernelArgs& a) {
   using T = typename Cfg::T;
   constexpr long long count = (long long)Cfg::N * Cfg::C * Cfg::S;
   using I = index_t<count>;
-  using E = Epilogue<T, false, false, act_of<Cfg>::value>;
+  using E = Epilogue<T, false, false, act_of<Cfg>::value, act_params_of<Cfg>>;
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> gamma = arg<const T>(a, 1), beta = arg<const T>(a, 2);
   const Global<const T> mean = arg<const T>(a, 3), var = arg<const T>(a, 4);

@@ -91,7 +91,8 @@ template <class Cfg> KILN_FN void gemm(const KernelArgs& a) {
     for (int j = 0; j < TN; ++j) {
       const int jj = j0 + tx + j * TX;
       if (jj >= Cfg::NC) continue;
-      float v = Epilogue<T, Cfg::BIAS, false, act_of<Cfg>::value>::apply(a, 2, 0, acc[i][j], jj, 0);
+      float v = Epilogue<T, Cfg::BIAS, false, act_of<Cfg>::value, act_params_of<Cfg>>::apply(
+          a, 2, 0, acc[i][j], jj, 0);
       const i64 o = i64(m) * Cfg::NC + jj;
       if (Cfg::ACCUMULATE) v += to_float(out[o]);
       out[o] = from_float<T>(v);

@@ -38,7 +38,7 @@ template <class Cfg> KILN_FN void linear_dot(const KernelArgs& a) {
   }
   block_sums<Cfg::THREADS, NB>(s, scratch);
   if (threadIdx.x != 0) return;
-  using E = Epilogue<T, Cfg::BIAS, false, act_of<Cfg>::value>;
+  using E = Epilogue<T, Cfg::BIAS, false, act_of<Cfg>::value, act_params_of<Cfg>>;
   const float b = Cfg::BIAS ? to_float(arg<const T>(a, 2)[k]) : 0.f;
 #pragma unroll
   for (int i = 0; i < NB; ++i) {

@@ -5,7 +5,9 @@
 //      THREADS; sgd_decay: WD (weight decay), MOMENTUM (0: no velocity); adam: WD, BETA1,
 //      BETA2, EPS.
 // Arguments, in order: relu: x, y · relu_backward: y, dy, dx · hardswish: x, y ·
-//      hardswish_backward: x, dy, dx · add: x0..x{INPUTS-1}, y ·
+//      hardswish_backward: x, dy, dx · activation (ACT, [ACT_P0, ACT_P1]): x, y ·
+//      activation_backward: x, dy, dx · mul (BCAST_HW, BCAST_C, NHWC): x0, x1, y ·
+//      mul_backward: dy, x, dx · mul_reduce: x, dy, dx · add: x0..x{INPUTS-1}, y ·
 //      copy: src, dst · sgd: param, grad (param updated in place) · fill_zero: dst ·
 //      sgd_decay: param, grad, [velocity (float; with MOMENTUM)] · adam: param, grad, m, v
 //      (float), step (int [1]: this update's count from 1, written by the host before the
@@ -29,8 +31,24 @@ enum Op {
   SGD_DECAY = 6,
   ADAM = 7,
   HARDSWISH = 8,
-  HARDSWISH_BACKWARD = 9
+  HARDSWISH_BACKWARD = 9,
+  ACTIVATION = 10,          // Cfg::ACT (and ACT_P0, ACT_P1) on x
+  ACTIVATION_BACKWARD = 11, // dy times ACT's derivative at x
+  MUL = 12,                 // x0 * x1, x1 broadcast over H, W when BCAST_HW > 1
+  MUL_BACKWARD = 13,        // dy * x (x broadcast as MUL's x1)
+  MUL_REDUCE = 14           // per (n, c) of COUNT = N * C: the sum over H, W of dy * x
 };
+
+// The element of a broadcast [N, C, 1, 1] operand for element i of its [N, C, H, W] partner:
+// BCAST_HW = H * W (1: no broadcast), BCAST_C = C, NHWC the layout they share.
+template <class Cfg> KILN_FN i64 broadcast_index(i64 i) {
+  if constexpr (Cfg::BCAST_HW == 1)
+    return i;
+  else if constexpr (Cfg::NHWC)
+    return i / (Cfg::BCAST_HW * Cfg::BCAST_C) * Cfg::BCAST_C + i % Cfg::BCAST_C;
+  else
+    return i / Cfg::BCAST_HW;
+}
 
 // SGD with weight decay and momentum, and Adam: parameters of T, optimizer state in float.
 template <class Cfg> KILN_FN void optimizer_update(const KernelArgs& a) {
@@ -86,7 +104,26 @@ template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
         v = activate<Act::hardswish>(to_float(arg<const T>(a, 0)[i]));
       } else if constexpr (Cfg::OP == HARDSWISH_BACKWARD) {
         const float x = to_float(arg<const T>(a, 0)[i]);
-        v = to_float(arg<const T>(a, 1)[i]) * Activation<Act::hardswish>::grad(x);
+        v = to_float(arg<const T>(a, 1)[i]) * Activation<Act::hardswish>::grad(x, 0.f, 0.f);
+        out = 2;
+      } else if constexpr (Cfg::OP == ACTIVATION) {
+        v = activate<Cfg::ACT, act_params_of<Cfg>>(to_float(arg<const T>(a, 0)[i]));
+      } else if constexpr (Cfg::OP == ACTIVATION_BACKWARD) {
+        using P = act_params_of<Cfg>;
+        const float x = to_float(arg<const T>(a, 0)[i]);
+        v = to_float(arg<const T>(a, 1)[i]) * Activation<Cfg::ACT>::grad(x, P::p0, P::p1);
+        out = 2;
+      } else if constexpr (Cfg::OP == MUL || Cfg::OP == MUL_BACKWARD) {
+        v = to_float(arg<const T>(a, 0)[i]) * to_float(arg<const T>(a, 1)[broadcast_index<Cfg>(i)]);
+        out = 2;
+      } else if constexpr (Cfg::OP == MUL_REDUCE) {
+        const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
+        const i64 n = i / Cfg::BCAST_C, c = i % Cfg::BCAST_C;
+        for (i64 k = 0; k < Cfg::BCAST_HW; ++k) { // in order: deterministic
+          const i64 at =
+              Cfg::NHWC ? (n * Cfg::BCAST_HW + k) * Cfg::BCAST_C + c : i * Cfg::BCAST_HW + k;
+          v += to_float(dy[at]) * to_float(x[at]);
+        }
         out = 2;
       } else if constexpr (Cfg::OP == ADD) {
         for (int k = 0; k < Cfg::INPUTS; ++k)

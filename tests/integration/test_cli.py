@@ -64,6 +64,12 @@ x = np.random.RandomState(0).randn(2, 3, 50, 50).astype(np.float32)
 np.save(path("x.npy"), x)
 out, _ = kt.kiln("run", "noscope_coral", "--input", path("x.npy"), "--output", path("y.npy"))
 kt.check(np.load(path("y.npy")).shape == (2, 2), "coral output shape follows the input batch")
+# -o as every other command spells it; its help says when it is required.
+kt.kiln("run", "noscope_coral", "--input", path("x.npy"), "-o", path("y_o.npy"))
+kt.check(np.array_equal(np.load(path("y_o.npy")), np.load(path("y.npy"))), "run -o writes the output")
+kt.expect_error(["run", "noscope_coral", "--input", path("x.npy")], "-o/--output", "is required for inference")
+out, _ = kt.kiln("run", "--help")
+kt.check("-o,--output" in out and "required for inference" in out, f"run --help shows -o and when: {out}")
 with open(path("x.npy"), "rb") as f:
     data = f.read()
 with open(path("trunc.npy"), "wb") as f:

@@ -1,6 +1,7 @@
 """A small CNN using every op, run by `kiln run --device cpu` and by an independent NumPy
 implementation of the same network and weights (float64): outputs agree within 1e-5."""
 import json
+import math
 import os
 
 import numpy as np
@@ -25,7 +26,15 @@ MODEL = {
         {"name": "ap2", "op": "avgpool2d", "kernel": 3, "stride": 2, "padding": 1, "ceil_mode": True,
          "count_include_pad": False},
         {"name": "hs", "op": "hardswish", "inputs": ["c2"]},
-        {"name": "aap", "op": "adaptive_avgpool2d", "output_size": [3, 2], "inputs": ["hs"]},
+        {"name": "r6", "op": "clip", "min": 0, "max": 6, "inputs": ["c2"]},
+        # parameters exact in f32, as kernels and the reference hold them (f64 runs to 1e-12)
+        {"name": "hsg", "op": "hardsigmoid", "alpha": 0.25, "beta": 0.375, "inputs": ["c2"]},
+        {"name": "sg", "op": "sigmoid", "inputs": ["c2"]},
+        {"name": "si", "op": "silu", "inputs": ["c2"]},
+        {"name": "ge", "op": "gelu", "inputs": ["c2"]},
+        {"name": "gt", "op": "gelu_tanh", "inputs": ["c2"]},
+        {"name": "acts", "op": "concat", "inputs": ["hs", "r6", "hsg", "sg", "si", "ge", "gt"]},
+        {"name": "aap", "op": "adaptive_avgpool2d", "output_size": [3, 2], "inputs": ["acts"]},
         {"name": "gap", "op": "global_avgpool", "inputs": ["ap2"]},
         {"name": "f1", "op": "flatten", "inputs": ["aap"]},
         {"name": "f2", "op": "flatten", "inputs": ["gap"]},
@@ -108,7 +117,12 @@ def reference(x, p):
     cat = np.concatenate([add, mp], axis=1)
     ap2 = pool(cat, 3, 2, 1, True, "avg", include_pad=False)
     hs = c2 * np.clip(c2 + 3, 0, 6) / 6
-    aap = adaptive(hs, 3, 2)
+    sig = 1 / (1 + np.exp(-c2))
+    gelu = c2 / 2 * (1 + np.vectorize(math.erf)(c2 / math.sqrt(2)))
+    gelu_tanh = c2 / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (c2 + 0.044715 * c2 ** 3)))
+    acts = np.concatenate([hs, np.clip(c2, 0, 6), np.clip(0.25 * c2 + 0.375, 0, 1), sig, c2 * sig, gelu,
+                           gelu_tanh], axis=1)
+    aap = adaptive(acts, 3, 2)
     gap = ap2.mean(axis=(2, 3), keepdims=True)
     feat = np.concatenate([aap.reshape(len(x), -1), gap.reshape(len(x), -1)], axis=1)
     fc = feat @ p["fc.weight"].T + p["fc.bias"]
@@ -127,7 +141,7 @@ def main():
         "bn1.running_mean": rng.randn(6) * 0.1, "bn1.running_var": rng.uniform(0.5, 1.5, 6),
         "bn1.num_batches_tracked": np.array(5.0),  # PyTorch bookkeeping: ignored
         "c2.weight": rng.randn(6, 2, 3, 2) * 0.4,
-        "fc.weight": rng.randn(7, 6 * 3 * 2 + 12) * 0.3, "fc.bias": rng.randn(7) * 0.1,
+        "fc.weight": rng.randn(7, 7 * 6 * 3 * 2 + 12) * 0.3, "fc.bias": rng.randn(7) * 0.1,
     }
     p32 = {k: v.astype(np.float32) for k, v in p.items()}
     kt.write_safetensors(os.path.join(d, "w.safetensors"), p32)

@@ -121,6 +121,84 @@ std::vector<StepSpec> specs() {
                  {},
                  {{"src", x, t, Layout::nhwc}, {"dst", x, DType::f32}}});
   }
+  // The activations of elementwise.cuh's ACTIVATION ops (ACT, with ACT_P0/ACT_P1 where they
+  // have parameters), forward and accumulating backward; f16 for two.
+  Attrs relu6;
+  relu6.min = 0, relu6.max = 6;
+  Attrs clip_odd;
+  clip_odd.min = -1.25, clip_odd.max = 0.5;
+  Attrs onnx_hardsigmoid;
+  onnx_hardsigmoid.alpha = 0.2, onnx_hardsigmoid.beta = 0.5;
+  const struct {
+    const char* name;
+    OpKind op;
+    Fn forward, backward;
+    Attrs attrs;
+  } acts[] = {
+      {"relu6", OpKind::clip, Fn::clip_forward, Fn::clip_backward, relu6},
+      {"clip(-1.25, 0.5)", OpKind::clip, Fn::clip_forward, Fn::clip_backward, clip_odd},
+      {"hardsigmoid", OpKind::hardsigmoid, Fn::hardsigmoid_forward, Fn::hardsigmoid_backward,
+       onnx_hardsigmoid},
+      {"sigmoid", OpKind::sigmoid, Fn::sigmoid_forward, Fn::sigmoid_backward, {}},
+      {"silu", OpKind::silu, Fn::silu_forward, Fn::silu_backward, {}},
+      {"gelu", OpKind::gelu, Fn::gelu_forward, Fn::gelu_backward, {}},
+      {"gelu_tanh", OpKind::gelu_tanh, Fn::gelu_tanh_forward, Fn::gelu_tanh_backward, {}},
+  };
+  const Shape xa{2, 3, 5, 7};
+  for (const auto& a : acts) {
+    s.push_back({std::string(a.name) + " f32",
+                 a.forward,
+                 a.op,
+                 a.attrs,
+                 {{"x", xa, DType::f32}, {"y", xa, DType::f32}}});
+    StepSpec b{std::string(a.name) + " backward accumulate f32",
+               a.backward,
+               a.op,
+               a.attrs,
+               {{"x", xa, DType::f32}, {"dy", xa, DType::f32}, {"dx", xa, DType::f32}}};
+    b.accumulate = true;
+    s.push_back(b);
+  }
+  // mul: same shape, a squeeze-excite gate [N, C, 1, 1] broadcast over H, W in either layout,
+  // and the gradients: of the full input (dy times the broadcast gate) and of the gate (a sum
+  // over H, W per channel).
+  const Shape g{2, 3, 1, 1};
+  for (Layout l : {Layout::nchw, Layout::nhwc}) {
+    const std::string ln(layout_name(l));
+    s.push_back({"mul same shape " + ln,
+                 Fn::mul_forward,
+                 OpKind::mul,
+                 {},
+                 {{"x0", xa, DType::f32, l}, {"x1", xa, DType::f32, l}, {"y", xa, DType::f32, l}}});
+    s.push_back({"mul gate " + ln,
+                 Fn::mul_forward,
+                 OpKind::mul,
+                 {},
+                 {{"x0", xa, DType::f32, l}, {"x1", g, DType::f32, l}, {"y", xa, DType::f32, l}}});
+    StepSpec full{"mul backward full accumulate " + ln,
+                  Fn::mul_backward,
+                  OpKind::mul,
+                  {},
+                  {{"x", g, DType::f32, l}, {"dy", xa, DType::f32, l}, {"dx", xa, DType::f32, l}}};
+    full.accumulate = true;
+    s.push_back(full);
+    s.push_back({"mul backward gate " + ln,
+                 Fn::mul_backward,
+                 OpKind::mul,
+                 {},
+                 {{"x", xa, DType::f32, l}, {"dy", xa, DType::f32, l}, {"dx", g, DType::f32, l}}});
+  }
+  s.push_back({"mul gate f16",
+               Fn::mul_forward,
+               OpKind::mul,
+               {},
+               {{"x0", xa, DType::f16}, {"x1", g, DType::f16}, {"y", xa, DType::f16}}});
+  for (int i : {0, 5})
+    s.push_back({std::string(acts[i].name) + " f16",
+                 acts[i].forward,
+                 acts[i].op,
+                 acts[i].attrs,
+                 {{"x", xa, DType::f16}, {"y", xa, DType::f16}}});
   return s;
 }
 

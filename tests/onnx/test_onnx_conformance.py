@@ -44,7 +44,8 @@ if not os.path.isdir(DATA):
 SUPPORTED = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
              "Gemm", "MatMul", "Add", "Concat", "Flatten", "Reshape", "Squeeze", "Relu", "Clip", "Resize",
              "Upsample", "Softmax", "Identity", "Dropout", "Constant", "Shape", "Gather", "Unsqueeze", "Cast",
-             "Slice", "Sub", "Mul", "Div"}
+             "Slice", "Sub", "Mul", "Div", "HardSwish", "HardSigmoid", "Sigmoid", "Erf", "Gelu",
+             "ReduceMean"}
 
 
 def categorize(reason):

@@ -5,6 +5,7 @@ relative, through `kiln run MODEL.onnx` (weights from the initializers), through
 emulator. Also: PyTorch state_dict names kept as weight names, `kiln inspect` and
 `kiln build` on .onnx, `kiln import --help`."""
 import json
+import math
 import os
 import sys
 
@@ -167,6 +168,149 @@ def ref_c(x):
     return hswish(h.mean(axis=(2, 3)) @ p["hs_fc.weight"].T + p["hs_fc.bias"])
 
 
+# ---- Model D (opset 13): the activations of mobile and efficient nets as exporters write
+# them before HardSwish (14) and Gelu (20): ReLU6 as Clip(0, 6), SiLU as x * Sigmoid(x),
+# HardSwish as x * HardSigmoid(x), GELU as x / sqrt 2 -> Erf -> + 1 -> * x -> * 0.5; each
+# fuses into its conv's epilogue. HardSigmoid (ONNX's alpha) and Sigmoid alone after a pool
+# and a linear, Clip(-1, 1) fused into the linear.
+S = {"d1.weight": r(6, 3, 3, 3) * 0.9, "d1.bias": r(6), "d2.weight": r(6, 6, 1, 1) * 0.8,
+     "d3.weight": r(6, 1, 3, 3) * 0.9, "d3.bias": r(6), "d4.weight": r(6, 6, 1, 1) * 0.8, "d4.bias": r(6),
+     "dfc.weight": r(5, 6) * 0.9, "dfc.bias": r(5)}
+F = lambda name, v: helper.make_node("Constant", [], [name], value=helper.make_tensor(name + "_t", TensorProto.FLOAT,
+                                                                                     [], [v]))
+nodes_d = [
+    helper.make_node("Conv", ["x", "d1.weight", "d1.bias"], ["d1"], name="d1", pads=[1, 1, 1, 1]),
+    F("zero", 0.0), F("six", 6.0),
+    helper.make_node("Clip", ["d1", "zero", "six"], ["r6"], name="relu6"),
+    helper.make_node("Conv", ["r6", "d2.weight"], ["d2"], name="d2"),
+    helper.make_node("Sigmoid", ["d2"], ["d2s"], name="d2_sigmoid"),
+    helper.make_node("Mul", ["d2", "d2s"], ["silu"], name="d2_mul"),
+    helper.make_node("Conv", ["silu", "d3.weight", "d3.bias"], ["d3"], name="d3", pads=[1, 1, 1, 1], group=6),
+    helper.make_node("HardSigmoid", ["d3"], ["d3g"], name="d3_gate", alpha=1.0 / 6, beta=0.5),
+    helper.make_node("Mul", ["d3g", "d3"], ["hsw"], name="d3_mul"),
+    helper.make_node("Conv", ["hsw", "d4.weight", "d4.bias"], ["d4"], name="d4"),
+    F("sqrt2", 1.4142135381698608), F("one", 1.0), F("half", 0.5),
+    helper.make_node("Div", ["d4", "sqrt2"], ["g1"], name="gelu_div"),
+    helper.make_node("Erf", ["g1"], ["g2"], name="gelu_erf"),
+    helper.make_node("Add", ["g2", "one"], ["g3"], name="gelu_add"),
+    helper.make_node("Mul", ["d4", "g3"], ["g4"], name="gelu_mul"),
+    helper.make_node("Mul", ["g4", "half"], ["gelu"], name="gelu_half"),
+    helper.make_node("MaxPool", ["gelu"], ["dp"], name="dpool", kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node("HardSigmoid", ["dp"], ["dh"], name="hsig"),
+    helper.make_node("GlobalAveragePool", ["dh"], ["dg"], name="dgap"),
+    helper.make_node("Flatten", ["dg"], ["df"], name="dflat"),
+    helper.make_node("Gemm", ["df", "dfc.weight", "dfc.bias"], ["dl"], name="dfc", transB=1),
+    F("m1", -1.0), F("p1", 1.0),
+    helper.make_node("Clip", ["dl", "m1", "p1"], ["dc"], name="dclip"),
+    helper.make_node("Sigmoid", ["dc"], ["out"], name="dsig"),
+]
+D = om.model(nodes_d, [om.init(k, v) for k, v in S.items()], "x", "out", 13, name="every_op_d",
+             input_shape=(2, 3, 8, 8))
+onnx.checker.check_model(D)
+onnx.save(D, path("d.onnx"))
+
+sigmoid = lambda v: 1 / (1 + np.exp(-v))
+erf = np.vectorize(math.erf)
+
+
+def ref_d(x):
+    p = {k: v.astype(np.float64) for k, v in S.items()}
+    y = np.clip(om.conv(x, p["d1.weight"], p["d1.bias"], pads=(1, 1, 1, 1)), 0, 6)
+    y = om.conv(y, p["d2.weight"])
+    y = y * sigmoid(y)
+    y = om.conv(y, p["d3.weight"], p["d3.bias"], pads=(1, 1, 1, 1), group=6)
+    y = y * np.clip(np.float32(1.0 / 6) * y + 0.5, 0, 1)
+    y = om.conv(y, p["d4.weight"], p["d4.bias"])
+    y = y / 2 * (1 + erf(y / math.sqrt(2)))
+    y = np.clip(0.2 * om.maxpool(y, 2, 2) + 0.5, 0, 1)
+    y = y.mean(axis=(2, 3)) @ p["dfc.weight"].T + p["dfc.bias"]
+    return sigmoid(np.clip(y, -1, 1))
+
+
+# ---- Model E (opset 21, as today's exporters write): Gelu in both forms, Resize of opset 18
+# with axes, weights as external data beside the model (onnx.save_model's
+# save_as_external_data, one file, as the dynamo exporter's m.onnx.data).
+T = {"e1.weight": r(5, 3, 3, 3) * 0.8, "e1.bias": r(5), "e2.weight": r(5, 5, 3, 3) * 0.4, "e2.bias": r(5),
+     "efc.weight": r(4, 5) * 0.7, "efc.bias": r(4)}
+nodes_e = [
+    helper.make_node("Conv", ["x", "e1.weight", "e1.bias"], ["e1"], name="e1", pads=[1, 1, 1, 1]),
+    helper.make_node("Gelu", ["e1"], ["eg"], name="gelu"),
+    helper.make_node("Conv", ["eg", "e2.weight", "e2.bias"], ["e2"], name="e2", strides=[2, 2]),
+    helper.make_node("Gelu", ["e2"], ["et"], name="gelu_tanh", approximate="tanh"),
+    C("escales", [2.0, 2.0], TensorProto.FLOAT),
+    helper.make_node("Resize", ["et", "", "escales"], ["eu"], name="up", mode="nearest", axes=[2, 3],
+                     coordinate_transformation_mode="asymmetric", nearest_mode="floor", antialias=0),
+    helper.make_node("GlobalAveragePool", ["eu"], ["eap"], name="egap"),
+    helper.make_node("Flatten", ["eap"], ["efl"], name="eflat"),
+    helper.make_node("Gemm", ["efl", "efc.weight", "efc.bias"], ["out"], name="efc", transB=1),
+]
+E = om.model(nodes_e, [om.init(k, v) for k, v in T.items()], "x", "out", 21, name="every_op_e",
+             input_shape=(2, 3, 9, 9))
+onnx.save_model(E, path("e.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                location="e.onnx.data", size_threshold=0)
+kt.check(os.path.exists(path("e.onnx.data")), "the weights are external data")
+kt.check(not any(t.raw_data for t in onnx.load(path("e.onnx"), load_external_data=False).graph.initializer),
+         "e.onnx holds no weight bytes")
+
+
+def ref_e(x):
+    p = {k: v.astype(np.float64) for k, v in T.items()}
+    y = om.conv(x, p["e1.weight"], p["e1.bias"], pads=(1, 1, 1, 1))
+    y = y / 2 * (1 + erf(y / math.sqrt(2)))
+    y = om.conv(y, p["e2.weight"], p["e2.bias"], stride=(2, 2))
+    y = y / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y ** 3)))
+    y = y.repeat(2, axis=2).repeat(2, axis=3)
+    return y.mean(axis=(2, 3)) @ p["efc.weight"].T + p["efc.bias"]
+
+
+# ---- Model F (opset 18): squeeze-excite as torchvision's MobileNetV3 and EfficientNet export
+# it (ReduceMean over H, W with its axes an input, 1x1 convs, the gate times the features as
+# Mul broadcasting [N, C, 1, 1]), a Mul of two activations of one shape, ReduceMean without
+# keepdims before the classifier. Model G (opset 11): ReduceMean's axes as an attribute.
+U = {"f1.weight": r(8, 3, 3, 3) * 0.7, "f1.bias": r(8), "se1.weight": r(4, 8, 1, 1) * 0.8, "se1.bias": r(4),
+     "se2.weight": r(8, 4, 1, 1) * 0.8, "se2.bias": r(8), "ffc.weight": r(3, 8) * 0.8, "ffc.bias": r(3)}
+nodes_f = [
+    helper.make_node("Conv", ["x", "f1.weight", "f1.bias"], ["f1"], name="f1", pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["f1"], ["fr"], name="f1_relu"),
+    C("hw", [2, 3]),
+    helper.make_node("ReduceMean", ["fr", "hw"], ["fs"], name="se_pool", keepdims=1),
+    helper.make_node("Conv", ["fs", "se1.weight", "se1.bias"], ["fs1"], name="se1"),
+    helper.make_node("Relu", ["fs1"], ["fs2"], name="se_relu"),
+    helper.make_node("Conv", ["fs2", "se2.weight", "se2.bias"], ["fs3"], name="se2"),
+    helper.make_node("HardSigmoid", ["fs3"], ["fg"], name="se_gate", alpha=1.0 / 6, beta=0.5),
+    helper.make_node("Mul", ["fg", "fr"], ["fse"], name="se_mul"),
+    helper.make_node("Mul", ["fse", "fr"], ["fsq"], name="square"),
+    C("hw2", [-1, -2]),
+    helper.make_node("ReduceMean", ["fsq", "hw2"], ["fm"], name="pool", keepdims=0),
+    helper.make_node("Gemm", ["fm", "ffc.weight", "ffc.bias"], ["out"], name="ffc", transB=1),
+]
+Fm = om.model(nodes_f, [om.init(k, v) for k, v in U.items()], "x", "out", 18, name="every_op_f",
+              input_shape=(2, 3, 7, 6))
+onnx.save(Fm, path("f.onnx"))
+nodes_g = [nodes_f[0], nodes_f[1],
+           helper.make_node("ReduceMean", ["fr"], ["fm"], name="pool", axes=[2, 3], keepdims=0),
+           nodes_f[-1]]
+G = om.model(nodes_g, [om.init(k, U[k]) for k in ("f1.weight", "f1.bias", "ffc.weight", "ffc.bias")], "x", "out",
+             11, name="every_op_g", input_shape=(2, 3, 7, 6))
+onnx.checker.check_model(G)
+onnx.save(G, path("g.onnx"))
+
+
+def ref_f(x):
+    p = {k: v.astype(np.float64) for k, v in U.items()}
+    fr = om.relu(om.conv(x, p["f1.weight"], p["f1.bias"], pads=(1, 1, 1, 1)))
+    s = om.relu(om.conv(fr.mean(axis=(2, 3), keepdims=True), p["se1.weight"], p["se1.bias"]))
+    gate = np.clip(np.float32(1.0 / 6) * om.conv(s, p["se2.weight"], p["se2.bias"]) + 0.5, 0, 1)
+    y = gate * fr * fr
+    return y.mean(axis=(2, 3)) @ p["ffc.weight"].T + p["ffc.bias"]
+
+
+def ref_g(x):
+    p = {k: v.astype(np.float64) for k, v in U.items()}
+    fr = om.relu(om.conv(x, p["f1.weight"], p["f1.bias"], pads=(1, 1, 1, 1)))
+    return fr.mean(axis=(2, 3)) @ p["ffc.weight"].T + p["ffc.bias"]
+
+
 def check_model(name, ref, shape, emu=False):
     x = r(*shape)
     np.save(path(name + "_x.npy"), x)
@@ -195,6 +339,27 @@ check_model("a", ref_a, (2, 3, 12, 12), emu=True)
 check_model("b", ref_b, (2, 3, 10, 10))
 check_model("b2", ref_b2, (2, 3, 10, 10))
 check_model("c", ref_c, (2, 3, 8, 8), emu=True)
+check_model("d", ref_d, (2, 3, 8, 8), emu=True)
+check_model("e", ref_e, (2, 3, 9, 9), emu=True)
+check_model("f", ref_f, (2, 3, 7, 6), emu=True)
+check_model("g", ref_g, (2, 3, 7, 6))
+# Every activation of D and E in its producer's epilogue (the conv, the linear) but those
+# after a pool and after another activation (an elementwise kernel each).
+for name, fused, alone in (("d", {"clip": 2, "silu": 1, "hardswish": 1, "gelu": 1}, ["hardsigmoid", "sigmoid"]),
+                           ("e", {"gelu": 1, "gelu_tanh": 1}, [])):
+    kt.kiln("generate", path(name + ".onnx"), "--gpu", "h100", "-o", path("gen_" + name))
+    st = [s for ph in json.load(open(path(f"gen_{name}/plan.json")))["phases"].values() for s in ph]
+    got = {}
+    for s in st:
+        if s.get("activation"):
+            got[s["activation"]] = got.get(s["activation"], 0) + 1
+    kt.check(got == fused, f"{name}: fused activations {got}, expected {fused}")
+    fns = sorted(s["fn"] for s in st if s["kind"] != "free" and s["fn"].split(".")[0] in
+                 ("clip", "hardsigmoid", "sigmoid", "silu", "gelu", "gelu_tanh", "hardswish"))
+    kt.check(fns == sorted(a + ".forward" for a in alone), f"{name}: standalone activations {fns}")
+    if name == "d":
+        clips = [s["activation_params"] for s in st if s.get("activation") == "clip"]
+        kt.check(sorted(clips) == [[-1.0, 1.0], [0.0, 6.0]], f"clip bounds in plan.json: {clips}")
 # Both HardSwish nodes fuse into their producers' epilogues (conv and linear).
 kt.kiln("generate", path("c.onnx"), "--gpu", "h100", "-o", path("gen_c"))
 steps = [s for ph in json.load(open(path("gen_c/plan.json")))["phases"].values() for s in ph]

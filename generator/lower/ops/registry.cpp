@@ -10,7 +10,8 @@ namespace lowering {
 extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, relu_lowering,
     maxpool2d_lowering, avgpool2d_lowering, adaptive_avgpool2d_lowering, global_avgpool_lowering,
     add_lowering, concat_lowering, flatten_lowering, upsample2d_lowering, softmax_lowering,
-    fold_lowering, unfold_lowering, hardswish_lowering;
+    fold_lowering, unfold_lowering, hardswish_lowering, clip_lowering, hardsigmoid_lowering,
+    sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering;
 } // namespace lowering
 
 namespace {
@@ -30,7 +31,15 @@ const std::array kRules{
     &lowering::upsample2d_lowering,
     &lowering::softmax_lowering,
     &lowering::fold_lowering,
-    &lowering::unfold_lowering,     &lowering::hardswish_lowering,
+    &lowering::unfold_lowering,
+    &lowering::hardswish_lowering,
+    &lowering::clip_lowering,
+    &lowering::hardsigmoid_lowering,
+    &lowering::sigmoid_lowering,
+    &lowering::silu_lowering,
+    &lowering::gelu_lowering,
+    &lowering::gelu_tanh_lowering,
+    &lowering::mul_lowering,
 };
 
 } // namespace

@@ -8,6 +8,12 @@ void pass_gradient(BackwardSite& site, int, int dx, bool accumulate) {
   site.emit(std::move(s));
 }
 
+void activation_input_grad(BackwardSite& site, Fn backward, int dx, bool accumulate) {
+  Step s = site.step(backward, {{"x", site.input(0)}, {"dy", site.dy()}, {"dx", dx}});
+  s.accumulate = accumulate;
+  site.emit(std::move(s));
+}
+
 void weight_and_bias_grads(BackwardSite& site, Fn weight_fn, bool accumulate) {
   Step w = site.step(weight_fn,
                      {{"x", site.input(0)}, {"dy", site.dy()}, {"dw", site.param_grad("weight")}});

@@ -13,10 +13,21 @@ bool Converter::has_input(const onnx::NodeProto& n, int i) const {
 }
 
 const Value& Converter::input(const onnx::NodeProto& n, int i) const {
+  const Value& v = raw_input(n, i);
+  if (v.pending)
+    throw Error("", node_label(n),
+                cat("input ", i, " (\"", n.input(i), "\") comes from ", v.pending->from,
+                    ": kiln imports Mul and Div of an activation by a constant, Erf, and Add of "
+                    "a constant only inside GELU (x * 0.5 * (1 + erf(x / sqrt 2)))"));
+  return v;
+}
+
+const Value& Converter::raw_input(const onnx::NodeProto& n, int i) const {
   if (!has_input(n, i)) throw Error("", node_label(n), cat("input ", i, " is missing"));
   auto it = values.find(n.input(i));
   if (it == values.end()) // graph_order guarantees producers; this is a converter bug guard
     throw Error("", node_label(n), cat("input \"", n.input(i), "\" has no value"));
+  if (it->second.unavailable) throw Unavailable{};
   return it->second;
 }
 
@@ -41,8 +52,16 @@ const Tensor& Converter::constant(const onnx::NodeProto& n, int i, std::string_v
 
 bool Converter::all_inputs_const(const onnx::NodeProto& n) const {
   for (int i = 0; i < n.input_size(); ++i)
-    if (has_input(n, i) && !input(n, i).is_const) return false;
+    if (has_input(n, i) && !raw_input(n, i).is_const) return false;
   return true;
+}
+
+void Converter::set_unavailable(const onnx::NodeProto& n) {
+  Value v;
+  v.unavailable = true;
+  v.ref = -2; // no layer
+  for (int i = 0; i < n.output_size(); ++i)
+    set_output(n, i, v);
 }
 
 void Converter::set_output(const onnx::NodeProto& n, int i, Value v) {

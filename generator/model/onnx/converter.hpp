@@ -10,17 +10,37 @@
 #include <onnx/onnx_pb.h> // needs ONNX_ML=1: Debian ships the -ml variant only
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace kiln::onnx_import {
 
+// An expression of one activation x that is not yet a layer: coef * [x] * [erf(k x) or
+// 1 + erf(k x)]. Exporters write GELU out of Div, Erf, Add and Mul; pattern.cpp follows them
+// and makes one layer when the whole pattern is there. Read by anything else it is an error.
+struct Pending {
+  int x = kModelInput;
+  double coef = 1;
+  bool has_x = false; // the factor x
+  int erf = 0;        // 0: no erf factor; 1: erf(k x); 2: 1 + erf(k x)
+  double k = 1;
+  std::string from; // the node that began it, for messages
+};
+
 struct Value {
   bool is_const = false;
+  // Produced by a node kiln could not import: readers are skipped (their own problems are
+  // not knowable), so that one import reports every node that fails on its own.
+  bool unavailable = false;
   int ref = kModelInput; // the activation's producer (a node index or kModelInput)
   Tensor constant;
+  std::optional<Pending> pending;
 };
+
+// Thrown by Converter::input for an unavailable value (not a kiln::Error: nothing to report).
+struct Unavailable {};
 
 class Converter {
 public:
@@ -36,9 +56,13 @@ public:
   int folded = 0;                  // nodes computed at import time
   int dropped = 0;                 // Identity / Dropout nodes removed
 
+  // Marks every output of n unavailable (n failed to import).
+  void set_unavailable(const onnx::NodeProto& n);
   // Input i is given (present and not the empty name of an omitted optional input).
   bool has_input(const onnx::NodeProto& n, int i) const;
+  // A pending expression there is an error naming it (raw_input lets it through).
   const Value& input(const onnx::NodeProto& n, int i) const;
+  const Value& raw_input(const onnx::NodeProto& n, int i) const;
   // The activation at input i; a constant there is an error naming `role`.
   int activation(const onnx::NodeProto& n, int i, std::string_view role = "data") const;
   // The constant at input i; an activation there is an error naming `role`.

@@ -3,6 +3,7 @@
 #include "runtime/error.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace kiln::onnx_import {
 
@@ -14,16 +15,21 @@ std::string node_label(const onnx::NodeProto& n) {
 
 NodeAttrs::NodeAttrs(const onnx::NodeProto& n, std::initializer_list<std::string_view> known)
     : node_(n) {
-  for (const onnx::AttributeProto& a : n.attribute()) {
-    if (std::find(known.begin(), known.end(), a.name()) == known.end()) {
-      std::string list;
-      for (std::string_view k : known)
-        list += (list.empty() ? "" : ", ") + std::string(k);
-      throw Error("", node_label(n),
-                  cat("attribute \"", a.name(), "\" is not supported (", n.op_type(),
-                      " attributes kiln reads: ", list.empty() ? "none" : list, ")"));
-    }
-  }
+  // Every unknown attribute in one message.
+  std::vector<std::string> unknown;
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (std::find(known.begin(), known.end(), a.name()) == known.end())
+      unknown.push_back("\"" + a.name() + "\"");
+  if (unknown.empty()) return;
+  std::string list, names;
+  for (std::string_view k : known)
+    list += (list.empty() ? "" : ", ") + std::string(k);
+  for (const std::string& u : unknown)
+    names += (names.empty() ? "" : ", ") + u;
+  throw Error("", node_label(n),
+              cat(unknown.size() > 1 ? "attributes " : "attribute ", names,
+                  unknown.size() > 1 ? " are" : " is", " not supported (", n.op_type(),
+                  " attributes kiln reads: ", list.empty() ? "none" : list, ")"));
 }
 
 const onnx::AttributeProto* NodeAttrs::find(std::string_view name) const {

@@ -2,6 +2,7 @@
 
 #include "generator/model/onnx/converter.hpp"
 #include "generator/model/onnx/graph_order.hpp"
+#include "generator/model/onnx/import_problems.hpp"
 #include "generator/model/onnx/model_proto.hpp"
 #include "generator/model/onnx/names_utf8.hpp"
 #include "generator/model/onnx/node_attrs.hpp"
@@ -73,6 +74,8 @@ void read_input(const onnx::GraphProto& g, const std::map<std::string, Tensor>& 
 
 bool is_onnx_path(const std::string& path) { return path.ends_with(".onnx"); }
 
+std::string onnx_supported_ops() { return oi::supported_op_list(); }
+
 ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::string& file,
                                 const std::string& model_dir, int64_t batch) {
   try {
@@ -115,23 +118,31 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
     available.insert(m.input_name);
     c.values[m.input_name] = oi::Value{};
 
+    // Every node is tried, so that one import reports every problem (import_problems.hpp).
     const auto& table = oi::op_converters();
+    oi::ImportProblems problems;
     for (int i : oi::node_order(g, available)) {
       const onnx::NodeProto& n = g.node(i);
-      if (!n.domain().empty() && n.domain() != "ai.onnx")
-        throw Error("", oi::node_label(n),
-                    cat("operator domain \"", n.domain(),
-                        "\" is not supported (kiln imports the "
-                        "default ONNX domain: ",
-                        oi::supported_op_list(), ")"));
       auto it = table.find(n.op_type());
-      if (it == table.end())
-        throw Error("", oi::node_label(n),
-                    cat("unsupported operator \"", n.op_type(),
-                        "\" (kiln imports: ", oi::supported_op_list(), ")"));
-      if (n.output_size() == 0) throw Error("", oi::node_label(n), "has no output");
-      it->second(c, n);
+      if (!n.domain().empty() && n.domain() != "ai.onnx") {
+        problems.unsupported(n, cat("operator domain \"", n.domain(),
+                                    "\" is not supported (kiln imports the default ONNX domain)"));
+      } else if (it == table.end()) {
+        problems.unsupported(n, cat("unsupported operator \"", n.op_type(), "\""));
+      } else {
+        try {
+          if (n.output_size() == 0) throw Error("", oi::node_label(n), "has no output");
+          it->second(c, n);
+          continue;
+        } catch (const oi::Unavailable&) {
+          // an input failed: this node's own problems cannot be known
+        } catch (const Error& e) {
+          problems.failed(n, e);
+        }
+      }
+      c.set_unavailable(n);
     }
+    if (!problems.empty()) throw problems.error(g.node_size(), oi::supported_op_list());
     r.onnx_nodes = g.node_size();
     r.folded = c.folded;
     r.dropped = c.dropped;
@@ -143,6 +154,10 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
       if (it == c.values.end()) throw Error("", where, "is not produced by any node");
       if (it->second.is_const)
         throw Error("", where, "is a constant (it does not depend on the model input)");
+      if (it->second.pending)
+        throw Error("", where,
+                    cat("comes from ", it->second.pending->from,
+                        ", part of no activation kiln imports (SiLU, HardSwish or GELU)"));
       if (it->second.ref == kModelInput)
         throw Error("", where, "is the model input itself; kiln models need a layer");
       m.outputs.push_back(it->second.ref);

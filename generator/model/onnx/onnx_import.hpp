@@ -27,6 +27,10 @@ struct ImportedModel {
 // True for a path kiln reads as ONNX (by its extension, .onnx).
 bool is_onnx_path(const std::string& path);
 
+// What kiln imports: the operators it converts to layers, then those it computes only on
+// constants (the shape arithmetic exporters write), for messages and --help.
+std::string onnx_supported_ops();
+
 // `batch`: the input's batch when its first dimension is symbolic (0: 1); a positive batch
 // also replaces a fixed one.
 ImportedModel import_onnx(const std::string& path, int64_t batch = 0);

@@ -9,6 +9,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"MaxPool", convert_max_pool},
       {"AveragePool", convert_average_pool},
       {"GlobalAveragePool", convert_global_average_pool},
+      {"ReduceMean", convert_reduce_mean},
       {"BatchNormalization", convert_batch_norm},
       {"Gemm", convert_gemm},
       {"MatMul", convert_matmul},
@@ -16,6 +17,9 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Relu", convert_relu},
       {"HardSwish", convert_hardswish},
       {"Clip", convert_clip},
+      {"HardSigmoid", convert_hard_sigmoid},
+      {"Sigmoid", convert_sigmoid},
+      {"Gelu", convert_gelu},
       {"Softmax", convert_softmax},
       {"Identity", convert_identity},
       {"Dropout", convert_dropout},
@@ -31,20 +35,45 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Gather", convert_gather},
       {"Cast", convert_cast},
       {"Sub", convert_arith},
-      {"Mul", convert_arith},
-      {"Div", convert_arith},
+      {"Mul", convert_mul},
+      {"Div", convert_div},
+      {"Erf", convert_erf},
       {"Slice", convert_slice},
   };
   return table;
 }
 
+namespace {
+
+// Operators imported only on constants (the shape arithmetic exporters write before a
+// Reshape), or only in one form on activations: the list says so rather than promise more.
+const std::map<std::string, std::string>& limited_ops() {
+  static const std::map<std::string, std::string> m = {
+      {"Constant", ""},
+      {"Gather", ""},
+      {"Sub", ""},
+      {"Slice", ""},
+      {"Cast", " (on activations: to FLOAT only)"},
+      {"Mul", " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
+              "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a constant: in GELU)"},
+      {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)))"},
+      {"Erf", " (on activations: in GELU)"},
+  };
+  return m;
+}
+
+} // namespace
+
 std::string supported_op_list() {
-  std::string s;
+  std::string layers, constant;
+  const auto& limited = limited_ops();
   for (const auto& [name, fn] : op_converters()) {
     if (name == "ConvTranspose") continue; // listed only to explain why it is refused
-    s += (s.empty() ? "" : ", ") + name;
+    auto it = limited.find(name);
+    std::string& list = it == limited.end() ? layers : constant;
+    list += (list.empty() ? "" : ", ") + name + (it == limited.end() ? "" : it->second);
   }
-  return s;
+  return layers + "; on constants only (computed at import), except as noted: " + constant;
 }
 
 } // namespace kiln::onnx_import

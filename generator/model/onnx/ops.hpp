@@ -25,6 +25,7 @@ void convert_conv_transpose(Converter&, const onnx::NodeProto&);
 void convert_max_pool(Converter&, const onnx::NodeProto&);
 void convert_average_pool(Converter&, const onnx::NodeProto&);
 void convert_global_average_pool(Converter&, const onnx::NodeProto&);
+void convert_reduce_mean(Converter&, const onnx::NodeProto&);
 // ops_dense.cpp
 void convert_batch_norm(Converter&, const onnx::NodeProto&);
 void convert_gemm(Converter&, const onnx::NodeProto&);
@@ -34,6 +35,9 @@ void convert_add(Converter&, const onnx::NodeProto&);
 void convert_relu(Converter&, const onnx::NodeProto&);
 void convert_hardswish(Converter&, const onnx::NodeProto&);
 void convert_clip(Converter&, const onnx::NodeProto&);
+void convert_hard_sigmoid(Converter&, const onnx::NodeProto&);
+void convert_sigmoid(Converter&, const onnx::NodeProto&);
+void convert_gelu(Converter&, const onnx::NodeProto&);
 void convert_softmax(Converter&, const onnx::NodeProto&);
 void convert_identity(Converter&, const onnx::NodeProto&);
 void convert_dropout(Converter&, const onnx::NodeProto&);
@@ -44,6 +48,12 @@ void convert_squeeze(Converter&, const onnx::NodeProto&);
 void convert_unsqueeze(Converter&, const onnx::NodeProto&);
 void convert_concat(Converter&, const onnx::NodeProto&);
 void convert_resize(Converter&, const onnx::NodeProto&);
+// pattern.cpp: on activations, the pieces of SiLU, HardSwish and GELU (on constants: arith)
+void convert_mul(Converter&, const onnx::NodeProto&);
+void convert_div(Converter&, const onnx::NodeProto&);
+void convert_erf(Converter&, const onnx::NodeProto&);
+// Add of a pending expression (1 + erf(k x)); false when neither input is pending.
+bool add_pending(Converter&, const onnx::NodeProto&);
 // const_ops.cpp: operators kiln computes at import time, on constants only
 void convert_constant(Converter&, const onnx::NodeProto&);
 void convert_shape(Converter&, const onnx::NodeProto&);

@@ -129,6 +129,7 @@ void convert_matmul(Converter& c, const onnx::NodeProto& n) {
 
 void convert_add(Converter& c, const onnx::NodeProto& n) {
   if (c.all_inputs_const(n)) return convert_arith(c, n);
+  if (add_pending(c, n)) return;
   const NodeAttrs at(n, {});
   const int ci = c.input(n, 0).is_const ? 0 : c.input(n, 1).is_const ? 1 : -1;
   if (ci < 0) {

@@ -192,8 +192,17 @@ void convert_concat(Converter& c, const onnx::NodeProto& n) {
 
 void convert_resize(Converter& c, const onnx::NodeProto& n) {
   const bool upsample = n.op_type() == "Upsample";
-  const NodeAttrs at(n, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-                         "exclude_outside", "extrapolation_value", "scales"});
+  // Opset 18 adds antialias (no effect on nearest), axes and keep_aspect_ratio_policy.
+  const bool v18 = !upsample && c.opset >= 18;
+  const NodeAttrs at(
+      n,
+      v18 ? std::initializer_list<std::string_view>{"mode", "coordinate_transformation_mode",
+                                                    "nearest_mode", "cubic_coeff_a",
+                                                    "exclude_outside", "extrapolation_value",
+                                                    "antialias", "axes", "keep_aspect_ratio_policy"}
+          : std::initializer_list<std::string_view>{
+                "mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                "exclude_outside", "extrapolation_value", "scales"});
   const std::string mode = at.get_string("mode", "nearest");
   if (mode != "nearest")
     throw Error("", node_label(n),
@@ -203,25 +212,56 @@ void convert_resize(Converter& c, const onnx::NodeProto& n) {
   if (s.size() != 4)
     throw Error("", node_label(n),
                 cat("input has shape ", shape_str(s), "; kiln upsamples [N, C, H, W]"));
+  // The axes scales and sizes are given for (opset 18's axes; all four before).
+  std::vector<int64_t> axes{0, 1, 2, 3};
+  if (auto ax = at.get_ints("axes")) {
+    axes.clear();
+    for (int64_t a : *ax) {
+      const int64_t k = a < 0 ? a + 4 : a;
+      if (k < 0 || k > 3 || std::find(axes.begin(), axes.end(), k) != axes.end())
+        throw Error("", node_label(n),
+                    cat("attribute \"axes\" holds ", a, " (out of range or repeated)"));
+      axes.push_back(k);
+    }
+  }
   // Scales per axis: from `scales`, or from `sizes` over the input's extent.
-  std::vector<double> scales;
+  std::vector<double> scales(4, 1.0), given;
   const int scales_at = upsample || c.opset < 11 ? 1 : 2;
   if (upsample && at.has("scales")) {
     const std::vector<float> attr = *at.get_floats("scales");
     for (float f : attr)
-      scales.push_back(f);
+      given.push_back(f);
   } else if (c.has_input(n, scales_at) && c.constant(n, scales_at, "scales").numel() > 0) {
     const Tensor& t = c.constant(n, scales_at, "scales");
     for (int64_t i = 0; i < t.numel(); ++i)
-      scales.push_back(t.get(i));
+      given.push_back(t.get(i));
   } else if (!upsample && c.opset >= 11 && c.has_input(n, 3)) {
     const std::vector<int64_t> sizes = const_ints(n, c.constant(n, 3, "sizes"), "sizes");
-    if (sizes.size() != 4) throw Error("", node_label(n), "sizes must have 4 entries");
-    for (int d = 0; d < 4; ++d)
-      scales.push_back(double(sizes[d]) / double(s[d]));
+    if (sizes.size() != axes.size())
+      throw Error("", node_label(n), cat("sizes must have ", axes.size(), " entries"));
+    for (size_t i = 0; i < axes.size(); ++i)
+      given.push_back(double(sizes[i]) / double(s[axes[i]]));
+    // Opset 18: not_larger / not_smaller keep the aspect ratio with one scale for all axes.
+    const std::string policy = at.get_string("keep_aspect_ratio_policy", "stretch");
+    if (policy == "not_larger" || policy == "not_smaller") {
+      double k = given[0];
+      for (double g : given)
+        k = policy == "not_larger" ? std::min(k, g) : std::max(k, g);
+      for (size_t i = 0; i < axes.size(); ++i)
+        given[i] = std::round(k * double(s[axes[i]])) / double(s[axes[i]]);
+    } else if (policy != "stretch") {
+      throw Error(
+          "", node_label(n),
+          cat("attribute \"keep_aspect_ratio_policy\" = \"", policy, "\" is not supported"));
+    }
   } else {
     throw Error("", node_label(n), "neither scales nor sizes is given");
   }
+  if (given.size() != axes.size())
+    throw Error("", node_label(n),
+                cat("scales has ", given.size(), " entries for ", axes.size(), " axes"));
+  for (size_t i = 0; i < axes.size(); ++i)
+    scales[axes[i]] = given[i];
   if (scales.size() != 4 || scales[0] != 1 || scales[1] != 1 || scales[2] != scales[3] ||
       scales[2] < 1 || scales[2] != std::floor(scales[2]) || scales[2] > 1024)
     throw Error("", node_label(n),
@@ -236,12 +276,17 @@ void convert_resize(Converter& c, const onnx::NodeProto& n) {
                                           upsample || c.opset < 11 ? "asymmetric" : "half_pixel");
   const std::string rounding =
       at.get_string("nearest_mode", upsample || c.opset < 11 ? "floor" : "round_prefer_floor");
+  if ((coord == "half_pixel_symmetric" && c.opset < 19) ||
+      (coord == "tf_half_pixel_for_nn" && !upsample && c.opset >= 13))
+    throw Error("", node_label(n),
+                cat("attribute \"coordinate_transformation_mode\" = \"", coord,
+                    "\" is not defined in opset ", c.opset));
   for (int axis = 2; axis < 4; ++axis) {
     const int64_t in = s[axis], out = in * k;
     // Bounded for untrusted sizes; a rule that differs does so within the first rows.
     for (int64_t o = 0; o < std::min<int64_t>(out, 1 << 16); ++o) {
       double src;
-      if (coord == "half_pixel")
+      if (coord == "half_pixel" || coord == "half_pixel_symmetric") // equal at integer scales
         src = (o + 0.5) / k - 0.5;
       else if (coord == "pytorch_half_pixel")
         src = out > 1 ? (o + 0.5) / k - 0.5 : 0;

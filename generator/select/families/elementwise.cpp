@@ -1,7 +1,9 @@
 // templates/elementwise/elementwise.cuh and convert.cuh, seen from the generator.
 #include "generator/select/families/elementwise.hpp"
 
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/launch_shape.hpp"
+#include "runtime/ops/registry.hpp"
 
 #include <fmt/format.h>
 
@@ -133,7 +135,37 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   std::string op;
   int op_code = 0, inputs = 1;
   std::vector<std::string> args;
+  // The activations of elementwise.cuh's ACTIVATION ops: the forward function's, with the
+  // step's attributes (clip's bounds, hardsigmoid's alpha and beta).
+  Activation act = Activation::none;
+  const auto activation_step = [&](Fn forward, bool backward) {
+    act = fn_def(forward).activation(st.attrs);
+    op = activation_tag(act).substr(1) + (backward ? "_backward" : "");
+    op_code = backward ? 11 : 10;
+    inputs = backward ? 2 : 1;
+    args =
+        backward ? std::vector<std::string>{"x", "dy", "dx"} : std::vector<std::string>{"x", "y"};
+  };
   switch (st.fn) {
+  case Fn::clip_forward:
+  case Fn::hardsigmoid_forward:
+  case Fn::sigmoid_forward:
+  case Fn::silu_forward:
+  case Fn::gelu_forward:
+  case Fn::gelu_tanh_forward: activation_step(st.fn, false); break;
+  case Fn::clip_backward: activation_step(Fn::clip_forward, true); break;
+  case Fn::hardsigmoid_backward: activation_step(Fn::hardsigmoid_forward, true); break;
+  case Fn::sigmoid_backward: activation_step(Fn::sigmoid_forward, true); break;
+  case Fn::silu_backward: activation_step(Fn::silu_forward, true); break;
+  case Fn::gelu_backward: activation_step(Fn::gelu_forward, true); break;
+  case Fn::gelu_tanh_backward: activation_step(Fn::gelu_tanh_forward, true); break;
+  case Fn::mul_forward: op = "mul", op_code = 12, inputs = 2, args = {"x0", "x1", "y"}; break;
+  case Fn::mul_backward:
+    if (s.arg("dx").shape == s.arg("dy").shape)
+      op = "mul_backward", op_code = 13, inputs = 2, args = {"dy", "x", "dx"};
+    else // the broadcast input's gradient: a sum over H, W per (n, c)
+      op = "mul_reduce", op_code = 14, inputs = 2, args = {"x", "dy", "dx"};
+    break;
   case Fn::relu_forward: op = "relu", op_code = 0, args = {"x", "y"}; break;
   case Fn::relu_backward:
     op = "relu_backward", op_code = 1, inputs = 2, args = {"y", "dy", "dx"};
@@ -163,8 +195,9 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   const bool int_zero = st.fn == Fn::fill_zero && s.dtype("dst") == DType::i32;
   if ((!int_zero && !uniform(s)) || (st.fn == Fn::copy && s.layout("src") != s.layout("dst")))
     return {};
-  if (st.accumulate && (st.fn == Fn::relu_forward || st.fn == Fn::hardswish_forward ||
-                        st.fn == Fn::add_forward || st.fn == Fn::fill_zero))
+  if (st.accumulate &&
+      (st.fn == Fn::relu_forward || st.fn == Fn::hardswish_forward || st.fn == Fn::add_forward ||
+       st.fn == Fn::fill_zero || op_code == 10 || op_code == 12))
     return {};
   const Buffer& out = s.plan.buffers[st.need(args.back())];
   const DType t = int_zero ? DType::f32 : out.dtype;
@@ -183,6 +216,16 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   cfg_bool(v, "ACCUMULATE", st.accumulate);
   cfg_float(v, "LR", st.fn == Fn::sgd_update ? st.sgd().lr : 0);
   cfg_int(v, "THREADS", kThreads);
+  if (op_code == 10 || op_code == 11) cfg_activation(v, act);
+  if (op_code >= 12) { // mul's broadcast: the full operand's H * W and C, and the layout
+    const Shape& full = s.plan.buffers[st.need(op_code == 12 ? "x0" : "dy")].shape;
+    const Shape& other = s.plan.buffers[st.need(op_code == 12 ? "x1" : "x")].shape;
+    const bool spread = op_code == 14 || other != full;
+    cfg_int(v, "BCAST_HW", spread ? full[2] * full[3] : 1);
+    cfg_int(v, "BCAST_C", spread ? full[1] : 1);
+    cfg_bool(v, "NHWC", s.layout(args.back()) == Layout::nhwc);
+    if (spread) v.name += s.layout(args.back()) == Layout::nhwc ? "_bc_nhwc" : "_bc";
+  }
   v.args = args;
   v.block = {kThreads, 1, 1};
   v.grid = {grid_stride_blocks(s.gpu, count, kThreads), 1, 1};

@@ -69,6 +69,14 @@ StepSpec forward(const Conv& cv, DType t, Layout lay, int epi, Layout wlay = Lay
   return s;
 }
 
+// The same step with another activation in its epilogue (clip's bounds and hardsigmoid's
+// alpha and beta as ACT_P0 and ACT_P1).
+StepSpec with(StepSpec s, Activation a) {
+  s.label += " " + activation_label(a);
+  s.epilogue.activation = a;
+  return s;
+}
+
 // x stored NCHW while y is NHWC: a network's first conv reading its input (or a folded
 // batch's view of it) in place.
 StepSpec nchw_input(StepSpec s) {
@@ -202,6 +210,13 @@ std::vector<StepSpec> forward_specs() {
       forward(k3, f32, nchw, kBias | kHardswish),
       forward(k3, f16, nhwc, kBias | kRes | kHardswish),
       forward(k5s2g2, bf16, nhwc, kHardswish),
+      // The other activations, parameters included, in direct, depthwise and implicit GEMM.
+      with(forward(k3, f32, nchw, kBias), Activation::clip(0, 6)),
+      with(forward(k3, f16, nhwc, kBias | kRes), Activation::gelu),
+      with(forward(dw_d2, f32, nchw, kBias), Activation::silu),
+      with(forward(k1, f32, nhwc, kNone), Activation::hardsigmoid(0.2f, 0.5f)),
+      with(forward(k3s3, f32, nchw, kRes), Activation::sigmoid),
+      with(forward(k5s2g2, bf16, nhwc, kBias), Activation::gelu_tanh),
   };
 }
 
@@ -223,6 +238,7 @@ std::vector<StepSpec> pooled_specs() {
       pooled(k3s2_pair, p3s2ceil, f32, nchw, kBias | kRelu),
       nchw_input(pooled(k7s2, p3s2p1, f32, nhwc, kBias | kRelu)),
       pooled(convn, p3s2, f16, nhwc, kBias | kHardswish),
+      with(pooled(convn, p3s2, f32, nchw, kBias), Activation::clip(-1, 1)),
   };
 }
 

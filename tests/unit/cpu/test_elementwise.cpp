@@ -1,5 +1,5 @@
-// relu, hardswish, add, copy, sgd_update, concat and upsample2d: values, finite-difference gradients
-// and accumulate semantics.
+// relu, hardswish, mul, add, copy, sgd_update, concat and upsample2d: values, finite-difference
+// gradients and accumulate semantics.
 #include "tests/unit/cpu/cpu_test_util.hpp"
 
 #include "runtime/error.hpp"
@@ -71,6 +71,38 @@ TEST_CASE("hardswish: values, PyTorch's gradient at the kinks, finite difference
         activation_backward<double>(Activation::hardswish, xs.cview(), dy.cview(), d, acc);
       },
       rng);
+}
+
+TEST_CASE("mul: same shape and [N, C, 1, 1] broadcast; both inputs' gradients") {
+  const TensorD a({1, 2, 1, 2}, {1, 2, 3, 4}), g({1, 2, 1, 1}, {10, -1});
+  TensorD y({1, 2, 1, 2});
+  mul<double>(a.cview(), g.cview(), y.view());
+  const double want[] = {10, 20, -3, -4};
+  for (int i = 0; i < 4; ++i)
+    CHECK(y[i] == want[i]);
+
+  Rng rng(53);
+  for (const Shape& gs : {Shape{2, 3, 4, 5}, Shape{2, 3, 1, 1}}) {
+    const Shape s{2, 3, 4, 5};
+    TensorD x0 = random_tensor(s, rng), x1 = random_tensor(gs, rng);
+    const TensorD dy = random_tensor(s, rng);
+    TensorD d0(s), d1(gs);
+    mul_backward<double>(x1.cview(), dy.cview(), d0.view(), false);
+    mul_backward<double>(x0.cview(), dy.cview(), d1.view(), false);
+    const auto loss = [&] {
+      TensorD out(s);
+      mul<double>(x0.cview(), x1.cview(), out.view());
+      return dot(dy, out);
+    };
+    check_grad("mul dx0", x0.v, d0.v, loss);
+    check_grad("mul dx1 " + shape_str(gs), x1.v, d1.v, loss);
+    check_accumulate(
+        "mul dx1", gs,
+        [&](View<double> d, bool acc) { mul_backward<double>(x0.cview(), dy.cview(), d, acc); },
+        rng);
+  }
+  TensorD bad({1, 2, 1, 2});
+  CHECK_THROWS_AS(mul<double>(a.cview(), TensorD({1, 1, 1, 2}).cview(), bad.view()), Error);
 }
 
 TEST_CASE("add, copy and sgd_update") {

@@ -119,10 +119,25 @@ TEST_CASE("every step function has exactly one definition, and a consistent sign
   CHECK(registered_fns().size() == kFnCount);
 }
 
-TEST_CASE("the activation names round-trip") {
-  for (Activation a : {Activation::none, Activation::relu})
-    CHECK(parse_activation(activation_name(a)) == a);
-  CHECK_FALSE(parse_activation("gelu").has_value());
+TEST_CASE("the activation names round-trip; parameters are checked") {
+  for (Activation a :
+       {Activation::none, Activation::relu, Activation::hardswish, Activation::sigmoid,
+        Activation::silu, Activation::gelu, Activation::gelu_tanh, Activation::clip(0, 6),
+        Activation::hardsigmoid(0.2f, 0.5f)}) {
+    const auto kind = parse_activation_kind(activation_name(a));
+    REQUIRE(kind.has_value());
+    std::vector<double> p;
+    for (float f : activation_params(a))
+      p.push_back(f);
+    CHECK(make_activation(*kind, p) == a);
+  }
+  CHECK_FALSE(parse_activation_kind("swish").has_value());
+  CHECK(activation_label(Activation::clip(-1, 6)) == "clip_-1_6");
+  CHECK_THROWS_WITH_AS(make_activation(ActKind::clip, {1}), doctest::Contains("takes 2"), Error);
+  CHECK_THROWS_WITH_AS(make_activation(ActKind::clip, {6, 0}),
+                       doctest::Contains("min 6 exceeds max 0"), Error);
+  CHECK_THROWS_WITH_AS(make_activation(ActKind::sigmoid, {1, 2}), doctest::Contains("takes 0"),
+                       Error);
   CHECK(activate(Activation::relu, -2.0) == 0.0);
   CHECK(activate(Activation::relu, 3.0) == 3.0);
 }
@@ -172,8 +187,25 @@ TEST_CASE("the plan reader takes each function's parameters, and only those") {
           first_json(j, "relu.forward")["relu"] = true;
         }).find("relu.forward has no fused epilogue") != std::string::npos);
   CHECK(parse_error(inference, [](auto& j) {
-          first_json(j, "conv2d.forward")["activation"] = "gelu";
-        }).find("unknown activation \"gelu\"") != std::string::npos);
+          first_json(j, "conv2d.forward")["activation"] = "swish";
+        }).find("unknown activation \"swish\"") != std::string::npos);
+  CHECK(parse_error(inference, [](auto& j) {
+          first_json(j, "conv2d.forward")["activation"] = "clip";
+        }).find("clip takes 2 parameter(s), got 0") != std::string::npos);
+  CHECK(parse_error(inference, [](auto& j) {
+          first_json(j, "conv2d.forward")["activation_params"] = {1.0};
+        }).find("comes only with \"activation\"") != std::string::npos);
+  {
+    nlohmann::ordered_json j = plan_to_json(inference);
+    first_json(j, "conv2d.forward").erase("relu");
+    first_json(j, "conv2d.forward")["activation"] = "clip";
+    first_json(j, "conv2d.forward")["activation_params"] = {-1.5, 6.0};
+    Plan q = parse_plan(j.dump(), "plan.json");
+    CHECK(first(q, Fn::conv2d_forward).epilogue.activation == Activation::clip(-1.5f, 6));
+    nlohmann::ordered_json back = plan_to_json(q);
+    CHECK(first_json(back, "conv2d.forward")["activation_params"] ==
+          nlohmann::ordered_json{-1.5, 6.0});
+  }
   // concat.forward at channel 0 leaves its parameters out, as kiln-plan/1 always has, and
   // reads their absence as the defaults.
   nlohmann::ordered_json j = plan_to_json(inference);
