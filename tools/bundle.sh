@@ -22,9 +22,14 @@ for lib in runtime/libkiln_runtime.a runtime/libkiln_runtime_cudnn.a runtime/sta
   (cd "$build" && ar rcs "$dest" $members)
   strip --strip-debug "$dest"
 done
-for soname in libfmt.so.9 libxxhash.so.0; do
-  path=$(ldd "$kiln" | awk -v n="$soname" '$1 == n {print $3}')
-  cp -L "$path" "$root/lib/deps/$soname"
+# Every Debian library kiln links (fmt, xxhash, the ONNX schema and protobuf, ...): all but
+# the C/C++ runtime every Linux has and the CUDA libraries the wrapper finds there.
+ldd "$kiln" | awk '$3 ~ /^\// {print $1, $3}' | while read -r soname path; do
+  case $soname in
+  libc.so.* | libm.so.* | libstdc++.so.* | libgcc_s.so.* | libpthread.so.* | librt.so.* | \
+    libdl.so.* | libz.so.* | libnvrtc* | libcudnn* | libcuda.so.*) ;;
+  *) cp -L "$path" "$root/lib/deps/$soname" ;;
+  esac
 done
 cat > "$root/bin/kiln" <<'WRAP'
 #!/bin/sh
