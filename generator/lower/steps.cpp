@@ -6,30 +6,6 @@
 
 namespace kiln {
 
-Step node_step(const Node& n, Fn fn, std::vector<Arg> args) {
-  Step s;
-  s.kind = StepKind::reference;
-  s.fn = fn;
-  s.params = default_params(fn);
-  s.node = n.name;
-  s.op = n.op;
-  s.attrs = n.attrs;
-  s.args = std::move(args);
-  return s;
-}
-
-Step step_like(const Step& of, Fn fn, std::vector<Arg> args) {
-  Step s;
-  s.kind = StepKind::reference;
-  s.fn = fn;
-  s.params = default_params(fn);
-  s.node = of.node;
-  s.op = of.op;
-  s.attrs = of.attrs;
-  s.args = std::move(args);
-  return s;
-}
-
 Step plain_step(Fn fn, std::string label, std::vector<Arg> args) {
   Step s;
   s.kind = StepKind::reference;
@@ -37,6 +13,20 @@ Step plain_step(Fn fn, std::string label, std::vector<Arg> args) {
   s.params = default_params(fn);
   s.node = std::move(label);
   s.args = std::move(args);
+  return s;
+}
+
+Step node_step(const Node& n, Fn fn, std::vector<Arg> args) {
+  Step s = plain_step(fn, n.name, std::move(args));
+  s.op = n.op;
+  s.attrs = n.attrs;
+  return s;
+}
+
+Step step_like(const Step& of, Fn fn, std::vector<Arg> args) {
+  Step s = plain_step(fn, of.node, std::move(args));
+  s.op = of.op;
+  s.attrs = of.attrs;
   return s;
 }
 

@@ -30,8 +30,7 @@ ScheduledSteps schedule_steps(const Model& m, const GpuDesc& g, const LowerOptio
   } else if (!r.tiles.empty()) {
     throw Error("", "--tiles", "forces the tiling of --schedule tiled");
   } else if (r.train && (!r.schedule.empty() || !r.budget.empty())) {
-    c.strategy = r.schedule.empty() ? "store-all" : r.schedule;
-    const auto strategy = parse_strategy(c.strategy);
+    const auto strategy = parse_strategy(r.schedule.empty() ? "store-all" : r.schedule);
     if (!strategy) throw Error("", "--schedule", cat("unknown strategy \"", r.schedule, "\""));
     const TrainingScheduler ts(m, g, so);
     c.budget_bytes =

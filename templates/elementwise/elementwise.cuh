@@ -30,8 +30,7 @@ enum Op {
   FILL_ZERO = 5,
   SGD_DECAY = 6,
   ADAM = 7,
-  HARDSWISH = 8,
-  HARDSWISH_BACKWARD = 9,
+  // 8, 9: hardswish's own ops before ACTIVATION took every activation
   ACTIVATION = 10,          // Cfg::ACT (and ACT_P0, ACT_P1) on x
   ACTIVATION_BACKWARD = 11, // dy times ACT's derivative at x
   MUL = 12,                 // x0 * x1, x1 broadcast over H, W when BCAST_HW > 1
@@ -99,12 +98,6 @@ template <class Cfg> KILN_FN void elementwise(const KernelArgs& a) {
       } else if constexpr (Cfg::OP == RELU_BACKWARD) {
         const float y = to_float(arg<const T>(a, 0)[i]);
         v = y > 0.f ? to_float(arg<const T>(a, 1)[i]) : 0.f;
-        out = 2;
-      } else if constexpr (Cfg::OP == HARDSWISH) {
-        v = activate<Act::hardswish>(to_float(arg<const T>(a, 0)[i]));
-      } else if constexpr (Cfg::OP == HARDSWISH_BACKWARD) {
-        const float x = to_float(arg<const T>(a, 0)[i]);
-        v = to_float(arg<const T>(a, 1)[i]) * Activation<Act::hardswish>::grad(x, 0.f, 0.f);
         out = 2;
       } else if constexpr (Cfg::OP == ACTIVATION) {
         v = activate<Cfg::ACT, act_params_of<Cfg>>(to_float(arg<const T>(a, 0)[i]));

@@ -152,7 +152,9 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   case Fn::sigmoid_forward:
   case Fn::silu_forward:
   case Fn::gelu_forward:
-  case Fn::gelu_tanh_forward: activation_step(st.fn, false); break;
+  case Fn::gelu_tanh_forward:
+  case Fn::hardswish_forward: activation_step(st.fn, false); break;
+  case Fn::hardswish_backward: activation_step(Fn::hardswish_forward, true); break;
   case Fn::clip_backward: activation_step(Fn::clip_forward, true); break;
   case Fn::hardsigmoid_backward: activation_step(Fn::hardsigmoid_forward, true); break;
   case Fn::sigmoid_backward: activation_step(Fn::sigmoid_forward, true); break;
@@ -169,10 +171,6 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   case Fn::relu_forward: op = "relu", op_code = 0, args = {"x", "y"}; break;
   case Fn::relu_backward:
     op = "relu_backward", op_code = 1, inputs = 2, args = {"y", "dy", "dx"};
-    break;
-  case Fn::hardswish_forward: op = "hardswish", op_code = 8, args = {"x", "y"}; break;
-  case Fn::hardswish_backward:
-    op = "hardswish_backward", op_code = 9, inputs = 2, args = {"x", "dy", "dx"};
     break;
   case Fn::add_forward: {
     const auto xs = st.variadic('x');
