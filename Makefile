@@ -22,10 +22,13 @@ build: configure
 	@ninja -C $(BUILD)
 
 # Test-only tools from PyPI into the build: the SASS disassembler the census test reads
-# (the Debian toolkit has none). Optional: without PyPI that test says it is skipped.
+# (the Debian toolkit has none) and onnxruntime, the reference of the torchvision
+# conformance set. Optional: without PyPI those tests say they are skipped.
 tools: configure
 	@python3 tools/fetch_pypi.py $(BUILD)/tools nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm || \
 	  echo "(no PyPI: the SASS census test will be skipped)"
+	@/usr/bin/python3 tools/fetch_pypi.py $(BUILD)/tools/python onnxruntime || \
+	  echo "(no PyPI: the onnxruntime conformance test will be skipped)"
 
 # Everything CI runs: all suites but `gpu` (which needs a device).
 test: build tools

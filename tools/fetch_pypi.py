@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Unpacks PyPI wheels into a folder of the build (test-only tools: the SASS disassembler).
+"""Unpacks PyPI wheels into a folder of the build (test-only tools: the SASS disassembler,
+onnxruntime as the ONNX reference).
 usage: fetch_pypi.py DEST PACKAGE...
 Uses PyPI's JSON API and the standard library only (no pip): picks each package's newest
-manylinux x86_64 wheel, checks its sha256, unzips it into DEST. A package already unpacked
-there (DEST/.fetched/<name>) is skipped. Exits 1 with a message when PyPI cannot be reached;
+manylinux x86_64 wheel for this interpreter (or a py3 one), checks its sha256, unzips it
+into DEST. Dependencies are not fetched (onnxruntime needs only NumPy, which Debian has).
+A package already unpacked there (DEST/.fetched/<name>) is skipped. Exits 1 with a message when PyPI cannot be reached;
 callers treat the tools as optional."""
 import hashlib
 import io
@@ -21,10 +23,14 @@ def wheel_for(name):
     url = f"{INDEX}/{name}/json"
     with urllib.request.urlopen(url, timeout=30) as r:
         meta = json.load(r)
+    # A wheel with a CPython extension must match this interpreter (cp311 on Debian 12);
+    # tool-only wheels are tagged py3.
+    tags = (f"-cp{sys.version_info.major}{sys.version_info.minor}-", "-py3-")
     for f in meta["urls"]:
-        if f["filename"].endswith(".whl") and "manylinux" in f["filename"] and "x86_64" in f["filename"]:
+        n = f["filename"]
+        if n.endswith(".whl") and "manylinux" in n and "x86_64" in n and any(t in n for t in tags):
             return dict(f, url=urllib.parse.urljoin(url, f["url"]))  # mirrors answer relative URLs
-    raise SystemExit(f"fetch_pypi: {name} has no manylinux x86_64 wheel")
+    raise SystemExit(f"fetch_pypi: {name} has no manylinux x86_64 wheel for this Python")
 
 
 def main():

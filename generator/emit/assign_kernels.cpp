@@ -86,6 +86,22 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
   return changed;
 }
 
+// What a cuDNN step needs: its legacy API computes only when every image tensor of a call
+// (x, w, y and their gradients) has one format, so all take the layout of the image the step
+// writes (the plan's activation layout); a network input read as NCHW by an NHWC plan's first
+// conv is converted, and a weight's conversion moves to the prepare phase with the folding.
+Variant library_layouts(const Plan& p, const Step& s) {
+  Variant v;
+  if (s.fn == Fn::convert) return v; // changes the layout: cudnnTransformTensor
+  int written = -1;
+  for (std::string_view w : fn_signature(s.fn).writes)
+    if (const int b = s.arg(w); written < 0 && b >= 0 && p.buffers[b].shape.size() == 4) written = b;
+  if (written < 0) return v;
+  for (const Arg& a : s.args)
+    if (p.buffers[a.buffer].shape.size() == 4) v.layouts.push_back({a.role, p.buffers[written].layout});
+  return v;
+}
+
 } // namespace
 
 Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only,
@@ -93,9 +109,18 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool 
   // Layout requirements first (inserting conversions), so the final choice sees final layouts.
   for (size_t ph = 0; ph < p.phases.size(); ++ph)
     for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
-      if (p.phases[ph].steps[i].kind == StepKind::free) continue;
-      const Choice c = select_variant(StepInfo{p, p.phases[ph].steps[i], g}, true, hints);
-      if (c.kernel) reconcile(p, ph, i, c.kernel->variant);
+      const Step& s = p.phases[ph].steps[i];
+      if (s.kind == StepKind::free) continue;
+      const bool library = cudnn_unsupported(s).empty();
+      if (cudnn_only && library) {
+        reconcile(p, ph, i, library_layouts(p, s));
+        continue;
+      }
+      const Choice c = select_variant(StepInfo{p, s, g}, true, hints);
+      if (c.kernel)
+        reconcile(p, ph, i, c.kernel->variant);
+      else if (library)
+        reconcile(p, ph, i, library_layouts(p, s));
     }
   Assigned out;
   std::map<std::string, size_t> index; // kernel name -> position in out.kernels

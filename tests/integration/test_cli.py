@@ -180,6 +180,15 @@ steps = [s for ph in json.load(open(path("r50c/plan.json")))["phases"].values() 
 convs = [s for s in steps if s.get("fn") == "conv2d.forward"]
 kt.check(len(convs) == 53 and all(s["kind"] == "library" for s in convs), "cuDNN-only plan: convolutions through cuDNN")
 kt.check(len(json.load(open(path("r50c/manifest.json")))["library_steps"]) >= 53, "library steps listed")
+# cuDNN's legacy calls compute only when a call's images share one format: the NCHW input of
+# the NHWC plan's first conv is converted first (the H200 run found "no convolution
+# algorithm" for conv1 reading NCHW and writing NHWC).
+plan = json.load(open(path("r50c/plan.json")))
+fmt = {b["name"]: b.get("layout", "nchw") for b in plan["buffers"] if len(b["shape"]) == 4}
+mixed = [s["node"] for s in steps if s.get("kind") == "library" and s["fn"] != "convert" and
+         len({fmt[b] for b in s["args"].values() if b in fmt}) > 1]
+kt.check(not mixed, f"cuDNN steps whose images differ in layout: {mixed}")
+kt.check(convs[0]["args"]["x"] != "in:image", "conv1 reads a converted copy of the input")
 kt.expect_error(["generate", "resnet18", "--gpu", "h200", "--kernels", "tensorrt", "-o", path("x")], "--kernels")
 
 # kiln check on a device that is absent says so once.
