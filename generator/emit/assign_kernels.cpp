@@ -144,6 +144,17 @@ Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool 
       }
       const Variant& v = c.kernel->variant;
       auto it = index.find(v.name);
+      if (it != index.end()) {
+        // One name, one kernel: a family whose name omits a compiled-in parameter would
+        // run a second layer with the first one's configuration (it did: mul's broadcast).
+        const Variant& first = out.kernels[it->second].variant;
+        if (first.cfg != v.cfg || first.header != v.header || first.grid != v.grid ||
+            first.block != v.block)
+          throw Error("", cat("kernel ", v.name),
+                      cat("two configurations share this name (", step_label(s), " and ",
+                          out.kernels[it->second].nodes.front(),
+                          "): the family's name must include every compiled-in parameter"));
+      }
       if (it == index.end()) {
         it = index.emplace(v.name, out.kernels.size()).first;
         out.kernels.push_back({v, c.kernel->cost, {}, c.reason, true, c.measured});

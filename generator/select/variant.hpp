@@ -16,10 +16,12 @@ namespace kiln {
 // A type parameter, spelled as C++: `using T = kiln::f16;`.
 struct CfgType {
   std::string name;
+  bool operator==(const CfgType&) const = default;
 };
 // A constant of an enum type: `static constexpr kiln::Act ACT = kiln::Act::relu;`.
 struct CfgEnum {
   std::string type, value; // "kiln::Act", "relu"
+  bool operator==(const CfgEnum&) const = default;
 };
 // One compile-time constant of an instance's configuration: an integer, a boolean, a float
 // (kept as the double of the 9 significant digits the instance writes, which name any
@@ -28,6 +30,7 @@ using CfgValue = std::variant<int64_t, bool, double, CfgType, CfgEnum>;
 struct CfgEntry {
   std::string name;
   CfgValue value;
+  bool operator==(const CfgEntry&) const = default;
 };
 
 struct Variant {

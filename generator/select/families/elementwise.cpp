@@ -222,7 +222,9 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
     cfg_int(v, "BCAST_HW", spread ? full[2] * full[3] : 1);
     cfg_int(v, "BCAST_C", spread ? full[1] : 1);
     cfg_bool(v, "NHWC", s.layout(args.back()) == Layout::nhwc);
-    if (spread) v.name += s.layout(args.back()) == Layout::nhwc ? "_bc_nhwc" : "_bc";
+    if (spread) // the geometry is compiled in: two layers of one size but another C differ
+      v.name += fmt::format("_bc{}x{}{}", full[1], full[2] * full[3],
+                            s.layout(args.back()) == Layout::nhwc ? "_nhwc" : "");
   }
   v.args = args;
   v.block = {kThreads, 1, 1};
