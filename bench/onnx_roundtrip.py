@@ -7,10 +7,11 @@ What it does
   conv-bn-relu blocks, max-pool down, nearest upsample, skip concatenation), seeded random
   weights (or torchvision's pretrained ones with --pretrained, which downloads them), eval
   mode:
-    1. torch.onnx.export(model, x, MODEL.onnx, opset_version=OPSET, dynamic batch axis).
-       By default with training=TrainingMode.PRESERVE, so the exporter does not fold each
-       BatchNormalization into its Conv and the initializers keep their state_dict names
-       (layer1.0.conv1.weight, ...); --fuse-bn exports as plain eval (fused, renamed).
+    1. torch.onnx.export(model, x, MODEL.onnx) with no other argument, as a user would
+       (PyTorch >= 2.9: the dynamo exporter, opset 18-20, weights in MODEL.onnx.data; each
+       BatchNormalization folded into its Conv, state_dict names kept). --legacy uses the
+       TorchScript exporter instead (dynamo=False, opset_version=OPSET, dynamic batch axis,
+       training=TrainingMode.PRESERVE so BatchNormalization stays; --fuse-bn: plain eval).
     2. `kiln import MODEL.onnx -o MODEL.json --weights-out MODEL.safetensors`: the layer
        count, and how many of kiln's weight names are PyTorch state_dict names.
     3. `kiln run MODEL.onnx --device cpu` (the ONNX file's own weights) on the same input,
@@ -26,7 +27,7 @@ message when they are missing.
 
 Usage
   python3 bench/onnx_roundtrip.py build/generator/kiln [--models resnet18,unet] [--batch 2]
-      [--opset 17] [--pretrained] [--fuse-bn] [--tol 1e-4] [--out bench/results/onnx_roundtrip]
+      [--legacy [--opset 17] [--fuse-bn]] [--pretrained] [--tol 1e-4] [--out bench/results/onnx_roundtrip]
 """
 import argparse
 import os
@@ -104,18 +105,25 @@ def roundtrip(name, work):
     model.eval()
     x = torch.randn(ARGS.batch, *chw)
     path = os.path.join(work, name + ".onnx")
-    mode = torch.onnx.TrainingMode.EVAL if ARGS.fuse_bn else torch.onnx.TrainingMode.PRESERVE
-    torch.onnx.export(model, x, path, opset_version=ARGS.opset, input_names=["image"], output_names=["out"],
-                      dynamic_axes={"image": {0: "N"}, "out": {0: "N"}}, training=mode, do_constant_folding=True)
+    if ARGS.legacy:
+        mode = torch.onnx.TrainingMode.EVAL if ARGS.fuse_bn else torch.onnx.TrainingMode.PRESERVE
+        torch.onnx.export(model, x, path, opset_version=ARGS.opset, input_names=["image"], output_names=["out"],
+                          dynamic_axes={"image": {0: "N"}, "out": {0: "N"}}, training=mode,
+                          do_constant_folding=True, dynamo=False)
+    else:
+        torch.onnx.export(model, x, path)  # today's default, exactly as a user writes it
     with torch.no_grad():
         t0 = time.time()
         want = model(x).numpy()
         torch_cpu_s = time.time() - t0
         want64 = model.double()(x.double()).numpy()
         model.float()
-    row = {"model": name, "opset": ARGS.opset, "input": "x".join(map(str, (ARGS.batch, *chw)))}
     import onnx
-    row["onnx_nodes"] = len(onnx.load(path).graph.node)
+    graph = onnx.load(path, load_external_data=False)
+    row = {"model": name, "exporter": "legacy" if ARGS.legacy else "default",
+           "opset": next(o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")),
+           "input": "x".join(map(str, (ARGS.batch, *chw)))}
+    row["onnx_nodes"] = len(graph.graph.node)
     out, _ = kiln(["import", path, "-o", os.path.join(work, name + ".json"), "--weights-out",
                    os.path.join(work, name + ".safetensors")])
     row["kiln_layers"] = out.split("-> ")[1].split(" layers")[0] if "-> " in out else ""
@@ -150,13 +158,16 @@ def main():
     ap.add_argument("kiln")
     ap.add_argument("--models", default="resnet18,resnet50,vgg16,densenet121,unet")
     ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("--legacy", action="store_true", help="the TorchScript exporter (dynamo=False)")
+    ap.add_argument("--opset", type=int, default=17, help="--legacy only")
     ap.add_argument("--pretrained", action="store_true")
-    ap.add_argument("--fuse-bn", action="store_true")
+    ap.add_argument("--fuse-bn", action="store_true", help="--legacy only")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "onnx_roundtrip"))
     ARGS = ap.parse_args()
+    if not ARGS.legacy and (ARGS.fuse_bn or ARGS.opset != 17):
+        ap.error("--opset and --fuse-bn apply to --legacy only (the default exporter chooses)")
     rows = []
     with tempfile.TemporaryDirectory(prefix="kiln-onnx-") as work:
         for name in ARGS.models.split(","):
@@ -165,7 +176,7 @@ def main():
             except Exception as e:  # a failing model is a row, not the end of the run
                 rows.append({"model": name, "result": "error", "error": str(e).splitlines()[0][:300]})
             print(rows[-1], flush=True)
-    cols = ["model", "opset", "input", "onnx_nodes", "kiln_layers", "state_dict_names_kept", "cpu_rel_err",
+    cols = ["model", "exporter", "opset", "input", "onnx_nodes", "kiln_layers", "state_dict_names_kept", "cpu_rel_err",
             "cpu_rel_err_f64", "gpu_rel_err", "kiln_cpu_s", "torch_cpu_s", "kiln_gpu_s", "result", "error"]
     meta = [f"kiln {common.kiln_version(ARGS.kiln)}", f"torch {torch.__version__}",
             f"torchvision {torchvision.__version__}", f"gpu {common.gpu_name() if torch.cuda.is_available() else 'none'}"]
