@@ -1,0 +1,154 @@
+// Implicit-GEMM convolution forward for Hopper (sm_90a): TMA loads into a multi-stage ring
+// completed by mbarriers, one producer warpgroup (one elected thread issues the copies) and
+// CONSUMERS warpgroups computing with wgmma from 128-byte-swizzled shared memory, then the
+// fused epilogue (bias, residual, activation: common/epilogue.cuh) stored from registers.
+//
+// GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
+// (its rows are K-major: [O][KH*KW*C]), y NHWC.
+//  - B (weights): a 2-D tiled TMA of w as [O][KH*KW*C], box 64 K x BN rows.
+//  - A (activations): a 4-D tiled TMA of x as [N][H][W][C], box 64 channels x TQ x TP x 1,
+//    at (c, q0 - PW + s, p0 - PH + r, n) for filter tap (r, s): a block's TP x TQ output
+//    pixels read their tap-(r, s) inputs as one box, and the padding is the copy's
+//    out-of-bounds zero fill. This "tiled gather" needs stride 1 and dilation 1 (a stride
+//    would need the box's element strides) and C a multiple of 64; im2col mode would lift
+//    both but the emulator does not interpret it yet, and a kernel that cannot be checked
+//    there is not chosen.
+// Each k iteration is one (r, s, 64-channel block): A is TP * TQ rows of 128 bytes (consumer
+// g takes rows 64g..64g+63), B BN rows of 128 bytes, both in the layout the TMA's 128-byte
+// swizzle writes and wgmma's 128-byte-swizzle descriptors read (SBO 1024; k step 16 = +32 B).
+//
+// Cfg: T (f16 or bf16); N, C, H, W, O, KH, KW, PH, PW, OH, OW; TP, TQ (TP * TQ = 64 *
+// CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS, HAS_RESIDUAL,
+// ACT / RELU. Kernel arguments: 0 x's tensor map, 1 w's tensor map, 2 x, 3 w (what the maps
+// read; named so the buffers stay arguments), 4 y, then bias, residual when present.
+#pragma once
+
+#include "common/epilogue.cuh"
+#include "common/kiln.cuh"
+
+namespace kiln::hopper_conv {
+
+template <class Cfg> struct Geometry {
+  using T = typename Cfg::T;
+  static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
+  static constexpr int TP = Cfg::TP, TQ = Cfg::TQ, BN = Cfg::BN, STAGES = Cfg::STAGES;
+  static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int CB = C / 64;          // 64-channel blocks per filter tap
+  static constexpr int ITERS = KH * KW * CB; // k iterations
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
+  static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
+  static constexpr int kArgBias = 5, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
+  static_assert(sizeof(T) == 2, "f16 or bf16 (tf32 needs 32-channel blocks: not yet)");
+  static_assert(C % 64 == 0, "C a multiple of 64: one 128-byte swizzle row per channel block");
+  static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+  static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
+  static_assert(Cfg::OH == Cfg::H + 2 * Cfg::PH - KH + 1 &&
+                    Cfg::OW == Cfg::W + 2 * Cfg::PW - KW + 1,
+                "stride 1, dilation 1");
+};
+
+// Dynamic shared memory a launch needs: the ring (1024-byte aligned) and the barriers.
+template <class Cfg> KILN_CONST int smem_bytes() {
+  return 1024 + Geometry<Cfg>::STAGES * Geometry<Cfg>::STAGE_BYTES + 16 * Geometry<Cfg>::STAGES;
+}
+
+// The producer: for each k iteration, wait for its stage to be free, announce the bytes,
+// issue the two copies.
+template <class Cfg>
+KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
+                     int n, int p0, int q0, int o0) {
+  using G = Geometry<Cfg>;
+  const TensorMap* xmap = tensor_map_arg(args, 0);
+  const TensorMap* wmap = tensor_map_arg(args, 1);
+  for (int it = 0; it < G::ITERS; ++it) {
+    const int s = it % G::STAGES;
+    if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
+    const int cb = it % G::CB, tap = it / G::CB, r = tap / G::KW, t = tap % G::KW;
+    mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
+    const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
+    tma_load(a, xmap, full + s, cb * 64, q0 - Cfg::PW + t, p0 - Cfg::PH + r, n);
+    tma_load(b, wmap, full + s, tap * G::C + cb * 64, o0);
+  }
+}
+
+// A consumer warpgroup g: 64 pixel rows x BN channels in registers. The last stage is never
+// released: nothing waits for it.
+template <class Cfg>
+KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
+                     int g) {
+  using G = Geometry<Cfg>;
+  using T = typename Cfg::T;
+  for (int it = 0; it < G::ITERS; ++it) {
+    const int s = it % G::STAGES;
+    mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
+    const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * 128;
+    const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) // 64 channels = 4 k steps of 16, 32 bytes each
+      wgmma(acc, wgmma_desc(a + 32 * k, 128, 16, 1024), wgmma_desc(b + 32 * k, 128, 16, 1024),
+            it > 0 || k > 0, T{});
+    wgmma_commit();
+    // One group stays in flight (this stage's) while the next stage's copies are awaited;
+    // the previous stage's wgmmas are then done reading it: release that one.
+    wgmma_wait<1>();
+    if (it > 0) mbarrier_arrive(empty + (it + G::STAGES - 1) % G::STAGES);
+  }
+  wgmma_wait<0>();
+}
+
+// y = act(acc + bias + residual) for the consumer's rows (fragment layout: hopper_cuda.cuh).
+template <class Cfg>
+KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n, int p0, int q0,
+                   int o0) {
+  using G = Geometry<Cfg>;
+  using T = typename Cfg::T;
+  using E = epilogue_of<Cfg>;
+  const auto y = arg<T>(args, 4);
+  const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
+#pragma unroll // constant register indices: the accumulators stay in registers
+  for (int i = 0; i < Cfg::BN / 2; ++i) {
+    const int m = 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
+    const int o = o0 + 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+    const int p = p0 + m / G::TQ, q = q0 + m % G::TQ;
+    if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
+    const i64 at = ((i64(n) * Cfg::OH + p) * Cfg::OW + q) * G::O + o;
+    y[at] = from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at));
+  }
+}
+
+// Grid: (TILES_P * TILES_Q, ceil(O / BN), N); THREADS threads; smem_bytes<Cfg>() dynamic.
+template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
+  using G = Geometry<Cfg>;
+  const int n = int(blockIdx.z), o0 = int(blockIdx.y) * G::BN;
+  const int p0 = int(blockIdx.x) / G::TILES_Q * G::TP, q0 = int(blockIdx.x) % G::TILES_Q * G::TQ;
+  const Shared<u8> base = dynamic_shared<u8>(0);
+  const int pad = int((1024 - smem_address(base) % 1024) % 1024); // swizzle atoms: 1024-aligned
+  const Shared<u8> ring = base + pad;
+  const Shared<u64> full = view_as<u64>(ring + G::STAGES * G::STAGE_BYTES);
+  const Shared<u64> empty = full + G::STAGES;
+  const int wg = thread_linear() / 128;
+  if (thread_linear() == 0) {
+    for (int s = 0; s < G::STAGES; ++s) {
+      mbarrier_init(full + s, 1);
+      mbarrier_init(empty + s, 128 * G::CONSUMERS);
+    }
+    fence_barrier_init();
+  }
+  sync_threads();
+  if (wg == 0) { // producer: few registers
+    setmaxnreg_dec<40>();
+    if (warp_id() == 0 && elect_one()) produce<Cfg>(args, ring, full, empty, n, p0, q0, o0);
+  } else {
+    setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
+    WgmmaAcc<G::BN> acc;
+    consume<Cfg>(acc, ring, full, empty, wg - 1);
+    store<Cfg>(args, acc, wg - 1, n, p0, q0, o0);
+  }
+}
+
+} // namespace kiln::hopper_conv
