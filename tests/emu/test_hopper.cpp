@@ -295,3 +295,50 @@ TEST_CASE("planted bugs: wgmma without the async-proxy fence; an accumulator rea
   INFO(early.report);
   CHECK(contains(early.report, "accessed before the wgmma_wait"));
 }
+
+TEST_CASE("planted bug: a stage released to the producer before its wgmmas completed") {
+  const int iters = 3;
+  std::vector<std::uint16_t> A(std::size_t(iters) * 64 * 64), B(A.size());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (std::size_t i = 0; i < A.size(); ++i) {
+    A[i] = kiln::float_to_half_bits(u(rng));
+    B[i] = kiln::float_to_half_bits(u(rng));
+  }
+  auto map = [](const void* p) {
+    KilnTensorMap m;
+    std::memset(&m, 0, sizeof m);
+    m = KilnTensorMap{p, {64, 64 * iters}, {2, 128}, {64, 64}, 2, 2, 128, 0};
+    return std::vector<KilnTensorMap>{m};
+  };
+  std::vector<KilnTensorMap> am = map(A.data()), bm = map(B.data());
+  std::vector<int> p = {iters};
+  std::vector<float> D(128 * 32, -1.0f);
+  auto run = [&](const char* kernel) {
+    return try_launch(kernel, config({1, 1, 1}, {256, 1, 1}, KILN_EMU_CHECK_ALL, 1, 16384),
+                      {buf(am, "a_map"), buf(bm, "b_map"), buf(A, "A"), buf(B, "B"), buf(D, "D"),
+                       buf(p, "params")});
+  };
+  const std::string ok = run("wgmma_ring_ok");
+  INFO(ok);
+  REQUIRE(ok.empty());
+  // D = sum_i A_i B_i^T, in the fragment order (thread t, register r: hopper_cuda.cuh).
+  for (int t = 0; t < 128; ++t)
+    for (int r = 0; r < 32; ++r) {
+      const int row = 16 * (t / 32) + t % 32 / 4 + 8 * ((r >> 1) & 1);
+      const int col = 8 * (r / 4) + 2 * (t % 4) + (r & 1);
+      double want = 0, scale = 0;
+      for (int i = 0; i < iters; ++i)
+        for (int k = 0; k < 64; ++k) {
+          const double x =
+              double(kiln::half_bits_to_float(A[std::size_t((64 * i + row) * 64 + k)])) *
+              double(kiln::half_bits_to_float(B[std::size_t((64 * i + col) * 64 + k)]));
+          want += x;
+          scale += std::fabs(x);
+        }
+      REQUIRE(std::fabs(double(D[std::size_t(t * 32 + r)]) - want) <= 1e-6 * scale);
+    }
+  const std::string early = run("wgmma_ring_early_release");
+  INFO(early);
+  CHECK(contains(early, "rewritten before the wgmma_wait covering it"));
+}

@@ -146,8 +146,11 @@ KILN_FN void wgmma_commit() { ++emu::self()->hop.wg_open; }
 // Waits until at most N committed wgmma groups are pending.
 template <int N> KILN_FN void wgmma_wait() {
   emu::Fiber& f = *emu::self();
-  if (f.hop.wg_open >= u32(N) && f.hop.wg_open - u32(N) > f.hop.wg_done)
+  if (f.hop.wg_open >= u32(N) && f.hop.wg_open - u32(N) > f.hop.wg_done) {
+    const u32 before = f.hop.wg_done;
     f.hop.wg_done = f.hop.wg_open - u32(N);
+    emu::wgmma_retire(f, before); // the groups now complete read what they read at issue?
+  }
 }
 
 } // namespace kiln

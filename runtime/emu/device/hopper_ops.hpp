@@ -8,7 +8,9 @@
 //  - a byte written by ordinary stores may be read by a wgmma only if its writer executed
 //    fence.proxy.async after the store (and, as for every shared read, a barrier separates
 //    the writer from other readers);
-//  - a wgmma accumulator is touched only after the wgmma_wait covering its last wgmma.
+//  - a wgmma accumulator is touched only after the wgmma_wait covering its last wgmma;
+//  - the bytes a wgmma read are unchanged when a thread's wgmma_wait covers it
+//    (hopper_wgmma.hpp: wgmma_retire).
 #pragma once
 
 #include "runtime/emu/device/report.hpp"
@@ -98,6 +100,11 @@ void mbar_arrive(void* p, long long tx) {
   m.tx += tx;
   --m.pending;
   complete_phase_if_done(m);
+  // A plain arrival (a consumer releasing a stage) lets the others run before this thread
+  // goes on: one that releases a stage before its own wgmma_wait then finds the producer has
+  // refilled it (wgmma_retire reports that). A producer's arrive.expect_tx does not yield,
+  // so its copies follow at once.
+  if (tx == 0) switch_to_scheduler(*self());
 }
 
 void mbar_wait(void* p, unsigned parity, Site where) {

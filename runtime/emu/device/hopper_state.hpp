@@ -34,7 +34,21 @@ struct HopperFiber {
 inline constexpr std::uint32_t kTagAsync = 0x80000000u;
 inline constexpr std::uint16_t kAsyncWriter = 0x7ffd; // Shadow::writer of a TMA-written byte
 
+// A wgmma issued and not yet covered by a wait_group: the emulator computes it at issue,
+// and at the wait checks that the shared memory it read is unchanged (on the device it may
+// read any time until then), so a stage released or rewritten too early is reported.
+inline constexpr int kMaxInflight = 32; // per warpgroup
+struct InflightWgmma {
+  std::uint64_t da, db;
+  std::uint64_t fingerprint; // of the operand bytes and their shadow state at issue
+  std::uint32_t group;
+  int n, kind;
+  int waited; // threads of the warpgroup whose wgmma_wait has covered it
+};
+
 struct HopperBlock {
+  InflightWgmma inflight[kMaxWarpgroups][kMaxInflight];
+  int ninflight[kMaxWarpgroups];
   Mbarrier bars[kMaxMbarriers];
   int nbars;
   int wg_arrived[kMaxWarpgroups];

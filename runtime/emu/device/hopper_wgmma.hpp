@@ -85,6 +85,26 @@ float operand_value(Block& b, int g, const Desc& d, int r, int k, int kind) {
   return kind == 0 ? half_bits_to_float(h) : bf16_bits_to_float(h);
 }
 
+// A fingerprint of the bytes a wgmma reads (values, and with race checks their writers and
+// tags): equal at issue and at the wait when nothing rewrote them in between.
+std::uint64_t fingerprint(const Block& b, const Desc& da, const Desc& db, int n, int kind) {
+  const unsigned e = kind == 2 ? 4 : 2, kbytes = 32; // one k step: 16 x 2 or 8 x 4 bytes
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  auto operand = [&](const Desc& d, int rows) {
+    for (int r = 0; r < rows; ++r)
+      for (unsigned kb = 0; kb < kbytes; kb += e)
+        for (unsigned i = 0; i < e; ++i) {
+          const std::size_t off = operand_byte(d, r, kb) + i;
+          mix(std::uint8_t(b.arena[off]));
+          if (b.hop.tag) mix(std::uint64_t(b.hop.tag[off]) << 16 | b.shadow[off].writer);
+        }
+  };
+  operand(da, 64);
+  operand(db, n);
+  return h;
+}
+
 void check_desc(const Desc& d, const char* which) {
   if (d.swizzle && d.start % (8 * d.swizzle) >= d.swizzle)
     fail("wgmma %s descriptor: start at arena byte %u is not within the first row of a %u-byte "
@@ -114,6 +134,12 @@ void complete_wgmma(Block& b, int g, Fiber* const* t) {
     for (int k = 0; k < K; ++k)
       B[n][k] = operand_value(b, g, db, n, k, kind);
   const bool acc = f0.in[4] != 0;
+  if (b.hop.ninflight[g] == kMaxInflight)
+    fail("more than %d wgmma operations of warpgroup %d in flight (no wgmma_wait)", kMaxInflight,
+         g);
+  const u64 ua = u64(f0.in[0]) | u64(f0.in[1]) << 32, ub = u64(f0.in[2]) | u64(f0.in[3]) << 32;
+  b.hop.inflight[g][b.hop.ninflight[g]++] =
+      InflightWgmma{ua, ub, fingerprint(b, da, db, N, kind), f0.hop.wg_open, N, kind, 0};
   for (int i = 0; i < kWarpgroup; ++i) {
     float* d = reinterpret_cast<float*>(t[i]->value);
     const int w = i / 32, l = i % 32, gr = l / 4, tq = l % 4;
@@ -130,6 +156,29 @@ void complete_wgmma(Block& b, int g, Fiber* const* t) {
 }
 
 } // namespace
+
+// After a wgmma_wait of f completing groups [done_before, wg_done): the warpgroup's wgmma
+// operations in them must, as this thread sees it, have read until now the bytes they read
+// at issue. An operation is forgotten once all 128 threads have waited for it.
+void wgmma_retire(Fiber& f, unsigned done_before) {
+  Block& b = *f.block;
+  const int g = f.linear / kWarpgroup;
+  int kept = 0;
+  for (int i = 0; i < b.hop.ninflight[g]; ++i) {
+    InflightWgmma& op = b.hop.inflight[g][i];
+    if (op.group < done_before || op.group >= f.hop.wg_done) {
+      b.hop.inflight[g][kept++] = op;
+      continue;
+    }
+    if (++op.waited < kWarpgroup) b.hop.inflight[g][kept++] = op;
+    if (fingerprint(b, decode(op.da), decode(op.db), op.n, op.kind) != op.fingerprint)
+      fail("shared memory a wgmma of group %u reads (A at arena byte %u, B at %u) was "
+           "rewritten before the wgmma_wait covering it: a stage released to its producer "
+           "before its wgmma operations completed",
+           op.group, decode(op.da).start, decode(op.db).start);
+  }
+  b.hop.ninflight[g] = kept;
+}
 
 // Arrives at a warpgroup collective; it completes when all 128 threads of the warpgroup have.
 void warpgroup_collective(Fiber& f, WarpOp op, Site where) {

@@ -114,6 +114,7 @@ inline bool run_block(Block& b, u64 lb) {
   std::fill(std::begin(b.warp_exited), std::end(b.warp_exited), 0);
   b.hop.nbars = 0;
   std::fill(std::begin(b.hop.wg_arrived), std::end(b.hop.wg_arrived), 0);
+  std::fill(std::begin(b.hop.ninflight), std::end(b.hop.ninflight), 0);
   b.nsites = 0;
   b.static_top = b.dyn_bytes;
   ++b.epoch; // a new epoch: bytes stamped earlier are "not written in this block"

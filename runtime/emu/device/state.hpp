@@ -196,6 +196,7 @@ void tma_load(void* dst, const void* map, void* bar, const int* coords, int rank
 void warpgroup_collective(Fiber& f, WarpOp op, Site where);
 void fence_proxy_async();
 void check_wgmma_acc(const void* acc, unsigned pending);
+void wgmma_retire(Fiber& f, unsigned done_before);
 // A raw pointer used by an atomic (rmw) or __ldg: checked against the launch's buffers and
 // the block's shared memory (where an atomic also updates the shadow).
 void check_pointer(const void* p, std::size_t size, bool rmw, const char* what);

@@ -137,3 +137,49 @@ extern "C" __global__ void __launch_bounds__(256, 1) tma_pipeline(KernelArgs arg
 extern "C" __global__ void __launch_bounds__(256, 1) tma_pipeline_no_empty_wait(KernelArgs args) {
   pipeline<true>(args);
 }
+
+// A one-stage TMA + wgmma loop: warpgroup 1 accumulates A_i B_i^T over `iters` 64 x 64 f16
+// tiles (128-byte swizzle) that thread 0 loads. args: 0 A's map, 1 B's map, 2 A, 3 B,
+// 4 D (fragment order, float 128 x 32), 5 int[1]: iters. kEarlyRelease (planted): the stage
+// is released right after the wgmmas are issued, before wgmma_wait.
+template <bool kEarlyRelease> KILN_FN void wgmma_ring(const KernelArgs& args) {
+  const TensorMap* amap = tensor_map_arg(args, 0);
+  const TensorMap* bmap = tensor_map_arg(args, 1);
+  const auto D = arg<float>(args, 4);
+  const int iters = arg<const int>(args, 5)[0];
+  const auto stage = dynamic_shared<u8>(0);
+  KILN_SHARED_ARRAY(u64, full, 1);
+  KILN_SHARED_ARRAY(u64, empty, 1);
+  const int t = int(threadIdx.x);
+  if (t == 0) {
+    mbarrier_init(full, 1);
+    mbarrier_init(empty, 128);
+    fence_barrier_init();
+  }
+  sync_threads();
+  if (t == 0) {
+    for (int i = 0; i < iters; ++i) {
+      if (i > 0) mbarrier_wait(empty, u32((i - 1) & 1));
+      mbarrier_arrive_expect_tx(full, 2 * 8192);
+      tma_load(stage, amap, full, 0, 64 * i);
+      tma_load(stage + 8192, bmap, full, 0, 64 * i);
+    }
+  } else if (t >= 128) {
+    WgmmaAcc<64> acc;
+    for (int i = 0; i < iters; ++i) {
+      mbarrier_wait(full, u32(i & 1));
+      wgmma_fence();
+      for (int k = 0; k < 4; ++k)
+        wgmma(acc, wgmma_desc(stage + 32 * k, 128, 16, 1024),
+              wgmma_desc(stage + 8192 + 32 * k, 128, 16, 1024), i > 0 || k > 0, f16{});
+      wgmma_commit();
+      if (kEarlyRelease) mbarrier_arrive(empty);
+      wgmma_wait<0>();
+      if (!kEarlyRelease) mbarrier_arrive(empty);
+    }
+    for (int r = 0; r < 32; ++r)
+      D[(t - 128) * 32 + r] = acc[r];
+  }
+}
+extern "C" __global__ void wgmma_ring_ok(KernelArgs args) { wgmma_ring<false>(args); }
+extern "C" __global__ void wgmma_ring_early_release(KernelArgs args) { wgmma_ring<true>(args); }
