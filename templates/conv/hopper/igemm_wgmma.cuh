@@ -5,22 +5,25 @@
 //
 // GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
 // (its rows are K-major: [O][KH*KW*C]), y NHWC.
-//  - B (weights): a 2-D tiled TMA of w as [O][KH*KW*C], box 64 K x BN rows.
-//  - A (activations): a 4-D tiled TMA of x as [N][H][W][C], box 64 channels x TQ x TP x 1,
+//  - B (weights): a 2-D tiled TMA of w as [O][KH*KW*C], box BKC K x BN rows.
+//  - A (activations): a 4-D tiled TMA of x as [N][H][W][C], box BKC channels x TQ x TP x 1,
 //    at (c, q0 - PW + s, p0 - PH + r, n) for filter tap (r, s): a block's TP x TQ output
 //    pixels read their tap-(r, s) inputs as one box, and the padding is the copy's
 //    out-of-bounds zero fill. This "tiled gather" needs stride 1 and dilation 1 (a stride
-//    would need the box's element strides) and C a multiple of 64; im2col mode would lift
+//    would need the box's element strides) and C a multiple of BKC; im2col mode would lift
 //    both but the emulator does not interpret it yet, and a kernel that cannot be checked
 //    there is not chosen.
-// Each k iteration is one (r, s, 64-channel block): A is TP * TQ rows of 128 bytes (consumer
+// Each k iteration is one (r, s, block of BKC = 128 bytes of channels: 64 f16/bf16, 32 f32):
+// A is TP * TQ rows of 128 bytes (consumer
 // g takes rows 64g..64g+63), B BN rows of 128 bytes, both in the layout the TMA's 128-byte
-// swizzle writes and wgmma's 128-byte-swizzle descriptors read (SBO 1024; k step 16 = +32 B).
+// swizzle writes and wgmma's 128-byte-swizzle descriptors read (SBO 1024; each of the 4 k
+// steps, k16 for 16-bit types and k8 for tf32, is +32 bytes). f32 runs as tf32: the tensor
+// cores read each operand's top 19 bits.
 //
-// Cfg: T (f16 or bf16); N, C, H, W, O, KH, KW, PH, PW, OH, OW; TP, TQ (TP * TQ = 64 *
-// CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS, HAS_RESIDUAL,
-// ACT / RELU. Kernel arguments: 0 x's tensor map, 1 w's tensor map, 2 x, 3 w (what the maps
-// read; named so the buffers stay arguments), 4 y, then bias, residual when present.
+// Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, PH, PW, OH, OW; TP, TQ (TP * TQ =
+// 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS, HAS_RESIDUAL, ACT /
+// RELU. Kernel arguments: 0 x's tensor map, 1 w's tensor map, 2 x, 3 w (what the maps read; named
+// so the buffers stay arguments), 4 y, then bias, residual when present.
 #pragma once
 
 #include "common/epilogue.cuh"
@@ -34,14 +37,15 @@ template <class Cfg> struct Geometry {
   static constexpr int TP = Cfg::TP, TQ = Cfg::TQ, BN = Cfg::BN, STAGES = Cfg::STAGES;
   static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
-  static constexpr int CB = C / 64;          // 64-channel blocks per filter tap
+  static constexpr int BKC = 128 / int(sizeof(T)); // channels per k iteration: one 128 B row
+  static constexpr int CB = C / BKC;               // channel blocks per filter tap
   static constexpr int ITERS = KH * KW * CB; // k iterations
   static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int kArgBias = 5, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
-  static_assert(sizeof(T) == 2, "f16 or bf16 (tf32 needs 32-channel blocks: not yet)");
-  static_assert(C % 64 == 0, "C a multiple of 64: one 128-byte swizzle row per channel block");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
+  static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
   static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
@@ -70,8 +74,8 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
     const int cb = it % G::CB, tap = it / G::CB, r = tap / G::KW, t = tap % G::KW;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
-    tma_load(a, xmap, full + s, cb * 64, q0 - Cfg::PW + t, p0 - Cfg::PH + r, n);
-    tma_load(b, wmap, full + s, tap * G::C + cb * 64, o0);
+    tma_load(a, xmap, full + s, cb * G::BKC, q0 - Cfg::PW + t, p0 - Cfg::PH + r, n);
+    tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, o0);
   }
 }
 
@@ -89,7 +93,7 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) // 64 channels = 4 k steps of 16, 32 bytes each
+    for (int k = 0; k < 4; ++k) // 128 bytes of channels = 4 k steps of 32 bytes
       wgmma(acc, wgmma_desc(a + 32 * k, 128, 16, 1024), wgmma_desc(b + 32 * k, 128, 16, 1024),
             it > 0 || k > 0, T{});
     wgmma_commit();

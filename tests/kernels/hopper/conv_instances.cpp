@@ -41,6 +41,15 @@ struct F16_T8x16_BN256_S2_C2 {
   static constexpr Act ACT = Act::none;
 };
 
+// 3x3 pad 1 over 9x6, 64 -> 128 channels in f32 (tf32 tensor cores), bias, residual, relu.
+struct TF32_T8x8_BN128_S3_C1 {
+  using T = float;
+  static constexpr int N = 1, C = 64, H = 9, W = 6, O = 128, KH = 3, KW = 3, PH = 1, PW = 1;
+  static constexpr int OH = 9, OW = 6, TP = 8, TQ = 8, BN = 128, STAGES = 3, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
+
 } // namespace
 
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
@@ -54,3 +63,4 @@ KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1)
 KILN_HOPPER_CONV(BF16_T8x16_BN128_S2_C2)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S4_C1)
 KILN_HOPPER_CONV(F16_T8x16_BN256_S2_C2)
+KILN_HOPPER_CONV(TF32_T8x8_BN128_S3_C1)
