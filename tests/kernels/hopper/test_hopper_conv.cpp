@@ -9,6 +9,7 @@
 #include "runtime/emu/tensor_map.h"
 #include "runtime/error.hpp"
 #include "runtime/half.hpp"
+#include "tests/kernels/hopper/conv_cases.hpp"
 
 #include <doctest/doctest.h>
 
@@ -24,147 +25,32 @@
 
 namespace {
 
-struct Instance {
-  const char* name;
-  int dtype; // 0 f16, 1 bf16, 2 f32 (tf32 on the tensor cores)
-  int N, C, H, W, O, KH, KW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
-  bool bias, residual, relu;
-};
+using namespace hopper_test;
 
-// As conv_instances.cpp declares them.
-const Instance kInstances[] = {
-    {"F16_T8x8_BN64_S3_C1", 0, 2, 64, 10, 10, 64, 3, 3, 1, 1, 8, 8, 64, 3, 1, true, false, true},
-    {"BF16_T8x16_BN128_S2_C2", 1, 1, 128, 6, 9, 128, 1, 1, 0, 0, 8, 16, 128, 2, 2, false, true,
-     false},
-    {"F16_T8x8_BN64_S4_C1", 0, 1, 64, 5, 7, 96, 3, 3, 1, 1, 8, 8, 64, 4, 1, true, true, true},
-    {"F16_T8x16_BN256_S2_C2", 0, 1, 64, 8, 8, 256, 3, 3, 1, 1, 8, 16, 256, 2, 2, true, false,
-     false},
-    {"TF32_T8x8_BN128_S3_C1", 2, 1, 64, 9, 6, 128, 3, 3, 1, 1, 8, 8, 128, 3, 1, true, true, true},
-};
-
-// A tensor of the instance's element type, as bytes.
-struct Elems {
-  int dtype;
-  std::vector<std::uint8_t> bytes;
-  Elems(int t, std::size_t n) : dtype(t), bytes(n * size()) {}
-  std::size_t size() const { return dtype == 2 ? 4 : 2; }
-  std::size_t count() const { return bytes.size() / size(); }
-  void set(std::size_t i, float v) {
-    if (dtype == 2) {
-      std::memcpy(&bytes[i * 4], &v, 4);
-      return;
-    }
-    const std::uint16_t b = dtype == 1 ? kiln::float_to_bf16_bits(v) : kiln::float_to_half_bits(v);
-    std::memcpy(&bytes[i * 2], &b, 2);
-  }
-  double get(std::size_t i) const {
-    if (dtype == 2) {
-      float v;
-      std::memcpy(&v, &bytes[i * 4], 4);
-      return v;
-    }
-    std::uint16_t b;
-    std::memcpy(&b, &bytes[i * 2], 2);
-    return dtype == 1 ? kiln::bf16_bits_to_float(b) : kiln::half_bits_to_float(b);
-  }
-  kiln::EmuBuffer buffer(const char* name) { return {bytes.data(), bytes.size(), name}; }
-};
-
-KilnTensorMap map_of(const void* p, unsigned elem, int rank,
-                     std::initializer_list<unsigned long long> dims,
-                     std::initializer_list<unsigned> box) {
-  KilnTensorMap m;
-  std::memset(&m, 0, sizeof m);
-  m.global = p;
-  m.rank = unsigned(rank);
-  m.elem_bytes = elem;
-  m.swizzle = 128;
-  unsigned long long stride = elem;
-  int d = 0;
-  for (auto x : dims) {
-    m.dims[d] = x;
-    m.strides[d++] = stride;
-    stride *= x;
-  }
-  d = 0;
-  for (auto b : box)
-    m.box[d++] = b;
-  return m;
+kiln::EmuBuffer buffer(Elems& e, const char* name) {
+  return {e.bytes.data(), e.bytes.size(), name};
 }
 
 // Runs one instance on the emulator; returns max |y - ref| / (|ref| + 1) over y.
 double run_emu(const kiln::EmuModule& mod, const Instance& in, unsigned seed) {
-  const int OH = in.H + 2 * in.PH - in.KH + 1, OW = in.W + 2 * in.PW - in.KW + 1;
-  const int K = in.KH * in.KW * in.C;
-  const unsigned e = in.dtype == 2 ? 4 : 2, bkc = 128 / e;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  auto fill = [&](Elems& v) {
-    for (std::size_t i = 0; i < v.count(); ++i)
-      v.set(i, u(rng));
-  };
-  Elems x(in.dtype, std::size_t(in.N) * in.H * in.W * in.C), w(in.dtype, std::size_t(in.O) * K),
-      bias(in.dtype, std::size_t(in.O)), res(in.dtype, std::size_t(in.N) * OH * OW * in.O),
-      y(in.dtype, res.count());
-  fill(x);
-  fill(w);
-  fill(bias);
-  fill(res);
-  for (std::size_t i = 0; i < y.count(); ++i) // poison: every element must be written
-    y.set(i, std::nanf(""));
-  std::vector<KilnTensorMap> xmap = {map_of(x.bytes.data(), e, 4,
-                                            {(unsigned long long)in.C, (unsigned long long)in.W,
-                                             (unsigned long long)in.H, (unsigned long long)in.N},
-                                            {bkc, unsigned(in.TQ), unsigned(in.TP), 1})};
-  std::vector<KilnTensorMap> wmap = {map_of(w.bytes.data(), e, 2,
-                                            {(unsigned long long)K, (unsigned long long)in.O},
-                                            {bkc, unsigned(in.BN)})};
+  Problem pb(in, seed);
+  std::vector<KilnTensorMap> xmap = {pb.x_map(in, pb.x.bytes.data())};
+  std::vector<KilnTensorMap> wmap = {pb.w_map(in, pb.w.bytes.data())};
   std::vector<kiln::EmuBuffer> args = {{xmap.data(), sizeof(KilnTensorMap), "x_map"},
                                        {wmap.data(), sizeof(KilnTensorMap), "w_map"},
-                                       x.buffer("x"),
-                                       w.buffer("w"),
-                                       y.buffer("y")};
-  if (in.bias) args.push_back(bias.buffer("bias"));
-  if (in.residual) args.push_back(res.buffer("residual"));
+                                       buffer(pb.x, "x"),
+                                       buffer(pb.w, "w"),
+                                       buffer(pb.y, "y")};
+  if (in.bias) args.push_back(buffer(pb.bias, "bias"));
+  if (in.residual) args.push_back(buffer(pb.res, "residual"));
   kiln::EmuLaunchConfig c;
-  const int tiles = ((OH + in.TP - 1) / in.TP) * ((OW + in.TQ - 1) / in.TQ);
-  c.grid = {unsigned(tiles), unsigned((in.O + in.BN - 1) / in.BN), unsigned(in.N)};
-  c.block = {unsigned(128 * (1 + in.CONSUMERS)), 1, 1};
+  c.grid = pb.grid(in);
+  c.block = {Problem::threads(in), 1, 1};
   c.checks = KILN_EMU_CHECK_ALL;
   c.workers = 2;
-  c.dynamic_smem =
-      std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * 128 + 16 * in.STAGES);
+  c.dynamic_smem = Problem::smem(in);
   mod.launch(std::string("conv_hopper_") + in.name, c, args);
-  // What the tensor cores multiply: f16 and bf16 operands as they are; a float's top 19
-  // bits for tf32 (its low 13 mantissa bits ignored), so the products here are the kernel's
-  // and the tolerance covers float accumulation and y's rounding only.
-  auto operand = [&](double v) {
-    if (in.dtype != 2) return v;
-    return double(std::bit_cast<float>(std::bit_cast<std::uint32_t>(float(v)) & 0xffffe000u));
-  };
-  double worst = 0;
-  for (int n = 0; n < in.N; ++n)
-    for (int p = 0; p < OH; ++p)
-      for (int q = 0; q < OW; ++q)
-        for (int o = 0; o < in.O; ++o) {
-          double acc = 0;
-          for (int r = 0; r < in.KH; ++r)
-            for (int s = 0; s < in.KW; ++s) {
-              const int h = p - in.PH + r, ww = q - in.PW + s;
-              if (h < 0 || h >= in.H || ww < 0 || ww >= in.W) continue;
-              for (int ci = 0; ci < in.C; ++ci)
-                acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci)) *
-                       operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci));
-            }
-          const std::size_t at = ((std::size_t(n) * OH + p) * OW + q) * in.O + o;
-          if (in.bias) acc += bias.get(std::size_t(o));
-          if (in.residual) acc += res.get(at);
-          if (in.relu) acc = acc > 0 ? acc : 0;
-          const double got = y.get(at);
-          REQUIRE(std::isfinite(got)); // every element written
-          worst = std::max(worst, std::fabs(got - acc) / (std::fabs(acc) + 1.0));
-        }
-  return worst;
+  return pb.error(in);
 }
 
 std::string read_file(const std::string& path) {
@@ -175,6 +61,8 @@ std::string read_file(const std::string& path) {
 }
 
 } // namespace
+
+using namespace hopper_test;
 
 TEST_CASE("Hopper conv instances on the emulator match a float64 convolution") {
   const kiln::EmuModule mod(KILN_HOPPER_CONV_MODULE);
