@@ -35,6 +35,8 @@ const Instance kInstances[] = {
     {"F16_T8x16_BN256_S2_C2", 0, 1, 64, 8, 8, 256, 3, 3, 1, 1, 8, 16, 256, 2, 2, true, false,
      false},
     {"TF32_T8x8_BN128_S3_C1", 2, 1, 64, 9, 6, 128, 3, 3, 1, 1, 8, 8, 128, 3, 1, true, true, true},
+    {"F16_T8x16_BN128_S4_C2", 0, 1, 256, 14, 14, 256, 3, 3, 1, 1, 8, 16, 128, 4, 2, true, false,
+     true},
 };
 
 // A tensor of the instance's element type, as bytes.

@@ -50,6 +50,15 @@ struct TF32_T8x8_BN128_S3_C1 {
   static constexpr Act ACT = Act::relu;
 };
 
+// ResNet-50's layer-3 3x3 conv at batch 1 (14x14, 256 -> 256): the shape of a real layer.
+struct F16_T8x16_BN128_S4_C2 {
+  using T = f16;
+  static constexpr int N = 1, C = 256, H = 14, W = 14, O = 256, KH = 3, KW = 3, PH = 1, PW = 1;
+  static constexpr int OH = 14, OW = 14, TP = 8, TQ = 16, BN = 128, STAGES = 4, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+
 } // namespace
 
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
@@ -64,3 +73,4 @@ KILN_HOPPER_CONV(BF16_T8x16_BN128_S2_C2)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S4_C1)
 KILN_HOPPER_CONV(F16_T8x16_BN256_S2_C2)
 KILN_HOPPER_CONV(TF32_T8x8_BN128_S3_C1)
+KILN_HOPPER_CONV(F16_T8x16_BN128_S4_C2)
