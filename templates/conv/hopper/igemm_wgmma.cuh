@@ -6,13 +6,15 @@
 // GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
 // (its rows are K-major: [O][KH*KW*C]), y NHWC.
 //  - B (weights): a 2-D tiled TMA of w as [O][KH*KW*C], box BKC K x BN rows.
-//  - A (activations): a 4-D tiled TMA of x as [N][H][W][C], box BKC channels x TQ x TP x 1,
-//    at (c, q0 - PW + s, p0 - PH + r, n) for filter tap (r, s): a block's TP x TQ output
-//    pixels read their tap-(r, s) inputs as one box, and the padding is the copy's
-//    out-of-bounds zero fill. This "tiled gather" needs stride 1 and dilation 1 (a stride
-//    would need the box's element strides) and C a multiple of BKC; im2col mode would lift
-//    both but the emulator does not interpret it yet, and a kernel that cannot be checked
-//    there is not chosen.
+//  - A (activations): 4-D tiled TMAs of x, box BKC channels x TQ x TP x 1: a block's TP x TQ
+//    output pixels read their inputs for filter tap (r, t) as one box ("tiled gather"), the
+//    padding being the copy's out-of-bounds zero fill. With strides SH, SW the input rows
+//    a tap reads, SH * p + r - PH, all have one parity ph = (r - PH) mod SH: x is described
+//    by SH * SW maps, map (ph, pw) being the rows and columns of that parity ([N][ceil((H -
+//    ph) / SH)][ceil((W - pw) / SW)][C], its byte strides SH and SW times x's), read at
+//    (c, q0 + floor((t - PW) / SW), p0 + floor((r - PH) / SH), n). Dilation 1; C a multiple
+//    of BKC. (im2col mode would need one map for any stride, but the emulator does not
+//    interpret it yet, and a kernel that cannot be checked there is not chosen.)
 // Each k iteration is one (r, s, block of BKC = 128 bytes of channels: 64 f16/bf16, 32 f32):
 // A is TP * TQ rows of 128 bytes (consumer
 // g takes rows 64g..64g+63), B BN rows of 128 bytes, both in the layout the TMA's 128-byte
@@ -20,10 +22,11 @@
 // steps, k16 for 16-bit types and k8 for tf32, is +32 bytes). f32 runs as tf32: the tensor
 // cores read each operand's top 19 bits.
 //
-// Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, PH, PW, OH, OW; TP, TQ (TP * TQ =
-// 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS, HAS_RESIDUAL, ACT /
-// RELU. Kernel arguments: 0 x's tensor map, 1 w's tensor map, 2 x, 3 w (what the maps read; named
-// so the buffers stay arguments), 4 y, then bias, residual when present.
+// Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW; TP, TQ
+// (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
+// HAS_RESIDUAL, ACT / RELU. Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map ph *
+// SW + pw), M w's tensor map, then x, w (what the maps read; named so the buffers stay
+// arguments), y, and bias, residual when present.
 #pragma once
 
 #include "common/epilogue.cuh"
@@ -43,16 +46,18 @@ template <class Cfg> struct Geometry {
   static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
-  static constexpr int kArgBias = 5, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
+  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
+  static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
+  static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
   static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
   static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
   static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
-  static_assert(Cfg::OH == Cfg::H + 2 * Cfg::PH - KH + 1 &&
-                    Cfg::OW == Cfg::W + 2 * Cfg::PW - KW + 1,
-                "stride 1, dilation 1");
+  static_assert(SH >= 1 && SW >= 1 && Cfg::OH == (Cfg::H + 2 * Cfg::PH - KH) / SH + 1 &&
+                    Cfg::OW == (Cfg::W + 2 * Cfg::PW - KW) / SW + 1,
+                "output size of a dilation-1 convolution");
 };
 
 // Dynamic shared memory a launch needs: the ring (1024-byte aligned) and the barriers.
@@ -66,15 +71,19 @@ template <class Cfg>
 KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
                      int n, int p0, int q0, int o0) {
   using G = Geometry<Cfg>;
-  const TensorMap* xmap = tensor_map_arg(args, 0);
-  const TensorMap* wmap = tensor_map_arg(args, 1);
+  const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
   for (int it = 0; it < G::ITERS; ++it) {
     const int s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
     const int cb = it % G::CB, tap = it / G::CB, r = tap / G::KW, t = tap % G::KW;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
-    tma_load(a, xmap, full + s, cb * G::BKC, q0 - Cfg::PW + t, p0 - Cfg::PH + r, n);
+    // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
+    const int dr = r - Cfg::PH, dt = t - Cfg::PW;
+    const int ph = (dr % G::SH + G::SH) % G::SH, pw = (dt % G::SW + G::SW) % G::SW;
+    const int cr = (dr - ph) / G::SH, ct = (dt - pw) / G::SW;
+    const TensorMap* xmap = tensor_map_arg(args, ph * G::SW + pw);
+    tma_load(a, xmap, full + s, cb * G::BKC, q0 + ct, p0 + cr, n);
     tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, o0);
   }
 }
@@ -112,7 +121,7 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n,
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
-  const auto y = arg<T>(args, 4);
+  const auto y = arg<T>(args, G::kArgY);
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
 #pragma unroll // constant register indices: the accumulators stay in registers
   for (int i = 0; i < Cfg::BN / 2; ++i) {

@@ -22,21 +22,160 @@ namespace hopper_test {
 struct Instance {
   const char* name;
   int dtype; // 0 f16, 1 bf16, 2 f32 (tf32 on the tensor cores)
-  int N, C, H, W, O, KH, KW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
+  int N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
   bool bias, residual, relu;
 };
 
 // As conv_instances.cpp declares them.
 const Instance kInstances[] = {
-    {"F16_T8x8_BN64_S3_C1", 0, 2, 64, 10, 10, 64, 3, 3, 1, 1, 8, 8, 64, 3, 1, true, false, true},
-    {"BF16_T8x16_BN128_S2_C2", 1, 1, 128, 6, 9, 128, 1, 1, 0, 0, 8, 16, 128, 2, 2, false, true,
-     false},
-    {"F16_T8x8_BN64_S4_C1", 0, 1, 64, 5, 7, 96, 3, 3, 1, 1, 8, 8, 64, 4, 1, true, true, true},
-    {"F16_T8x16_BN256_S2_C2", 0, 1, 64, 8, 8, 256, 3, 3, 1, 1, 8, 16, 256, 2, 2, true, false,
-     false},
-    {"TF32_T8x8_BN128_S3_C1", 2, 1, 64, 9, 6, 128, 3, 3, 1, 1, 8, 8, 128, 3, 1, true, true, true},
-    {"F16_T8x16_BN128_S4_C2", 0, 1, 256, 14, 14, 256, 3, 3, 1, 1, 8, 16, 128, 4, 2, true, false,
+    {"F16_T8x8_BN64_S3_C1",
+     0,
+     2,
+     64,
+     10,
+     10,
+     64,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     8,
+     64,
+     3,
+     1,
+     true,
+     false,
      true},
+    {"BF16_T8x16_BN128_S2_C2",
+     1,
+     1,
+     128,
+     6,
+     9,
+     128,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     8,
+     16,
+     128,
+     2,
+     2,
+     false,
+     true,
+     false},
+    {"F16_T8x8_BN64_S4_C1", 0, 1, 64, 5, 7, 96, 3, 3, 1, 1, 1, 1, 8, 8, 64, 4, 1, true, true, true},
+    {"F16_T8x16_BN256_S2_C2",
+     0,
+     1,
+     64,
+     8,
+     8,
+     256,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     256,
+     2,
+     2,
+     true,
+     false,
+     false},
+    {"TF32_T8x8_BN128_S3_C1",
+     2,
+     1,
+     64,
+     9,
+     6,
+     128,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     8,
+     128,
+     3,
+     1,
+     true,
+     true,
+     true},
+    {"F16_T8x16_BN128_S4_C2",
+     0,
+     1,
+     256,
+     14,
+     14,
+     256,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     128,
+     4,
+     2,
+     true,
+     false,
+     true},
+    {"F16_T8x8_BN64_S3_C1_STRIDE2",
+     0,
+     2,
+     64,
+     13,
+     11,
+     64,
+     3,
+     3,
+     2,
+     2,
+     1,
+     1,
+     8,
+     8,
+     64,
+     3,
+     1,
+     true,
+     true,
+     true},
+    {"BF16_T8x16_BN128_S2_C2_STRIDE2",
+     1,
+     1,
+     128,
+     16,
+     16,
+     128,
+     1,
+     1,
+     2,
+     2,
+     0,
+     0,
+     8,
+     16,
+     128,
+     2,
+     2,
+     false,
+     false,
+     false},
 };
 
 // A tensor of the instance's element type, as bytes.
@@ -93,10 +232,10 @@ struct Problem {
   int OH, OW, K;
   Elems x, w, bias, res, y;
   Problem(const Instance& in, unsigned seed)
-      : OH(in.H + 2 * in.PH - in.KH + 1), OW(in.W + 2 * in.PW - in.KW + 1), K(in.KH * in.KW * in.C),
-        x(in.dtype, std::size_t(in.N) * in.H * in.W * in.C), w(in.dtype, std::size_t(in.O) * K),
-        bias(in.dtype, std::size_t(in.O)), res(in.dtype, std::size_t(in.N) * OH * OW * in.O),
-        y(in.dtype, res.count()) {
+      : OH((in.H + 2 * in.PH - in.KH) / in.SH + 1), OW((in.W + 2 * in.PW - in.KW) / in.SW + 1),
+        K(in.KH * in.KW * in.C), x(in.dtype, std::size_t(in.N) * in.H * in.W * in.C),
+        w(in.dtype, std::size_t(in.O) * K), bias(in.dtype, std::size_t(in.O)),
+        res(in.dtype, std::size_t(in.N) * OH * OW * in.O), y(in.dtype, res.count()) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (Elems* v : {&x, &w, &bias, &res})
@@ -106,12 +245,26 @@ struct Problem {
       y.set(i, std::nanf(""));
   }
   unsigned elem() const { return x.size(); }
-  // x as [N][H][W][C] and w as [O][KH*KW*C], boxes of 128 bytes of channels.
-  KilnTensorMap x_map(const Instance& in, const void* at) const {
-    return map_of(at, elem(), 4,
-                  {(unsigned long long)in.C, (unsigned long long)in.W, (unsigned long long)in.H,
-                   (unsigned long long)in.N},
-                  {128 / elem(), unsigned(in.TQ), unsigned(in.TP), 1});
+  // x as SH * SW maps, map (ph, pw) the rows and columns of that parity (the template's
+  // comment), and w as [O][KH*KW*C]; boxes of 128 bytes of channels.
+  std::vector<KilnTensorMap> x_maps(const Instance& in, const void* x0) const {
+    std::vector<KilnTensorMap> maps;
+    const unsigned long long e = elem(), c = (unsigned long long)in.C;
+    for (int ph = 0; ph < in.SH; ++ph)
+      for (int pw = 0; pw < in.SW; ++pw) {
+        const auto* at =
+            static_cast<const std::uint8_t*>(x0) + (std::size_t(ph) * in.W + pw) * c * e;
+        KilnTensorMap m = map_of(at, elem(), 4,
+                                 {c, (unsigned long long)((in.W - pw + in.SW - 1) / in.SW),
+                                  (unsigned long long)((in.H - ph + in.SH - 1) / in.SH),
+                                  (unsigned long long)in.N},
+                                 {128 / elem(), unsigned(in.TQ), unsigned(in.TP), 1});
+        m.strides[1] = in.SW * c * e;
+        m.strides[2] = (unsigned long long)in.SH * in.W * c * e;
+        m.strides[3] = (unsigned long long)in.H * in.W * c * e;
+        maps.push_back(m);
+      }
+    return maps;
   }
   KilnTensorMap w_map(const Instance& in, const void* at) const {
     return map_of(at, elem(), 2, {(unsigned long long)K, (unsigned long long)in.O},
@@ -143,7 +296,7 @@ struct Problem {
             double acc = 0;
             for (int r = 0; r < in.KH; ++r)
               for (int s = 0; s < in.KW; ++s) {
-                const int h = p - in.PH + r, ww = q - in.PW + s;
+                const int h = in.SH * p - in.PH + r, ww = in.SW * q - in.PW + s;
                 if (h < 0 || h >= in.H || ww < 0 || ww >= in.W) continue;
                 for (int ci = 0; ci < in.C; ++ci)
                   acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci)) *

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,19 +66,26 @@ TEST_CASE("Hopper conv instances on the GPU match the float64 reference") {
     for (unsigned seed : {1u, 2u}) {
       Problem pb(in, seed);
       DeviceBuffer x(pb.x.bytes.size()), w(pb.w.bytes.size()), y(pb.y.bytes.size()),
-          bias(pb.bias.bytes.size()), res(pb.res.bytes.size()), xm(128), wm(128);
+          bias(pb.bias.bytes.size()), res(pb.res.bytes.size()), wm(128);
       CUDA_OK(cudaMemcpy(x.p, pb.x.bytes.data(), pb.x.bytes.size(), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemcpy(w.p, pb.w.bytes.data(), pb.w.bytes.size(), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemcpy(y.p, pb.y.bytes.data(), pb.y.bytes.size(), cudaMemcpyHostToDevice));
       CUDA_OK(
           cudaMemcpy(bias.p, pb.bias.bytes.data(), pb.bias.bytes.size(), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemcpy(res.p, pb.res.bytes.data(), pb.res.bytes.size(), cudaMemcpyHostToDevice));
-      const kiln::EncodedTensorMap xe = kiln::encode_tensor_map(pb.x_map(in, x.p));
+      void* args[16] = {};
+      int nargs = 0;
+      std::vector<std::unique_ptr<DeviceBuffer>> xm; // one map per stride parity
+      for (const KilnTensorMap& m : pb.x_maps(in, x.p)) {
+        const kiln::EncodedTensorMap xe = kiln::encode_tensor_map(m);
+        xm.push_back(std::make_unique<DeviceBuffer>(128));
+        CUDA_OK(cudaMemcpy(xm.back()->p, xe.data(), 128, cudaMemcpyHostToDevice));
+        args[nargs++] = xm.back()->p;
+      }
       const kiln::EncodedTensorMap we = kiln::encode_tensor_map(pb.w_map(in, w.p));
-      CUDA_OK(cudaMemcpy(xm.p, xe.data(), 128, cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemcpy(wm.p, we.data(), 128, cudaMemcpyHostToDevice));
-      void* args[16] = {xm.p, wm.p, x.p, w.p, y.p};
-      int nargs = 5;
+      for (void* a : {wm.p, x.p, w.p, y.p})
+        args[nargs++] = a;
       if (in.bias) args[nargs++] = bias.p;
       if (in.residual) args[nargs++] = res.p;
       void* params[] = {args}; // the one KernelArgs parameter: 16 pointers by value

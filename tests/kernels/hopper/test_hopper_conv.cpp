@@ -34,13 +34,13 @@ kiln::EmuBuffer buffer(Elems& e, const char* name) {
 // Runs one instance on the emulator; returns max |y - ref| / (|ref| + 1) over y.
 double run_emu(const kiln::EmuModule& mod, const Instance& in, unsigned seed) {
   Problem pb(in, seed);
-  std::vector<KilnTensorMap> xmap = {pb.x_map(in, pb.x.bytes.data())};
+  std::vector<KilnTensorMap> xmaps = pb.x_maps(in, pb.x.bytes.data());
   std::vector<KilnTensorMap> wmap = {pb.w_map(in, pb.w.bytes.data())};
-  std::vector<kiln::EmuBuffer> args = {{xmap.data(), sizeof(KilnTensorMap), "x_map"},
-                                       {wmap.data(), sizeof(KilnTensorMap), "w_map"},
-                                       buffer(pb.x, "x"),
-                                       buffer(pb.w, "w"),
-                                       buffer(pb.y, "y")};
+  std::vector<kiln::EmuBuffer> args;
+  for (KilnTensorMap& m : xmaps)
+    args.push_back({&m, sizeof(KilnTensorMap), "x_map"});
+  args.push_back({wmap.data(), sizeof(KilnTensorMap), "w_map"});
+  args.insert(args.end(), {buffer(pb.x, "x"), buffer(pb.w, "w"), buffer(pb.y, "y")});
   if (in.bias) args.push_back(buffer(pb.bias, "bias"));
   if (in.residual) args.push_back(buffer(pb.res, "residual"));
   kiln::EmuLaunchConfig c;
