@@ -123,14 +123,26 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n,
   using E = epilogue_of<Cfg>;
   const auto y = arg<T>(args, G::kArgY);
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
+  // Registers i and i + 1 (i even) are channels o and o + 1 of one pixel: 16-bit outputs of
+  // an even channel count leave as one 32-bit store.
+  constexpr bool kPairs = sizeof(T) == 2 && G::O % 2 == 0;
 #pragma unroll // constant register indices: the accumulators stay in registers
-  for (int i = 0; i < Cfg::BN / 2; ++i) {
+  for (int i = 0; i < Cfg::BN / 2; i += 2) {
     const int m = 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
-    const int o = o0 + 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+    const int o = o0 + 8 * (i / 4) + 2 * (lane % 4);
     const int p = p0 + m / G::TQ, q = q0 + m % G::TQ;
     if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
     const i64 at = ((i64(n) * Cfg::OH + p) * Cfg::OW + q) * G::O + o;
-    y[at] = from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at));
+    const float v0 = E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at);
+    if constexpr (kPairs) {
+      const float v1 = E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1);
+      view_as<u32>(y)[at / 2] = u32(from_float<T>(v0).bits) | u32(from_float<T>(v1).bits) << 16;
+    } else {
+      y[at] = from_float<T>(v0);
+      if (o + 1 < G::O)
+        y[at + 1] =
+            from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1));
+    }
   }
 }
 
