@@ -46,6 +46,8 @@ template <class Cfg> struct Geometry {
   static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
+  static constexpr int O_BLOCKS = ceil_div(O, BN);
+  static constexpr int TILES = Cfg::N * TILES_P * TILES_Q * O_BLOCKS; // output tiles
   static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
@@ -65,17 +67,18 @@ template <class Cfg> KILN_CONST int smem_bytes() {
   return 1024 + Geometry<Cfg>::STAGES * Geometry<Cfg>::STAGE_BYTES + 16 * Geometry<Cfg>::STAGES;
 }
 
-// The producer: for each k iteration, wait for its stage to be free, announce the bytes,
-// issue the two copies.
+// The producer, for one output tile: for each k iteration, wait for its stage to be free,
+// announce the bytes, issue the two copies. `ring_it` counts the block's k iterations over
+// all its tiles: the stage and the barriers' phases follow from it.
 template <class Cfg>
 KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     int n, int p0, int q0, int o0) {
+                     int n, int p0, int q0, int o0, int& ring_it) {
   using G = Geometry<Cfg>;
   const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
-  for (int it = 0; it < G::ITERS; ++it) {
-    const int s = it % G::STAGES;
+  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+    const int it = ring_it, s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
-    const int cb = it % G::CB, tap = it / G::CB, r = tap / G::KW, t = tap % G::KW;
+    const int cb = k_it % G::CB, tap = k_it / G::CB, r = tap / G::KW, t = tap % G::KW;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
     // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
@@ -88,15 +91,16 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
   }
 }
 
-// A consumer warpgroup g: 64 pixel rows x BN channels in registers. The last stage is never
-// released: nothing waits for it.
+// A consumer warpgroup g, for one output tile: 64 pixel rows x BN channels in registers.
+// Each stage is released once its wgmmas completed; the tile's last one before the epilogue,
+// so the producer can fill it with the next tile's data meanwhile.
 template <class Cfg>
 KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     int g) {
+                     int g, int& ring_it) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
-  for (int it = 0; it < G::ITERS; ++it) {
-    const int s = it % G::STAGES;
+  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+    const int it = ring_it, s = it % G::STAGES;
     mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
     const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * 128;
     const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
@@ -104,14 +108,15 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
 #pragma unroll
     for (int k = 0; k < 4; ++k) // 128 bytes of channels = 4 k steps of 32 bytes
       wgmma(acc, wgmma_desc(a + 32 * k, 128, 16, 1024), wgmma_desc(b + 32 * k, 128, 16, 1024),
-            it > 0 || k > 0, T{});
+            k_it > 0 || k > 0, T{});
     wgmma_commit();
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.
     wgmma_wait<1>();
-    if (it > 0) mbarrier_arrive(empty + (it + G::STAGES - 1) % G::STAGES);
+    if (k_it > 0) mbarrier_arrive(empty + (it + G::STAGES - 1) % G::STAGES);
   }
   wgmma_wait<0>();
+  mbarrier_arrive(empty + (ring_it + G::STAGES - 1) % G::STAGES);
 }
 
 // y = act(acc + bias + residual) for the consumer's rows (fragment layout: hopper_cuda.cuh).
@@ -146,11 +151,22 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n,
   }
 }
 
-// Grid: (TILES_P * TILES_Q, ceil(O / BN), N); THREADS threads; smem_bytes<Cfg>() dynamic.
+// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images.
+struct Tile {
+  int n, p0, q0, o0;
+};
+template <class Cfg> KILN_FN Tile tile_at(int tile) {
+  using G = Geometry<Cfg>;
+  const int ob = tile % G::O_BLOCKS, pt = tile / G::O_BLOCKS % (G::TILES_P * G::TILES_Q);
+  return Tile{tile / G::O_BLOCKS / (G::TILES_P * G::TILES_Q), pt / G::TILES_Q * G::TP,
+              pt % G::TILES_Q * G::TQ, ob * G::BN};
+}
+
+// Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
+// blocks < TILES: the producer fills the next tile's stages during the epilogue);
+// THREADS threads; smem_bytes<Cfg>() dynamic.
 template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   using G = Geometry<Cfg>;
-  const int n = int(blockIdx.z), o0 = int(blockIdx.y) * G::BN;
-  const int p0 = int(blockIdx.x) / G::TILES_Q * G::TP, q0 = int(blockIdx.x) % G::TILES_Q * G::TQ;
   const Shared<u8> base = dynamic_shared<u8>(0);
   const int pad = int((1024 - smem_address(base) % 1024) % 1024); // swizzle atoms: 1024-aligned
   const Shared<u8> ring = base + pad;
@@ -167,12 +183,22 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   sync_threads();
   if (wg == 0) { // producer: few registers
     setmaxnreg_dec<40>();
-    if (warp_id() == 0 && elect_one()) produce<Cfg>(args, ring, full, empty, n, p0, q0, o0);
+    if (warp_id() == 0 && elect_one()) {
+      int ring_it = 0;
+      for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
+        const Tile tl = tile_at<Cfg>(tile);
+        produce<Cfg>(args, ring, full, empty, tl.n, tl.p0, tl.q0, tl.o0, ring_it);
+      }
+    }
   } else {
     setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
     WgmmaAcc<G::BN> acc;
-    consume<Cfg>(acc, ring, full, empty, wg - 1);
-    store<Cfg>(args, acc, wg - 1, n, p0, q0, o0);
+    int ring_it = 0;
+    for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
+      const Tile tl = tile_at<Cfg>(tile);
+      consume<Cfg>(acc, ring, full, empty, wg - 1, ring_it);
+      store<Cfg>(args, acc, wg - 1, tl.n, tl.p0, tl.q0, tl.o0);
+    }
   }
 }
 

@@ -270,9 +270,10 @@ struct Problem {
     return map_of(at, elem(), 2, {(unsigned long long)K, (unsigned long long)in.O},
                   {128 / elem(), unsigned(in.BN)});
   }
-  std::array<unsigned, 3> grid(const Instance& in) const {
-    const int tiles = ((OH + in.TP - 1) / in.TP) * ((OW + in.TQ - 1) / in.TQ);
-    return {unsigned(tiles), unsigned((in.O + in.BN - 1) / in.BN), unsigned(in.N)};
+  // Output tiles (the template's TILES); a launch of fewer blocks is persistent.
+  unsigned tiles(const Instance& in) const {
+    return unsigned(in.N * ((OH + in.TP - 1) / in.TP) * ((OW + in.TQ - 1) / in.TQ) *
+                    ((in.O + in.BN - 1) / in.BN));
   }
   static unsigned threads(const Instance& in) { return unsigned(128 * (1 + in.CONSUMERS)); }
   static std::size_t smem(const Instance& in) {
