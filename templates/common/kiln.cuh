@@ -61,8 +61,10 @@ struct bf16 {
 
 #if defined(KILN_CUDA)
 #include "common/device_cuda.cuh"
+#include "common/hopper_cuda.cuh"
 #else
 #include "runtime/emu/device/device_emu.hpp"
+#include "runtime/emu/device/hopper_emu.hpp"
 #endif
 
 namespace kiln {

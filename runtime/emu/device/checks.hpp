@@ -73,6 +73,9 @@ void* shared_alloc(const SharedSite* site, std::size_t bytes) {
 }
 
 // ---- shadow ------------------------------------------------------------------------------------
+// A read of a byte a TMA wrote (hopper_ops.hpp).
+void check_async_read(Block& b, const Fiber& f, std::size_t off);
+
 namespace {
 
 struct Access {
@@ -113,6 +116,7 @@ std::string who(const Block& b, u16 id) {
 void check_write(const Access& a, std::size_t i, bool atomic) {
   const Shadow& e = a.s[i];
   const u32 epoch = a.b.epoch;
+  if (e.writer == kAsyncWriter) return; // the async proxy's writes are ordered by mbarriers
   if (e.wstamp >= a.b.block_epoch) {
     if (e.writer & kPendingCopy) pending(a, i, "this thread writes");
     if (e.wstamp == epoch && e.writer != a.me && !(atomic && e.writer == kAtomicWriter))
@@ -133,8 +137,12 @@ void shadow_read(const void* p, std::size_t n) {
         fail("read of %s, which no thread of this block has written",
              shared_place(a.b, a.off + i).c_str());
     } else if (checks & KILN_EMU_CHECK_RACE) {
-      if (e.writer & kPendingCopy) pending(a, i, "this thread reads");
-      if (e.wstamp == a.b.epoch && e.writer != a.me) race(a, i, "reads", "wrote", e.writer);
+      if (e.writer == kAsyncWriter) {
+        check_async_read(a.b, a.f, a.off + i);
+      } else {
+        if (e.writer & kPendingCopy) pending(a, i, "this thread reads");
+        if (e.wstamp == a.b.epoch && e.writer != a.me) race(a, i, "reads", "wrote", e.writer);
+      }
     }
     if (checks & KILN_EMU_CHECK_RACE) {
       if (e.rstamp != a.b.epoch) {
@@ -153,6 +161,7 @@ void shadow_write(const void* p, std::size_t n) {
     if (a.b.checks & KILN_EMU_CHECK_RACE) check_write(a, i, false);
     a.s[i].wstamp = a.b.epoch;
     a.s[i].writer = a.me;
+    if (a.b.hop.tag) a.b.hop.tag[a.off + i] = a.f.hop.proxy_fences + 1; // generic proxy
   }
 }
 
@@ -175,6 +184,7 @@ void shadow_copy_async(const void* p) {
     if (track) check_write(a, i, false);
     a.s[i].wstamp = a.b.epoch;
     a.s[i].writer = u16(a.me | (track ? kPendingCopy : 0));
+    if (a.b.hop.tag) a.b.hop.tag[a.off + i] = a.f.hop.proxy_fences + 1;
   }
   if (!track) return;
   if (a.f.npending == kMaxPendingCopies)

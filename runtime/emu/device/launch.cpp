@@ -40,6 +40,8 @@ struct Worker {
   char* arena = nullptr;            // kMaxShared bytes
   Shadow* shadow = nullptr;         // one entry per arena byte, allocated when a launch checks
   std::vector<PendingCopy> pending; // cp.async tracking, allocated when a launch checks races
+  std::vector<std::uint32_t> tag;   // async-proxy tracking (hopper_state.hpp), likewise
+  std::vector<std::uint32_t> observed; // mbarrier phases each thread saw complete, likewise
   std::size_t poisoned = 0;         // arena bytes used since the last poisoning
   u32 epoch = 0;
   Block block{};
@@ -56,6 +58,10 @@ struct Worker {
   void prepare(int nthreads, bool shadowed, bool races) {
     stacks.reserve(nthreads);
     if (races && pending.empty()) pending.resize(std::size_t(kMaxThreads) * kMaxPendingCopies);
+    if (races && tag.empty()) {
+      tag.resize(kMaxShared);
+      observed.resize(std::size_t(kMaxThreads) * kMaxMbarriers);
+    }
     if (shadowed && !shadow) {
       shadow = static_cast<Shadow*>(std::calloc(kMaxShared, sizeof(Shadow)));
       if (!shadow) throw std::bad_alloc();
@@ -99,6 +105,8 @@ void run_worker(LaunchState& st, Worker& w) {
   b.arena = w.arena;
   b.shadow = w.shadow;
   b.pending = w.pending.data();
+  b.hop.tag = w.tag.empty() || !(L.checks & KILN_EMU_CHECK_RACE) ? nullptr : w.tag.data();
+  b.hop.observed = b.hop.tag ? w.observed.data() : nullptr;
   b.dyn_bytes = L.dynamic_smem;
   b.slots = w.stacks.base();
   b.nthreads = st.nthreads;

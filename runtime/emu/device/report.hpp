@@ -103,6 +103,8 @@ inline const char* op_name(WarpOp op) {
   case WarpOp::MmaF16: return "mma.sync.m16n8k16.f16";
   case WarpOp::MmaBf16: return "mma.sync.m16n8k16.bf16";
   case WarpOp::MmaTf32: return "mma.sync.m16n8k8.tf32";
+  case WarpOp::Wgmma: return "wgmma.mma_async";
+  case WarpOp::SetMaxNreg: return "setmaxnreg";
   }
   return "?";
 }
@@ -117,6 +119,11 @@ inline std::string wait_name(const Fiber& f) {
   case Wait::Done: return "exited";
   case Wait::Barrier: return "wait at __syncthreads " + site_name(f.site);
   case Wait::Warp: return std::string("wait at ") + op_name(f.op) + " " + site_name(f.site);
+  case Wait::Warpgroup:
+    return std::string("wait at warpgroup ") + op_name(f.op) + " " + site_name(f.site);
+  case Wait::Mbarrier:
+    return format("wait at mbarrier %d (parity %d) %s", f.param, f.width,
+                  site_name(f.site).c_str());
   }
   return "?";
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "runtime/emu/device/checks.hpp"
+#include "runtime/emu/device/hopper_ops.hpp"
 #include "runtime/emu/device/warp_ops.hpp"
 
 #include <algorithm>
@@ -111,6 +112,9 @@ inline bool run_block(Block& b, u64 lb) {
   b.arrived = 0;
   std::fill(std::begin(b.warp_arrived), std::end(b.warp_arrived), 0);
   std::fill(std::begin(b.warp_exited), std::end(b.warp_exited), 0);
+  b.hop.nbars = 0;
+  std::fill(std::begin(b.hop.wg_arrived), std::end(b.hop.wg_arrived), 0);
+  std::fill(std::begin(b.hop.ninflight), std::end(b.hop.ninflight), 0);
   b.nsites = 0;
   b.static_top = b.dyn_bytes;
   ++b.epoch; // a new epoch: bytes stamped earlier are "not written in this block"
@@ -124,12 +128,14 @@ inline bool run_block(Block& b, u64 lb) {
     f.npending = 0;
     f.open_group = 0;
     f.pending = b.pending ? b.pending + std::size_t(i) * kMaxPendingCopies : nullptr;
+    f.hop = HopperFiber{};
     prepare_fiber(f, fiber_main);
   }
   for (;;) {
     bool ran = false;
     for (int i = 0; i < b.nthreads; ++i) {
       Fiber& f = fiber_at(b, i);
+      if (f.wait == Wait::Mbarrier && mbar_wait_over(b, f)) f.wait = Wait::None;
       if (f.wait != Wait::None) continue;
       switch_to_fiber(b, f);
       if (b.aborted) return false;

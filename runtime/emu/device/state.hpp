@@ -5,6 +5,7 @@
 // at switches.
 #pragma once
 
+#include "runtime/emu/device/hopper_state.hpp"
 #include "runtime/emu/device/vector_types.hpp"
 #include "runtime/emu/launch_abi.h"
 
@@ -33,8 +34,18 @@ inline constexpr std::size_t kMaxShared = 232448; // the largest per-block opt-i
 inline constexpr int kMaxSharedSites = 64;
 inline constexpr int kMaxPendingCopies = 128; // cp.async copies in flight per thread
 
-enum class Wait : std::uint8_t { None, Barrier, Warp, Done };
-enum class WarpOp : std::uint8_t { ShflIdx, ShflXor, ShflDown, Ballot, MmaF16, MmaBf16, MmaTf32 };
+enum class Wait : std::uint8_t { None, Barrier, Warp, Done, Mbarrier, Warpgroup };
+enum class WarpOp : std::uint8_t {
+  ShflIdx,
+  ShflXor,
+  ShflDown,
+  Ballot,
+  MmaF16,
+  MmaBf16,
+  MmaTf32,
+  Wgmma, // warpgroup collectives (hopper_ops.hpp)
+  SetMaxNreg
+};
 
 // Where a thread waits (barrier, warp collective): the caller's file and line, taken by a
 // default argument (std::source_location needs clang 15 with libstdc++).
@@ -93,6 +104,7 @@ struct Fiber {
   int npending;
   u32 open_group;
   PendingCopy* pending; // kMaxPendingCopies entries, owned by the worker
+  HopperFiber hop;
 #if !defined(KILN_EMU_ASM_SWITCH)
   ucontext_t ctx;
 #endif
@@ -119,6 +131,7 @@ struct Block {
   u32 epoch;            // current barrier epoch
   u32 block_epoch;      // epoch at block start
   PendingCopy* pending; // per thread, kMaxPendingCopies each (race checks only)
+  HopperBlock hop;
   // Scheduling.
   char* slots;
   int nthreads;
@@ -175,6 +188,15 @@ void shadow_atomic(const void* p, std::size_t n);
 void shadow_copy_async(const void* p);
 void async_commit();
 void async_wait(int n);
+// Hopper (hopper_ops.hpp).
+void mbar_init(void* bar, unsigned count);
+void mbar_arrive(void* bar, long long tx);
+void mbar_wait(void* bar, unsigned parity, Site where);
+void tma_load(void* dst, const void* map, void* bar, const int* coords, int rank);
+void warpgroup_collective(Fiber& f, WarpOp op, Site where);
+void fence_proxy_async();
+void check_wgmma_acc(const void* acc, unsigned pending);
+void wgmma_retire(Fiber& f, unsigned done_before);
 // A raw pointer used by an atomic (rmw) or __ldg: checked against the launch's buffers and
 // the block's shared memory (where an atomic also updates the shadow).
 void check_pointer(const void* p, std::size_t size, bool rmw, const char* what);

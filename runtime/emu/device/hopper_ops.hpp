@@ -1,0 +1,222 @@
+// Hopper's asynchronous machinery in the emulator (included by launch.cpp only), from the
+// PTX ISA: mbarrier phases with arrival counts and transaction bytes, TMA tiled loads with
+// out-of-bounds zero fill and swizzle, and wgmma over shared-memory matrix descriptors.
+//
+// Checks (with KILN_EMU_CHECK_RACE), per shared byte in HopperBlock::tag:
+//  - a byte a TMA wrote may be read (by a thread or a wgmma) only by threads that have waited
+//    for the mbarrier phase the copy completes;
+//  - a byte written by ordinary stores may be read by a wgmma only if its writer executed
+//    fence.proxy.async after the store (and, as for every shared read, a barrier separates
+//    the writer from other readers);
+//  - a wgmma accumulator is touched only after the wgmma_wait covering its last wgmma;
+//  - the bytes a wgmma read are unchanged when a thread's wgmma_wait covers it
+//    (hopper_wgmma.hpp: wgmma_retire).
+#pragma once
+
+#include "runtime/emu/device/report.hpp"
+#include "runtime/emu/tensor_map.h"
+#include "runtime/half.hpp"
+
+#include <bit>
+#include <cmath>
+
+namespace kiln::emu {
+
+namespace {
+
+std::uint32_t arena_offset(const Block& b, const void* p) {
+  return std::uint32_t(reinterpret_cast<const char*>(p) - b.arena);
+}
+
+int find_mbar(Block& b, const void* p, const char* what) {
+  const std::uint32_t off = arena_offset(b, p);
+  if (off >= kMaxShared || off % 8) fail("%s: not an 8-byte aligned shared-memory address", what);
+  for (int i = 0; i < b.hop.nbars; ++i)
+    if (b.hop.bars[i].offset == off) return i;
+  fail("%s on %s, which mbarrier_init has not initialised in this block", what,
+       shared_place(b, off).c_str());
+}
+
+void complete_phase_if_done(Mbarrier& m) {
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phases;
+    m.pending = m.count;
+  }
+}
+
+bool phase_done(const Mbarrier& m, unsigned parity) { return (m.phases & 1u) != parity; }
+
+std::uint32_t& observed(Block& b, int thread, int slot) {
+  return b.hop.observed[std::size_t(thread) * kMaxMbarriers + std::size_t(slot)];
+}
+
+// The phases of barrier `slot` that thread t has seen complete (races checked), or all.
+std::uint32_t seen(Block& b, int thread, int slot) {
+  return b.hop.observed ? observed(b, thread, slot) : 0xffffffffu;
+}
+
+// A read by `reader` (or, for a wgmma, the least any thread of its warpgroup saw: `seen_by`)
+// of byte i at arena offset off that a TMA wrote.
+void check_async_byte(Block& b, std::size_t off, std::uint32_t tag, std::uint32_t have,
+                      const char* who) {
+  const int slot = int((tag >> 24) & 0x3f);
+  const std::uint32_t phase = tag & 0xffffffu;
+  if ((have & 0xffffffu) <= phase && have != 0xffffffffu)
+    fail("%s %s, which a TMA copy completing phase %u of the mbarrier at %s wrote, before "
+         "waiting for that phase (mbarrier_wait)",
+         who, shared_place(b, off).c_str(), phase,
+         shared_place(b, b.hop.bars[slot].offset).c_str());
+}
+
+} // namespace
+
+// ---- mbarrier -------------------------------------------------------------------------------
+void mbar_init(void* p, unsigned count) {
+  Block& b = block();
+  const std::uint32_t off = arena_offset(b, p);
+  if (off >= kMaxShared || off % 8) fail("mbarrier_init: not an 8-byte aligned shared address");
+  if (count == 0 || count > (1u << 20) - 1)
+    fail("mbarrier_init: count %u outside 1..2^20-1", count);
+  int i = 0;
+  while (i < b.hop.nbars && b.hop.bars[i].offset != off)
+    ++i;
+  if (i == b.hop.nbars) {
+    if (b.hop.nbars == kMaxMbarriers) fail("more than %d mbarriers in one block", kMaxMbarriers);
+    ++b.hop.nbars;
+  }
+  b.hop.bars[i] = Mbarrier{off, count, count, 0, 0};
+  if (b.hop.observed)
+    for (int t = 0; t < b.nthreads; ++t)
+      observed(b, t, i) = 0;
+  if (b.checks & kShadowChecks) shadow_write(p, 8);
+}
+
+// An arrival, after adding tx transaction bytes to the phase's expectation.
+void mbar_arrive(void* p, long long tx) {
+  Block& b = block();
+  Mbarrier& m = b.hop.bars[find_mbar(b, p, "mbarrier_arrive")];
+  if (m.pending == 0)
+    fail("mbarrier_arrive: more arrivals than the barrier's count (%u) in one phase", m.count);
+  m.tx += tx;
+  --m.pending;
+  complete_phase_if_done(m);
+  // A plain arrival (a consumer releasing a stage) lets the others run before this thread
+  // goes on: one that releases a stage before its own wgmma_wait then finds the producer has
+  // refilled it (wgmma_retire reports that). A producer's arrive.expect_tx does not yield,
+  // so its copies follow at once.
+  if (tx == 0) switch_to_scheduler(*self());
+}
+
+void mbar_wait(void* p, unsigned parity, Site where) {
+  Fiber& f = *self();
+  Block& b = *f.block;
+  const int slot = find_mbar(b, p, "mbarrier_wait");
+  if (!phase_done(b.hop.bars[slot], parity)) {
+    f.wait = Wait::Mbarrier;
+    f.site = where;
+    f.param = slot;
+    f.width = int(parity);
+    switch_to_scheduler(f); // resumed by run_block once the phase completed
+  }
+  // The newest completed phase of this parity, and every one before it, has been seen.
+  const Mbarrier& m = b.hop.bars[slot];
+  const std::uint32_t last = (m.phases - 1) % 2 == parity ? m.phases : m.phases - 1;
+  if (b.hop.observed && observed(b, f.linear, slot) < last) observed(b, f.linear, slot) = last;
+}
+
+// Whether fiber f, waiting at an mbarrier, may run again.
+inline bool mbar_wait_over(Block& b, const Fiber& f) {
+  return phase_done(b.hop.bars[f.param], unsigned(f.width));
+}
+
+// ---- TMA tiled load ---------------------------------------------------------------------------
+void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {
+  Fiber& f = *self();
+  Block& b = *f.block;
+  check_pointer(map_p, 8, false, "tma_load's tensor map");
+  const KilnTensorMap& m = *static_cast<const KilnTensorMap*>(map_p);
+  if (int(m.rank) != rank)
+    fail("tma_load with %d coordinates on a tensor map of rank %u", rank, m.rank);
+  const unsigned e = m.elem_bytes, W = m.swizzle;
+  if (e != 1 && e != 2 && e != 4 && e != 8) fail("tensor map: element size %u", e);
+  const std::size_t row = std::size_t(m.box[0]) * e;
+  if (W != 0 && W != 32 && W != 64 && W != 128) fail("tensor map: swizzle %u", W);
+  if (W ? row != W : row % 16)
+    fail("tensor map: a box row of %zu bytes (emulated: a multiple of 16 without swizzle, "
+         "the swizzle width with one)",
+         row);
+  const std::uint32_t d0 = arena_offset(b, dst);
+  const std::size_t align = W ? 8 * W : 128;
+  if (d0 % align)
+    fail("tma_load: shared destination at arena byte %u is not %zu-byte aligned", d0, align);
+  std::size_t total = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (m.box[d] == 0 || m.box[d] > 256)
+      fail("tensor map: box[%d] = %u outside 1..256", d, m.box[d]);
+    total *= m.box[d];
+  }
+  const std::size_t bytes = total * e;
+  if (d0 + bytes > kMaxShared || (d0 < b.dyn_bytes && d0 + bytes > b.dyn_bytes))
+    fail("tma_load: %zu bytes at %s overrun its shared array", bytes, shared_place(b, d0).c_str());
+  const int slot = find_mbar(b, bar, "tma_load's mbarrier");
+  Mbarrier& mb = b.hop.bars[slot];
+  const bool track = (b.checks & KILN_EMU_CHECK_RACE) && b.hop.tag;
+  const std::uint32_t tag = kTagAsync | std::uint32_t(slot) << 24 | (mb.phases & 0xffffffu);
+  int idx[KILN_TMA_MAX_RANK] = {};
+  for (std::size_t n = 0; n < total; ++n) {
+    // Element n of the box: coordinates c + idx, dimension 0 fastest.
+    bool in = true;
+    long long goff = 0;
+    for (int d = 0; d < rank; ++d) {
+      const long long x = (long long)c[d] + idx[d];
+      if (x < 0 || (unsigned long long)x >= m.dims[d]) in = false;
+      goff += x * (long long)(d == 0 ? e : m.strides[d]);
+    }
+    unsigned char v[8] = {};
+    if (in) {
+      const char* src = static_cast<const char*>(m.global) + goff;
+      if (b.checks & KILN_EMU_CHECK_BOUNDS) check_pointer(src, e, false, "TMA load");
+      std::memcpy(v, src, e);
+    }
+    const std::size_t a = d0 + n * e; // dense position; the swizzle permutes 16-byte chunks
+    const std::size_t phys = W ? a ^ (((a >> 7) & (W / 16 - 1)) << 4) : a;
+    std::memcpy(b.arena + phys, v, e);
+    if (b.checks & kShadowChecks)
+      for (unsigned i = 0; i < e; ++i) {
+        b.shadow[phys + i].wstamp = b.epoch;
+        b.shadow[phys + i].writer = kAsyncWriter;
+        if (track) b.hop.tag[phys + i] = tag;
+      }
+    for (int d = 0; d < rank && ++idx[d] == int(m.box[d]); ++d)
+      idx[d] = 0;
+  }
+  mb.tx -= (long long)bytes; // complete_tx: the bytes have landed
+  if (mb.pending == 0 && mb.tx < 0)
+    fail("tma_load: %zu bytes complete on an mbarrier whose phase had all its arrivals and "
+         "expected fewer bytes",
+         bytes);
+  complete_phase_if_done(mb);
+}
+
+// ---- fences and accumulators
+// ---------------------------------------------------------------------
+void fence_proxy_async() { ++self()->hop.proxy_fences; }
+
+void check_wgmma_acc(const void*, unsigned pending) {
+  const Fiber& f = *self();
+  if (pending - 1 >= f.hop.wg_done)
+    fail("a wgmma accumulator is accessed before the wgmma_wait that covers its wgmma (group "
+         "%u; %u committed, groups below %u waited for)",
+         pending - 1, f.hop.wg_open, f.hop.wg_done);
+}
+
+// Called from shadow_read for a byte a TMA wrote (tag has kTagAsync).
+void check_async_read(Block& b, const Fiber& f, std::size_t off) {
+  const std::uint32_t tag = b.hop.tag[off];
+  if (!(tag & kTagAsync)) return;
+  check_async_byte(b, off, tag, seen(b, f.linear, int((tag >> 24) & 0x3f)), "this thread reads");
+}
+
+} // namespace kiln::emu
+
+#include "runtime/emu/device/hopper_wgmma.hpp"

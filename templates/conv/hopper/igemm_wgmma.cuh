@@ -1,0 +1,205 @@
+// Implicit-GEMM convolution forward for Hopper (sm_90a): TMA loads into a multi-stage ring
+// completed by mbarriers, one producer warpgroup (one elected thread issues the copies) and
+// CONSUMERS warpgroups computing with wgmma from 128-byte-swizzled shared memory, then the
+// fused epilogue (bias, residual, activation: common/epilogue.cuh) stored from registers.
+//
+// GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
+// (its rows are K-major: [O][KH*KW*C]), y NHWC.
+//  - B (weights): a 2-D tiled TMA of w as [O][KH*KW*C], box BKC K x BN rows.
+//  - A (activations): 4-D tiled TMAs of x, box BKC channels x TQ x TP x 1: a block's TP x TQ
+//    output pixels read their inputs for filter tap (r, t) as one box ("tiled gather"), the
+//    padding being the copy's out-of-bounds zero fill. With strides SH, SW the input rows
+//    a tap reads, SH * p + r - PH, all have one parity ph = (r - PH) mod SH: x is described
+//    by SH * SW maps, map (ph, pw) being the rows and columns of that parity ([N][ceil((H -
+//    ph) / SH)][ceil((W - pw) / SW)][C], its byte strides SH and SW times x's), read at
+//    (c, q0 + floor((t - PW) / SW), p0 + floor((r - PH) / SH), n). Dilation 1; C a multiple
+//    of BKC. (im2col mode would need one map for any stride, but the emulator does not
+//    interpret it yet, and a kernel that cannot be checked there is not chosen.)
+// Each k iteration is one (r, s, block of BKC = 128 bytes of channels: 64 f16/bf16, 32 f32):
+// A is TP * TQ rows of 128 bytes (consumer
+// g takes rows 64g..64g+63), B BN rows of 128 bytes, both in the layout the TMA's 128-byte
+// swizzle writes and wgmma's 128-byte-swizzle descriptors read (SBO 1024; each of the 4 k
+// steps, k16 for 16-bit types and k8 for tf32, is +32 bytes). f32 runs as tf32: the tensor
+// cores read each operand's top 19 bits.
+//
+// Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW; TP, TQ
+// (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
+// HAS_RESIDUAL, ACT / RELU. Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map ph *
+// SW + pw), M w's tensor map, then x, w (what the maps read; named so the buffers stay
+// arguments), y, and bias, residual when present.
+#pragma once
+
+#include "common/epilogue.cuh"
+#include "common/kiln.cuh"
+
+namespace kiln::hopper_conv {
+
+template <class Cfg> struct Geometry {
+  using T = typename Cfg::T;
+  static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
+  static constexpr int TP = Cfg::TP, TQ = Cfg::TQ, BN = Cfg::BN, STAGES = Cfg::STAGES;
+  static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int BKC = 128 / int(sizeof(T)); // channels per k iteration: one 128 B row
+  static constexpr int CB = C / BKC;               // channel blocks per filter tap
+  static constexpr int ITERS = KH * KW * CB; // k iterations
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
+  static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
+  static constexpr int O_BLOCKS = ceil_div(O, BN);
+  static constexpr int TILES = Cfg::N * TILES_P * TILES_Q * O_BLOCKS; // output tiles
+  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
+  static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
+  static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
+  static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
+  static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+  static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
+  static_assert(SH >= 1 && SW >= 1 && Cfg::OH == (Cfg::H + 2 * Cfg::PH - KH) / SH + 1 &&
+                    Cfg::OW == (Cfg::W + 2 * Cfg::PW - KW) / SW + 1,
+                "output size of a dilation-1 convolution");
+};
+
+// Dynamic shared memory a launch needs: the ring (1024-byte aligned) and the barriers.
+template <class Cfg> KILN_CONST int smem_bytes() {
+  return 1024 + Geometry<Cfg>::STAGES * Geometry<Cfg>::STAGE_BYTES + 16 * Geometry<Cfg>::STAGES;
+}
+
+// The producer, for one output tile: for each k iteration, wait for its stage to be free,
+// announce the bytes, issue the two copies. `ring_it` counts the block's k iterations over
+// all its tiles: the stage and the barriers' phases follow from it.
+template <class Cfg>
+KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
+                     int n, int p0, int q0, int o0, int& ring_it) {
+  using G = Geometry<Cfg>;
+  const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
+  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+    const int it = ring_it, s = it % G::STAGES;
+    if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
+    const int cb = k_it % G::CB, tap = k_it / G::CB, r = tap / G::KW, t = tap % G::KW;
+    mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
+    const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
+    // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
+    const int dr = r - Cfg::PH, dt = t - Cfg::PW;
+    const int ph = (dr % G::SH + G::SH) % G::SH, pw = (dt % G::SW + G::SW) % G::SW;
+    const int cr = (dr - ph) / G::SH, ct = (dt - pw) / G::SW;
+    const TensorMap* xmap = tensor_map_arg(args, ph * G::SW + pw);
+    tma_load(a, xmap, full + s, cb * G::BKC, q0 + ct, p0 + cr, n);
+    tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, o0);
+  }
+}
+
+// A consumer warpgroup g, for one output tile: 64 pixel rows x BN channels in registers.
+// Each stage is released once its wgmmas completed; the tile's last one before the epilogue,
+// so the producer can fill it with the next tile's data meanwhile.
+template <class Cfg>
+KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
+                     int g, int& ring_it) {
+  using G = Geometry<Cfg>;
+  using T = typename Cfg::T;
+  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+    const int it = ring_it, s = it % G::STAGES;
+    mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
+    const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * 128;
+    const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) // 128 bytes of channels = 4 k steps of 32 bytes
+      wgmma(acc, wgmma_desc(a + 32 * k, 128, 16, 1024), wgmma_desc(b + 32 * k, 128, 16, 1024),
+            k_it > 0 || k > 0, T{});
+    wgmma_commit();
+    // One group stays in flight (this stage's) while the next stage's copies are awaited;
+    // the previous stage's wgmmas are then done reading it: release that one.
+    wgmma_wait<1>();
+    if (k_it > 0) mbarrier_arrive(empty + (it + G::STAGES - 1) % G::STAGES);
+  }
+  wgmma_wait<0>();
+  mbarrier_arrive(empty + (ring_it + G::STAGES - 1) % G::STAGES);
+}
+
+// y = act(acc + bias + residual) for the consumer's rows (fragment layout: hopper_cuda.cuh).
+template <class Cfg>
+KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n, int p0, int q0,
+                   int o0) {
+  using G = Geometry<Cfg>;
+  using T = typename Cfg::T;
+  using E = epilogue_of<Cfg>;
+  const auto y = arg<T>(args, G::kArgY);
+  const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
+  // Registers i and i + 1 (i even) are channels o and o + 1 of one pixel: 16-bit outputs of
+  // an even channel count leave as one 32-bit store.
+  constexpr bool kPairs = sizeof(T) == 2 && G::O % 2 == 0;
+#pragma unroll // constant register indices: the accumulators stay in registers
+  for (int i = 0; i < Cfg::BN / 2; i += 2) {
+    const int m = 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
+    const int o = o0 + 8 * (i / 4) + 2 * (lane % 4);
+    const int p = p0 + m / G::TQ, q = q0 + m % G::TQ;
+    if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
+    const i64 at = ((i64(n) * Cfg::OH + p) * Cfg::OW + q) * G::O + o;
+    const float v0 = E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at);
+    if constexpr (kPairs) {
+      const float v1 = E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1);
+      view_as<u32>(y)[at / 2] = u32(from_float<T>(v0).bits) | u32(from_float<T>(v1).bits) << 16;
+    } else {
+      y[at] = from_float<T>(v0);
+      if (o + 1 < G::O)
+        y[at + 1] =
+            from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1));
+    }
+  }
+}
+
+// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images.
+struct Tile {
+  int n, p0, q0, o0;
+};
+template <class Cfg> KILN_FN Tile tile_at(int tile) {
+  using G = Geometry<Cfg>;
+  const int ob = tile % G::O_BLOCKS, pt = tile / G::O_BLOCKS % (G::TILES_P * G::TILES_Q);
+  return Tile{tile / G::O_BLOCKS / (G::TILES_P * G::TILES_Q), pt / G::TILES_Q * G::TP,
+              pt % G::TILES_Q * G::TQ, ob * G::BN};
+}
+
+// Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
+// blocks < TILES: the producer fills the next tile's stages during the epilogue);
+// THREADS threads; smem_bytes<Cfg>() dynamic.
+template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
+  using G = Geometry<Cfg>;
+  const Shared<u8> base = dynamic_shared<u8>(0);
+  const int pad = int((1024 - smem_address(base) % 1024) % 1024); // swizzle atoms: 1024-aligned
+  const Shared<u8> ring = base + pad;
+  const Shared<u64> full = view_as<u64>(ring + G::STAGES * G::STAGE_BYTES);
+  const Shared<u64> empty = full + G::STAGES;
+  const int wg = thread_linear() / 128;
+  if (thread_linear() == 0) {
+    for (int s = 0; s < G::STAGES; ++s) {
+      mbarrier_init(full + s, 1);
+      mbarrier_init(empty + s, 128 * G::CONSUMERS);
+    }
+    fence_barrier_init();
+  }
+  sync_threads();
+  if (wg == 0) { // producer: few registers
+    setmaxnreg_dec<40>();
+    if (warp_id() == 0 && elect_one()) {
+      int ring_it = 0;
+      for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
+        const Tile tl = tile_at<Cfg>(tile);
+        produce<Cfg>(args, ring, full, empty, tl.n, tl.p0, tl.q0, tl.o0, ring_it);
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
+    WgmmaAcc<G::BN> acc;
+    int ring_it = 0;
+    for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
+      const Tile tl = tile_at<Cfg>(tile);
+      consume<Cfg>(acc, ring, full, empty, wg - 1, ring_it);
+      store<Cfg>(args, acc, wg - 1, tl.n, tl.p0, tl.q0, tl.o0);
+    }
+  }
+}
+
+} // namespace kiln::hopper_conv

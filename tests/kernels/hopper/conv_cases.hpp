@@ -1,0 +1,318 @@
+// The Hopper conv instances of conv_instances.cpp as data (shapes, tile, epilogue), their
+// inputs and their float64 reference: shared by the emulator test (test_hopper_conv.cpp) and
+// the GPU check (gpu_hopper_conv.cpp).
+#pragma once
+
+#include "runtime/emu/tensor_map.h"
+#include "runtime/half.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <random>
+#include <vector>
+
+namespace hopper_test {
+
+struct Instance {
+  const char* name;
+  int dtype; // 0 f16, 1 bf16, 2 f32 (tf32 on the tensor cores)
+  int N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
+  bool bias, residual, relu;
+};
+
+// As conv_instances.cpp declares them.
+const Instance kInstances[] = {
+    {"F16_T8x8_BN64_S3_C1",
+     0,
+     2,
+     64,
+     10,
+     10,
+     64,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     8,
+     64,
+     3,
+     1,
+     true,
+     false,
+     true},
+    {"BF16_T8x16_BN128_S2_C2",
+     1,
+     1,
+     128,
+     6,
+     9,
+     128,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     8,
+     16,
+     128,
+     2,
+     2,
+     false,
+     true,
+     false},
+    {"F16_T8x8_BN64_S4_C1", 0, 1, 64, 5, 7, 96, 3, 3, 1, 1, 1, 1, 8, 8, 64, 4, 1, true, true, true},
+    {"F16_T8x16_BN256_S2_C2",
+     0,
+     1,
+     64,
+     8,
+     8,
+     256,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     256,
+     2,
+     2,
+     true,
+     false,
+     false},
+    {"TF32_T8x8_BN128_S3_C1",
+     2,
+     1,
+     64,
+     9,
+     6,
+     128,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     8,
+     128,
+     3,
+     1,
+     true,
+     true,
+     true},
+    {"F16_T8x16_BN128_S4_C2",
+     0,
+     1,
+     256,
+     14,
+     14,
+     256,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     128,
+     4,
+     2,
+     true,
+     false,
+     true},
+    {"F16_T8x8_BN64_S3_C1_STRIDE2",
+     0,
+     2,
+     64,
+     13,
+     11,
+     64,
+     3,
+     3,
+     2,
+     2,
+     1,
+     1,
+     8,
+     8,
+     64,
+     3,
+     1,
+     true,
+     true,
+     true},
+    {"BF16_T8x16_BN128_S2_C2_STRIDE2",
+     1,
+     1,
+     128,
+     16,
+     16,
+     128,
+     1,
+     1,
+     2,
+     2,
+     0,
+     0,
+     8,
+     16,
+     128,
+     2,
+     2,
+     false,
+     false,
+     false},
+};
+
+// A tensor of the instance's element type, as bytes.
+struct Elems {
+  int dtype;
+  std::vector<std::uint8_t> bytes;
+  Elems(int t, std::size_t n) : dtype(t), bytes(n * size()) {}
+  std::size_t size() const { return dtype == 2 ? 4 : 2; }
+  std::size_t count() const { return bytes.size() / size(); }
+  void set(std::size_t i, float v) {
+    if (dtype == 2) {
+      std::memcpy(&bytes[i * 4], &v, 4);
+      return;
+    }
+    const std::uint16_t b = dtype == 1 ? kiln::float_to_bf16_bits(v) : kiln::float_to_half_bits(v);
+    std::memcpy(&bytes[i * 2], &b, 2);
+  }
+  double get(std::size_t i) const {
+    if (dtype == 2) {
+      float v;
+      std::memcpy(&v, &bytes[i * 4], 4);
+      return v;
+    }
+    std::uint16_t b;
+    std::memcpy(&b, &bytes[i * 2], 2);
+    return dtype == 1 ? kiln::bf16_bits_to_float(b) : kiln::half_bits_to_float(b);
+  }
+};
+
+KilnTensorMap map_of(const void* p, unsigned elem, int rank,
+                     std::initializer_list<unsigned long long> dims,
+                     std::initializer_list<unsigned> box) {
+  KilnTensorMap m;
+  std::memset(&m, 0, sizeof m);
+  m.global = p;
+  m.rank = unsigned(rank);
+  m.elem_bytes = elem;
+  m.swizzle = 128;
+  unsigned long long stride = elem;
+  int d = 0;
+  for (auto x : dims) {
+    m.dims[d] = x;
+    m.strides[d++] = stride;
+    stride *= x;
+  }
+  d = 0;
+  for (auto b : box)
+    m.box[d++] = b;
+  return m;
+}
+
+// An instance's tensors, random in [-1, 1), y poisoned with NaN.
+struct Problem {
+  int OH, OW, K;
+  Elems x, w, bias, res, y;
+  Problem(const Instance& in, unsigned seed)
+      : OH((in.H + 2 * in.PH - in.KH) / in.SH + 1), OW((in.W + 2 * in.PW - in.KW) / in.SW + 1),
+        K(in.KH * in.KW * in.C), x(in.dtype, std::size_t(in.N) * in.H * in.W * in.C),
+        w(in.dtype, std::size_t(in.O) * K), bias(in.dtype, std::size_t(in.O)),
+        res(in.dtype, std::size_t(in.N) * OH * OW * in.O), y(in.dtype, res.count()) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (Elems* v : {&x, &w, &bias, &res})
+      for (std::size_t i = 0; i < v->count(); ++i)
+        v->set(i, u(rng));
+    for (std::size_t i = 0; i < y.count(); ++i) // every element must be written
+      y.set(i, std::nanf(""));
+  }
+  unsigned elem() const { return x.size(); }
+  // x as SH * SW maps, map (ph, pw) the rows and columns of that parity (the template's
+  // comment), and w as [O][KH*KW*C]; boxes of 128 bytes of channels.
+  std::vector<KilnTensorMap> x_maps(const Instance& in, const void* x0) const {
+    std::vector<KilnTensorMap> maps;
+    const unsigned long long e = elem(), c = (unsigned long long)in.C;
+    for (int ph = 0; ph < in.SH; ++ph)
+      for (int pw = 0; pw < in.SW; ++pw) {
+        const auto* at =
+            static_cast<const std::uint8_t*>(x0) + (std::size_t(ph) * in.W + pw) * c * e;
+        KilnTensorMap m = map_of(at, elem(), 4,
+                                 {c, (unsigned long long)((in.W - pw + in.SW - 1) / in.SW),
+                                  (unsigned long long)((in.H - ph + in.SH - 1) / in.SH),
+                                  (unsigned long long)in.N},
+                                 {128 / elem(), unsigned(in.TQ), unsigned(in.TP), 1});
+        m.strides[1] = in.SW * c * e;
+        m.strides[2] = (unsigned long long)in.SH * in.W * c * e;
+        m.strides[3] = (unsigned long long)in.H * in.W * c * e;
+        maps.push_back(m);
+      }
+    return maps;
+  }
+  KilnTensorMap w_map(const Instance& in, const void* at) const {
+    return map_of(at, elem(), 2, {(unsigned long long)K, (unsigned long long)in.O},
+                  {128 / elem(), unsigned(in.BN)});
+  }
+  // Output tiles (the template's TILES); a launch of fewer blocks is persistent.
+  unsigned tiles(const Instance& in) const {
+    return unsigned(in.N * ((OH + in.TP - 1) / in.TP) * ((OW + in.TQ - 1) / in.TQ) *
+                    ((in.O + in.BN - 1) / in.BN));
+  }
+  static unsigned threads(const Instance& in) { return unsigned(128 * (1 + in.CONSUMERS)); }
+  static std::size_t smem(const Instance& in) {
+    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * 128 + 16 * in.STAGES);
+  }
+
+  // max |y - ref| / (|ref| + 1) over y, against the float64 convolution; every y finite.
+  double error(const Instance& in) const {
+    // What the tensor cores multiply: f16 and bf16 operands as they are; a float's top 19
+    // bits for tf32 (its low 13 mantissa bits ignored), so the products here are the kernel's
+    // and the tolerance covers float accumulation and y's rounding only.
+    auto operand = [&](double v) {
+      if (in.dtype != 2) return v;
+      return double(std::bit_cast<float>(std::bit_cast<std::uint32_t>(float(v)) & 0xffffe000u));
+    };
+    double worst = 0;
+    for (int n = 0; n < in.N; ++n)
+      for (int p = 0; p < OH; ++p)
+        for (int q = 0; q < OW; ++q)
+          for (int o = 0; o < in.O; ++o) {
+            double acc = 0;
+            for (int r = 0; r < in.KH; ++r)
+              for (int s = 0; s < in.KW; ++s) {
+                const int h = in.SH * p - in.PH + r, ww = in.SW * q - in.PW + s;
+                if (h < 0 || h >= in.H || ww < 0 || ww >= in.W) continue;
+                for (int ci = 0; ci < in.C; ++ci)
+                  acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci)) *
+                         operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci));
+              }
+            const std::size_t at = ((std::size_t(n) * OH + p) * OW + q) * in.O + o;
+            if (in.bias) acc += bias.get(std::size_t(o));
+            if (in.residual) acc += res.get(at);
+            if (in.relu) acc = acc > 0 ? acc : 0;
+            const double got = y.get(at);
+            REQUIRE(std::isfinite(got)); // every element written
+            worst = std::max(worst, std::fabs(got - acc) / (std::fabs(acc) + 1.0));
+          }
+    return worst;
+  }
+};
+
+} // namespace hopper_test

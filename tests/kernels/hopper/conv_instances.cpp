@@ -1,0 +1,102 @@
+// Instances of the Hopper implicit-GEMM conv (templates/conv/hopper/igemm_wgmma.cuh), each
+// named by its configuration: dtype, pixel tile TPxTQ, BN, stages, consumer warpgroups.
+// Host-compiled with the emulator for test_hopper_conv.cpp's emulator checks; the same text
+// is compiled by NVRTC for sm_90a there (the census of its SASS).
+#include "conv/hopper/igemm_wgmma.cuh"
+
+using namespace kiln;
+
+namespace {
+
+// 3x3 pad 1 over 10x10 (partial pixel tiles), 64 -> 64 channels, bias + relu.
+struct F16_T8x8_BN64_S3_C1 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 10, W = 10, O = 64, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 10, OW = 10, TP = 8, TQ = 8, BN = 64, STAGES = 3, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+// 1x1 over 6x9, 128 -> 128 channels, two consumer warpgroups, residual, no activation.
+struct BF16_T8x16_BN128_S2_C2 {
+  using T = bf16;
+  static constexpr int N = 1, C = 128, H = 6, W = 9, O = 128, KH = 1, KW = 1, SH = 1, SW = 1,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 6, OW = 9, TP = 8, TQ = 16, BN = 128, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::none;
+};
+// 3x3 pad 1 over 5x7, 64 -> 96 channels (a partial BN tile), bias, residual and relu.
+struct F16_T8x8_BN64_S4_C1 {
+  using T = f16;
+  static constexpr int N = 1, C = 64, H = 5, W = 7, O = 96, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 5, OW = 7, TP = 8, TQ = 8, BN = 64, STAGES = 4, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
+// 3x3 pad 1 over 8x8, 64 -> 256 channels: wgmma N = 256, two consumers.
+struct F16_T8x16_BN256_S2_C2 {
+  using T = f16;
+  static constexpr int N = 1, C = 64, H = 8, W = 8, O = 256, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 8, OW = 8, TP = 8, TQ = 16, BN = 256, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::none;
+};
+
+// 3x3 pad 1 over 9x6, 64 -> 128 channels in f32 (tf32 tensor cores), bias, residual, relu.
+struct TF32_T8x8_BN128_S3_C1 {
+  using T = float;
+  static constexpr int N = 1, C = 64, H = 9, W = 6, O = 128, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 9, OW = 6, TP = 8, TQ = 8, BN = 128, STAGES = 3, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
+
+// ResNet-50's layer-3 3x3 conv at batch 1 (14x14, 256 -> 256): the shape of a real layer.
+struct F16_T8x16_BN128_S4_C2 {
+  using T = f16;
+  static constexpr int N = 1, C = 256, H = 14, W = 14, O = 256, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 14, OW = 14, TP = 8, TQ = 16, BN = 128, STAGES = 4, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+
+// Stride 2: ResNet's downsampling 3x3 (pad 1) over 13x11 and its 1x1 projection (pad 0).
+struct F16_T8x8_BN64_S3_C1_STRIDE2 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 13, W = 11, O = 64, KH = 3, KW = 3, SH = 2, SW = 2,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 7, OW = 6, TP = 8, TQ = 8, BN = 64, STAGES = 3, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct BF16_T8x16_BN128_S2_C2_STRIDE2 {
+  using T = bf16;
+  static constexpr int N = 1, C = 128, H = 16, W = 16, O = 128, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 8, OW = 8, TP = 8, TQ = 16, BN = 128, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::none;
+};
+
+} // namespace
+
+// As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
+// __global__ so that the emulated library, built with hidden visibility, exports it.
+#define KILN_HOPPER_CONV(Cfg)                                                                      \
+  extern "C" __global__ void __launch_bounds__(hopper_conv::Geometry<Cfg>::THREADS, 1)             \
+      conv_hopper_##Cfg(KernelArgs args) {                                                         \
+    hopper_conv::conv_fwd<Cfg>(args);                                                              \
+  }
+KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1)
+KILN_HOPPER_CONV(BF16_T8x16_BN128_S2_C2)
+KILN_HOPPER_CONV(F16_T8x8_BN64_S4_C1)
+KILN_HOPPER_CONV(F16_T8x16_BN256_S2_C2)
+KILN_HOPPER_CONV(TF32_T8x8_BN128_S3_C1)
+KILN_HOPPER_CONV(F16_T8x16_BN128_S4_C2)
+KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_STRIDE2)
+KILN_HOPPER_CONV(BF16_T8x16_BN128_S2_C2_STRIDE2)
