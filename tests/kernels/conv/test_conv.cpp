@@ -1,4 +1,4 @@
-// The conv group's families (conv2d_direct, conv2d_fold_bn, conv2d_backward_data,
+// The conv group's families (conv2d_direct, conv2d_depthwise, conv2d_fold_bn, conv2d_backward_data,
 // conv2d_backward_weight, bias_backward): every variant compiles with NVRTC for sm_75, sm_80
 // and sm_90 without spilling, and matches the f64 reference on the emulator; conv2d_direct
 // also with a max pool fused (conv2d.pool_forward).
@@ -19,7 +19,8 @@ using namespace kiln::test;
 
 namespace {
 
-const std::set<std::string> kFamilies = {"conv2d_direct", "conv2d_fold_bn", "conv2d_backward_data",
+const std::set<std::string> kFamilies = {"conv2d_direct",          "conv2d_depthwise",
+                                         "conv2d_fold_bn",         "conv2d_backward_data",
                                          "conv2d_backward_weight", "bias_backward"};
 
 // One convolution: input [n, c, h, w] -> o channels.
@@ -180,6 +181,11 @@ const Conv k3d2_wide{1, 3, 7, 9, 70, {3, 3}, {1, 1}, {2, 2}, {2, 2}};
 const Conv k3_deep{1, 40, 7, 7, 20, {3, 3}, {1, 1}, {1, 1}};
 const Conv k1s2{2, 8, 9, 7, 12, {1, 1}, {2, 2}};
 const Conv k3s2_pair{1, 6, 11, 13, 10, {3, 3}, {2, 1}, {2, 1}, {1, 2}};
+// Depthwise (conv2d_depthwise too): more channels than a block's channel tile, 5x5 stride 2,
+// and a small late-network map.
+const Conv dw3{2, 40, 9, 7, 40, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 40};
+const Conv dw5s2{1, 72, 13, 11, 72, {5, 5}, {2, 2}, {2, 2}, {1, 1}, 72};
+const Conv dw3s2_small{2, 96, 4, 4, 96, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 96};
 // Stride and dilation sharing a factor: odd dx rows and columns take no tap at all.
 const Conv s2d2{1, 4, 9, 11, 6, {3, 3}, {2, 2}, {2, 2}, {2, 2}};
 // Stride 3, dilation 2: the taps of a stride phase read dy rows two apart.
@@ -217,6 +223,13 @@ std::vector<StepSpec> forward_specs() {
       with(forward(k1, f32, nhwc, kNone), Activation::hardsigmoid(0.2f, 0.5f)),
       with(forward(k3s3, f32, nchw, kRes), Activation::sigmoid),
       with(forward(k5s2g2, bf16, nhwc, kBias), Activation::gelu_tanh),
+      // Depthwise: both layouts, the three types, an NCHW input into NHWC, every epilogue part.
+      with(forward(dw3, f32, nhwc, kBias), Activation::clip(0, 6)),
+      forward(dw3, f16, nchw, kBias | kRes | kRelu),
+      with(forward(dw5s2, bf16, nhwc, kBias), Activation::silu),
+      forward(dw5s2, f32, nchw, kHardswish),
+      nchw_input(forward(dw3s2_small, f16, nhwc, kBias | kRelu)),
+      forward(dw3s2_small, f32, nhwc, kRes),
   };
 }
 
@@ -279,6 +292,9 @@ std::vector<StepSpec> nvrtc_specs() {
       nchw_input(forward(k7s2, f16, nhwc, kBias | kRelu)),
       forward(k5s2g2, f16, nhwc, kBias | kRes | kRelu),
       forward(dw_d2, bf16, nchw, kRes),
+      with(forward(dw5s2, f16, nhwc, kBias | kRes), Activation::hardswish),
+      nchw_input(forward(dw3, bf16, nhwc, kBias)),
+      forward(dw3, f32, nchw, kRelu),
       forward(k7s2, bf16, nhwc, kNone),
       forward(k3_deep, f32, nhwc, kBias | kRes, nhwc),
       forward(k3d2_wide, f16, nchw, kRelu),

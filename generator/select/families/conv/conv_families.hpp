@@ -13,6 +13,14 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
+// conv/depthwise.cuh: conv2d.forward with one filter per channel (groups == C == O), the
+// patch staged once per block, weights in registers, lanes along y's fastest axis.
+class ConvDepthwiseFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_depthwise"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
 // conv/fold_bn.cuh: conv2d.fold_bn, w_out in OIHW or OHWI order.
 class ConvFoldBnFamily final : public Family {
 public:

@@ -6,11 +6,12 @@ namespace kiln {
 
 std::vector<const Family*> conv_families() {
   static const ConvDirectFamily direct;
+  static const ConvDepthwiseFamily depthwise;
   static const ConvFoldBnFamily fold_bn;
   static const ConvBackwardDataFamily backward_data;
   static const ConvBackwardWeightFamily backward_weight;
   static const BiasBackwardFamily bias_backward;
-  return {&direct, &fold_bn, &backward_data, &backward_weight, &bias_backward};
+  return {&direct, &depthwise, &fold_bn, &backward_data, &backward_weight, &bias_backward};
 }
 
 } // namespace kiln
