@@ -7,7 +7,8 @@ The graphs in this folder were written by export_models.py (torch.onnx.export(mo
 nothing else) with their weights stripped; weights.py redraws them, seeded. For each model
 in expected.txt: onnxruntime (from ORT_DIR, fetched by `make tools`) computes the reference
 on a seeded input; `kiln run MODEL.onnx` must match it on every device the line lists (see
-DEVICES: cpu and emu within TOL, max abs error over max abs reference). A line `NAME unsupported: Op...`
+DEVICES: cpu and emu within TOL, max abs error over max abs reference); `train` there also
+checks a training step's gradients against finite differences (check_training). A line `NAME unsupported: Op...`
 says kiln refuses the model today: the import must exit 2 naming every listed ONNX operator
 (all problems in one report), and the test fails when such a model starts to import, so
 the list stays true. --update prints the lines expected.txt should have now (for a
@@ -23,6 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOL = 1e-4
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))  # kiln_test's safetensors
 from weights import materialise  # noqa: E402
 
 
@@ -66,12 +68,68 @@ def run_kiln(kiln, model, x_path, y_path, device):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def softmax_xent(logits, target):
+    """kiln's training loss: softmax cross-entropy over the class axis (1), the mean over
+    the batch (and over H, W for a dense prediction)."""
+    z = logits - logits.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return float(-np.mean(np.take_along_axis(logp, target[:, None], axis=1)))
+
+
+def check_training(kiln, model, name, tmp, out_shape):
+    """A training step's gradients (cpu, f64) against central finite differences of the
+    loss, at the largest-gradient element of the first, a middle and the last parameter."""
+    from kiln_test import read_safetensors, write_safetensors
+    p = lambda f: os.path.join(tmp, f"{name}.{f}")
+    x = np.random.default_rng(2).standard_normal((2, *input_shape(model)[1:]))
+    target = np.random.default_rng(3).integers(0, out_shape[1], (2, *out_shape[2:]))
+    np.save(p("tx.npy"), x)
+    np.save(p("tt.npy"), target)
+    steps = [[kiln, "import", model, "-o", p("json"), "--weights-out", p("w.safetensors")],
+             [kiln, "run", p("json"), "--weights", p("w.safetensors"), "--dtype", "f64", "--input",
+              p("tx.npy"), "--train", "--target", p("tt.npy"), "--grads", p("g.safetensors")]]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            print(f"{name:28s} train    FAILED: {' '.join(cmd[1:3])}: {r.stderr.strip()}")
+            return False
+    w = {k: v.astype(np.float64) for k, v in read_safetensors(p("w.safetensors")).items()}
+    g = read_safetensors(p("g.safetensors"))
+    names = sorted(g, key=list(w).index) if set(g) <= set(w) else sorted(g)
+    worst = 0.0
+    for k in [names[0], names[len(names) // 2], names[-1]]:
+        i = np.unravel_index(np.argmax(np.abs(g[k])), g[k].shape)
+        h = 1e-6 * max(1.0, abs(w[k][i]))
+        losses = []
+        for sign in (1, -1):
+            wp = dict(w)
+            wp[k] = w[k].copy()
+            wp[k][i] += sign * h
+            write_safetensors(p("wp.safetensors"), wp, "F64")
+            r = subprocess.run([kiln, "run", p("json"), "--weights", p("wp.safetensors"), "--dtype",
+                                "f64", "--input", p("tx.npy"), "-o", p("ty.npy")],
+                               capture_output=True, text=True)
+            if r.returncode:
+                print(f"{name:28s} train    FAILED: forward: {r.stderr.strip()}")
+                return False
+            losses.append(softmax_xent(np.load(p("ty.npy")), target))
+        fd = (losses[0] - losses[1]) / (2 * h)
+        err = abs(fd - g[k][i]) / max(abs(fd), abs(g[k][i]), 1e-12)
+        worst = max(worst, err)
+    ok = worst < 1e-4
+    print(f"{name:28s} train    {'ok' if ok else 'FAILED':6s} gradient vs finite differences "
+          f"{worst:.1e} (3 elements, f64, tol 1e-4)", flush=True)
+    return ok
+
+
 def check(kiln, ort, name, want, tmp, update):
     model = materialise(os.path.join(HERE, name + ".onnx"), os.path.join(tmp, name + ".onnx"), name)
     x = np.random.default_rng(1).standard_normal(input_shape(model)).astype(np.float32)
     x_path, y_path = os.path.join(tmp, name + ".x.npy"), os.path.join(tmp, name + ".y.npy")
     np.save(x_path, x)
     kind, arg = want
+    train = kind == "runs" and "train" in arg
+    arg = [a for a in arg if a != "train"]
     devices = arg if kind == "runs" else ["cpu"]
     if update:
         devices = ["cpu"] + [d for d in arg if d != "cpu"] if kind == "runs" else ["cpu"]
@@ -114,7 +172,7 @@ def check(kiln, ort, name, want, tmp, update):
               flush=True)
         if err > tol:
             return False
-    return True
+    return check_training(kiln, model, name, tmp, ref.shape) if train and not update else True
 
 
 def main():
@@ -130,7 +188,7 @@ def main():
         print(f"skipped: onnxruntime not in {ort_dir} ({e}); `make tools` fetches it")
         return 77
     expected = read_expected()
-    bad = sorted({d for k, a in expected.values() if k == "runs" for d in a} - set(DEVICES))
+    bad = sorted({d for k, a in expected.values() if k == "runs" for d in a} - set(DEVICES) - {"train"})
     if bad:
         raise SystemExit(f"expected.txt: unknown device {' '.join(bad)} (known: {' '.join(DEVICES)})")
     unknown = [n for n in only if n not in expected]
