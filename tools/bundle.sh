@@ -31,10 +31,10 @@ ldd "$kiln" | awk '$3 ~ /^\// {print $1, $3}' | while read -r soname path; do
   *) cp -L "$path" "$root/lib/deps/$soname" ;;
   esac
 done
-cat > "$root/bin/kiln" <<'WRAP'
+cat > "$root/bin/kiln-env" <<'WRAP'
 #!/bin/sh
-# Finds the libraries kiln.bin needs: its own, then NVRTC and cuDNN from the CUDA toolkit or
-# from PyTorch's nvidia-* packages.
+# Runs a command with the libraries kiln's binaries need: their own, then NVRTC and cuDNN
+# from the CUDA toolkit or from PyTorch's nvidia-* packages. usage: kiln-env CMD [ARG...]
 here=$(cd "$(dirname "$0")/.." && pwd)
 libs=$here/lib/deps
 for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64; do
@@ -55,13 +55,24 @@ for m in ("nvidia.cuda_nvrtc", "nvidia.cudnn", "nvidia.cu13", "nvidia.cuda_runti
 done
 export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KILN_RUNTIME_DIR=${KILN_RUNTIME_DIR:-$here/lib/kiln}
-exec "$here/bin/kiln.bin" "$@"
+exec "$@"
 WRAP
-chmod +x "$root/bin/kiln"
+cat > "$root/bin/kiln" <<'WRAP'
+#!/bin/sh
+here=$(cd "$(dirname "$0")/.." && pwd)
+exec "$here/bin/kiln-env" "$here/bin/kiln.bin" "$@"
+WRAP
+chmod +x "$root/bin/kiln" "$root/bin/kiln-env"
 cp -r models gpus "$root/"
 mkdir -p "$root/tests" "$root/bench"
 cp -r tests/gpu "$root/tests/"
 cp tests/integration/kiln_test.py "$root/tests/gpu/"
+# The Hopper family's instances on the GPU (tests/kernels/hopper): run as
+# KILN_HOPPER_CONV_SOURCE=tests/gpu/conv_instances.cpp bin/kiln-env tests/gpu/gpu_hopper_conv
+if [ -x "$build/tests/kernels/hopper/gpu_hopper_conv" ]; then
+  strip -o "$root/tests/gpu/gpu_hopper_conv" "$build/tests/kernels/hopper/gpu_hopper_conv"
+  cp tests/kernels/hopper/conv_instances.cpp "$root/tests/gpu/"
+fi
 cp bench/*.py bench/*.sh "$root/bench/" 2>/dev/null || true
 mkdir -p "$out"
 tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
