@@ -54,6 +54,8 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
         continue;
       }
       CostEstimate cost = estimate_kernel(s.gpu, v.work());
+      // A priced main loop is compiled for the occupancy it was priced at (Variant).
+      if (v.loop.mma_flops > 0) v.min_blocks_per_sm = std::max(1, cost.occ.blocks_per_sm);
       if (hints) cost.micros *= hints->correction(v.family);
       c.valid.push_back({std::move(v), cost});
     }

@@ -11,7 +11,6 @@ namespace kiln {
 struct IgemmTile {
   int bm, bn, wm, wn; // block tile, warps along M and N
   int stages;         // cp.async pipeline depth on sm_80+ (sm_75: 2, plain loads)
-  double efficiency;  // prior: fraction of the tensor peak at full occupancy
   int registers;      // per thread (ptxas, sm_75/80/90): with 16-byte loads of x
   int registers_ld;   // element loads of x (C not a multiple of 16 bytes); 0: not offered
 };
