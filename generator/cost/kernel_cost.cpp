@@ -10,15 +10,12 @@ CostEstimate estimate_kernel(const GpuDesc& g, const KernelWork& w) {
   c.occ = occupancy(g, w.threads, w.registers_per_thread, w.shared_bytes);
   const Roofline r = roofline(g, w.flops, w.bytes, w.math);
   const bool loop = w.loop.mma_flops > 0;
-  const double peak = peak_tflops(g, w.math);
   double math_us = r.compute_us, smem_us = 0, issue_us = 0;
   if (loop) { // the loop's limits in time, from its clocks per MMA at each (main_loop.hpp)
-    const double at_peak =
-        w.loop.mma_flops / (peak * 1e12 / (double(g.sm_count) * g.clock_mhz * 1e6));
-    const LoopClocks k = loop_clocks(g, peak, w.loop);
-    math_us = r.compute_us * k.math / at_peak;
-    smem_us = r.compute_us * k.smem / at_peak;
-    issue_us = r.compute_us * k.issue / at_peak;
+    const LoopClocks k = loop_clocks(g, w.math, w.loop);
+    math_us = r.compute_us * k.math / k.peak;
+    smem_us = r.compute_us * k.smem / k.peak;
+    issue_us = r.compute_us * k.issue / k.peak;
   }
   c.floor_micros = std::max({math_us, r.memory_us, smem_us, issue_us});
   const auto share = [&](double us) { return us > 0 ? std::min(1.0, r.compute_us / us) : 1.0; };
@@ -41,7 +38,7 @@ CostEstimate estimate_kernel(const GpuDesc& g, const KernelWork& w) {
   const auto hiding = [&](double resident) {
     if (loop)
       return std::max(1e-3,
-                      loop_latency_hiding(g, peak, w.loop, resident, resident * warps_per_block));
+                      loop_latency_hiding(g, w.math, w.loop, resident, resident * warps_per_block));
     return std::min(1.0, 0.25 + c.occ.warps_fraction * resident / bps * 1.5);
   };
   c.ceilings.latency = hiding(bps);

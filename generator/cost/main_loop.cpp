@@ -1,5 +1,7 @@
 #include "generator/cost/main_loop.hpp"
 
+#include "generator/gpu/detect.hpp"
+
 #include <algorithm>
 
 namespace kiln {
@@ -18,19 +20,25 @@ std::string Ceilings::limiter() const {
 
 double LoopClocks::binding() const { return std::max({math, smem, issue}); }
 
-LoopClocks loop_clocks(const GpuDesc& g, double peak_tflops, const MainLoop& l) {
+LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l) {
+  const PeakTflops per_clock = estimate_peaks(g.compute_capability(), 1, 1e6); // per SM
+  double rate = math == Math::fp16   ? per_clock.fp16
+                : math == Math::bf16 ? per_clock.bf16
+                : math == Math::tf32 ? per_clock.tf32
+                                     : per_clock.fp32;
+  if (rate <= 0) // an architecture the table does not know the unit on: the descriptor's
+    rate = peak_tflops(g, math) * 1e12 / (double(g.sm_count) * g.clock_mhz * 1e6);
   LoopClocks c;
-  const double clock_hz = g.clock_mhz * 1e6;
-  const double flops_per_clock = peak_tflops * 1e12 / (double(g.sm_count) * clock_hz);
-  c.math = l.mma_flops / (flops_per_clock * l.peak_fraction);
+  c.peak = l.mma_flops / rate;
+  c.math = c.peak / l.peak_fraction;
   c.smem = l.smem_bytes_per_mma / double(g.shared_memory_bytes_per_clock);
   c.issue = l.issue_per_mma / double(g.issue_slots_per_clock);
   return c;
 }
 
-double loop_latency_hiding(const GpuDesc& g, double peak_tflops, const MainLoop& l,
-                           double resident_blocks, double resident_warps) {
-  const double per_mma = loop_clocks(g, peak_tflops, l).binding();
+double loop_latency_hiding(const GpuDesc& g, Math math, const MainLoop& l, double resident_blocks,
+                           double resident_warps) {
+  const double per_mma = loop_clocks(g, math, l).binding();
   if (per_mma <= 0) return 1;
   // A warp runs on one sub-partition, at a quarter of the SM's rate: a step's work takes it
   // W cycles, then it waits L. With w warps per sub-partition the unit is busy w W / (W + L).

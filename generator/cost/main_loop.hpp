@@ -9,6 +9,7 @@
 // only the GPU descriptor's rates. A new family (wgmma, say) fills the same struct.
 #pragma once
 
+#include "generator/cost/roofline.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 
 #include <string>
@@ -58,15 +59,20 @@ inline constexpr double kGlobalLatencyClocks = 600;
 inline constexpr double kSubPartitions = 4;
 
 // SM clocks per MMA at each throughput limit, for a loop on this GPU at this unit's peak.
+// The unit's rate per clock is the architecture's (gpu/detect.hpp: 4096 fp16 FLOP per clock
+// per SM on Hopper), not the descriptor's peak over its clock: vendors quote the tensor peak
+// at a lower clock than the boost clock the descriptor gives (the H100's 989.4 TFLOP/s is
+// 132 SMs x 4096 x 1830 MHz, its clock_mhz 1980), and the ceilings are ratios of rates at
+// one clock. `peak` is the unit at its full rate; `math` at the MMA's peak_fraction.
 struct LoopClocks {
-  double math = 0, smem = 0, issue = 0;
+  double peak = 0, math = 0, smem = 0, issue = 0;
   double binding() const; // the largest: what one MMA costs the SM at steady state
 };
-LoopClocks loop_clocks(const GpuDesc& g, double peak_tflops, const MainLoop& l);
+LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l);
 
 // How well `resident_warps` warps (in `resident_blocks` blocks) on one SM hide the loop's
 // latencies, 0..1: enough warps each with enough independent work, and enough bytes in flight.
-double loop_latency_hiding(const GpuDesc& g, double peak_tflops, const MainLoop& l,
-                           double resident_blocks, double resident_warps);
+double loop_latency_hiding(const GpuDesc& g, Math math, const MainLoop& l, double resident_blocks,
+                           double resident_warps);
 
 } // namespace kiln

@@ -121,6 +121,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     // peak, and the one that binds.
     const Ceilings& cl = r.cost.ceilings;
     const auto frac = [](double f) { return std::round(f * 1000) / 1000; };
+    k["flops"] = r.variant.flops; // per launch: what weighs its ceilings
     k["limiter"] = cl.limiter();
     // What the price assumed of residency: the register estimate and the blocks per SM
     // (the kernel's __launch_bounds__ minimum where above 1); `kiln compile` adds ptxas'.
