@@ -133,7 +133,9 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     if (want != content_hash(j.source))
       sum.warnings.push_back(cat(src, " was edited after kiln generate (its hash differs from the manifest's)"));
     if (ks[i].contains("promises_no_spills")) j.no_spills = ks[i]["promises_no_spills"].get<bool>();
-    if (ks[i].contains("registers_assumed"))
+    // Only a kernel compiled for the occupancy it was priced at (min_blocks_per_sm > 1)
+    // holds its family to a register table; the others' estimates are rough by design.
+    if (ks[i].contains("registers_assumed") && ks[i].value("min_blocks_per_sm", 1) > 1)
       j.registers_assumed = ju::get_int(ks[i]["registers_assumed"], ptr + "/registers_assumed");
     jobs.push_back(std::move(j));
   }

@@ -32,15 +32,19 @@ double tile_utilisation(int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
 } // namespace
 
 const std::vector<IgemmTile>& igemm_tiles() {
-  // Registers: the most ptxas reported for the tile over f16/bf16/f32 and sm_75/80/90
-  // (NVRTC 13; for sm_90 resnet50's instances gave up to 228, 148, 89 (f32) and 71 for the
-  // 128x128 w2x2, 128x64, 64x64 and 64x32 tiles; the census test holds every chosen kernel
-  // to these). The kernel's __launch_bounds__ promises the blocks per SM they give
-  // (select.cpp), so ptxas cannot take more: 256 threads at two blocks keep to 128, where
-  // element loads of x do not fit: that tile is offered with 16-byte loads only.
+  // Registers: the most ptxas reported for the tile over f16/bf16/f32 (NVRTC 13; for sm_90
+  // resnet50's instances, for sm_75/sm_80 every variant of resnet18 at 64x64 and batch 8):
+  // sm_90 up to 228, 128 (at two blocks), 148, 89 and 71 for the tiles in this order;
+  // sm_75/sm_80 255 (spilling), 152, 206, 91 and 92. The census test holds sm_90's chosen
+  // kernels to these. The kernel's __launch_bounds__ promises the blocks per SM they give
+  // (select.cpp), so ptxas cannot take more: 256 threads at two blocks keep to 128 on
+  // sm_90, where element loads of x do not fit: that tile is offered with 16-byte loads only.
   static const std::vector<IgemmTile> tiles = {
-      {128, 128, 2, 2, 3, 228, 228}, {128, 128, 2, 4, 3, 128, 0}, {128, 64, 2, 2, 4, 150, 152},
-      {64, 64, 2, 2, 4, 96, 96},     {64, 32, 2, 2, 4, 72, 72},
+      {128, 128, 2, 2, 3, 228, 228, 255, 255, true},
+      {128, 128, 2, 4, 3, 128, 0, 160, 0},
+      {128, 64, 2, 2, 4, 150, 152, 208, 152},
+      {64, 64, 2, 2, 4, 96, 96, 96, 96},
+      {64, 32, 2, 2, 4, 72, 72, 96, 72},
   };
   return tiles;
 }
@@ -212,13 +216,14 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
       if (pool && tile.bm * (tile.bn + 1) * 4 > v.dynamic_smem) continue; // the staged tile
       v.static_smem = 0;
-      // ptxas keeps 256-thread blocks to 128 registers (two blocks per SM).
-      v.registers_per_thread =
-          std::min<int>(threads >= 256 ? 128 : 255,
-                        (vec_a ? tile.registers : tile.registers_ld) + (idx64 ? 12 : 0));
-      // Element loads hold more per-thread state; near 128 registers ptxas may trade a few
-      // bytes of spills for occupancy there (no launch-bounds minimum to stop it).
-      v.promises_no_spills = vec_a;
+      const bool pre90 = cc < 90;
+      const int regs =
+          vec_a ? (pre90 && tile.registers_pre90 ? tile.registers_pre90 : tile.registers)
+                : (pre90 && tile.registers_ld_pre90 ? tile.registers_ld_pre90 : tile.registers_ld);
+      v.registers_per_thread = std::min<int>(255, regs + (idx64 ? 12 : 0));
+      // Element loads hold more per-thread state; near a launch bound's limit ptxas may
+      // trade a few bytes of spills for the occupancy promised.
+      v.promises_no_spills = vec_a && !(pre90 && tile.spills_pre90);
       v.flops = 2.0 * double(M) * double(O) * double(K);
       v.bytes = bytes;
       v.math = math;
