@@ -1,6 +1,7 @@
 // kiln inspect: the layer table (shape, parameters, MACs, activation bytes) and totals.
 #include "generator/cli/commands.hpp"
 #include "generator/cli/format.hpp"
+#include "generator/cli/inspect_ceilings.hpp"
 #include "generator/cli/inspect_fold.hpp"
 #include "generator/cli/model_args.hpp"
 #include "generator/gpu/gpu_desc.hpp"
@@ -32,9 +33,14 @@ size_t n_convs(const Model& m) {
 
 void inspect(const InspectArgs& a) {
   const Model m = a.model.load();
+  if (!a.gpu.empty() && a.fold.empty()) {
+    if (!a.profile.empty()) throw Error("", "--profile", "is not part of the --gpu table");
+    print_ceilings(m, load_gpu(a.gpu), a.json);
+    return;
+  }
   if (!a.fold.empty() || !a.gpu.empty()) {
-    if (a.fold.empty() || a.gpu.empty())
-      throw Error("", a.fold.empty() ? "--gpu" : "--fold",
+    if (a.gpu.empty())
+      throw Error("", "--fold",
                   "--fold and --gpu go together: the folding roofline of the model on that GPU");
     if (!a.profile.empty()) throw Error("", "--profile", "is not part of the --fold table");
     print_fold_roofline(m, load_gpu(a.gpu), parse_fold_factors(a.fold), a.json);
@@ -153,7 +159,12 @@ void add_inspect(CLI::App& app) {
                   "total, the FLOPs and bytes per image, their ratio and the roofline's time "
                   "per image and throughput on the GPU for the model folded by each factor "
                   "(FoldedCNNs: hidden widths x sqrt(f)), and the gain over the first factor");
-  cmd->add_option("--gpu", a->gpu, "GPU descriptor for --fold (a file or a shipped name)");
+  cmd->add_option("--gpu", a->gpu,
+                  "GPU descriptor (a file or a shipped name). Alone: the kernels kiln generate "
+                  "would choose per layer on it, each with its estimate, its limiter (math, "
+                  "dram, smem, issue, latency) and those ceilings as fractions of the math "
+                  "peak, and the FLOP-weighted ceiling of the tensor-core kernels; with --fold: "
+                  "the folding roofline");
   cmd->callback([a] { inspect(*a); });
 }
 

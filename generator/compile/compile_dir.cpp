@@ -34,6 +34,7 @@ namespace {
 struct Job {
   std::string name, entry, source_path, source;
   bool no_spills = true;
+  int registers_assumed = 0; // the cost model's estimate (0: the manifest has none)
   // results
   bool ok = false, from_cache = false;
   Resources res;
@@ -132,6 +133,10 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     if (want != content_hash(j.source))
       sum.warnings.push_back(cat(src, " was edited after kiln generate (its hash differs from the manifest's)"));
     if (ks[i].contains("promises_no_spills")) j.no_spills = ks[i]["promises_no_spills"].get<bool>();
+    // Only a kernel compiled for the occupancy it was priced at (min_blocks_per_sm > 1)
+    // holds its family to a register table; the others' estimates are rough by design.
+    if (ks[i].contains("registers_assumed") && ks[i].value("min_blocks_per_sm", 1) > 1)
+      j.registers_assumed = ju::get_int(ks[i]["registers_assumed"], ptr + "/registers_assumed");
     jobs.push_back(std::move(j));
   }
   sum.kernels = int(jobs.size());
@@ -303,6 +308,11 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       sum.warnings.push_back(fmt::format("kernel {} spills ({} bytes stored, {} loaded) although its variant "
                                          "promises none", j.name, j.res.spill_stores, j.res.spill_loads));
     }
+    // The occupancy the model priced is kept by __launch_bounds__ (KILN_KERNEL_OCC); more
+    // registers than it assumed mean its register table is stale: say so.
+    if (j.registers_assumed > 0 && j.res.registers > j.registers_assumed)
+      sum.warnings.push_back(fmt::format("kernel {} uses {} registers, the cost model assumed {}",
+                                         j.name, j.res.registers, j.registers_assumed));
     updated["kernels"][i]["compiled"] = {
         {"compiler", o.compiler}, {"arch", arch}, {"image", "kernels/" + j.name + ".cubin"},
         {"registers", j.res.registers}, {"spill_stores", j.res.spill_stores},

@@ -1,8 +1,11 @@
-// What one kernel launch costs: its roofline floor (cost/roofline.hpp) scaled by the
-// efficiency its family reaches when occupancy is good, by how well its blocks fill the GPU
-// (occupancy and the last wave), plus the launch overhead. Selection compares variants by it.
+// What one kernel launch costs: the largest of its floors (the roofline's math and DRAM
+// floors, and for a family that describes its main loop the shared-memory and issue floors
+// of that loop, cost/main_loop.hpp), scaled by the efficiency its family reaches beyond what
+// the model sees, stretched by latency hiding at its occupancy and by the last wave, plus the
+// launch overhead. Selection compares variants by it.
 #pragma once
 
+#include "generator/cost/main_loop.hpp"
 #include "generator/cost/roofline.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/gpu/occupancy.hpp"
@@ -19,13 +22,15 @@ struct KernelWork {
   int64_t threads = 1, blocks = 1;
   int registers_per_thread = 32;
   int64_t shared_bytes = 0; // per block, static and dynamic
+  MainLoop loop;            // mma_flops 0: none described
 };
 
 struct CostEstimate {
   double micros = 0;       // estimated time
-  double floor_micros = 0; // the roofline floor
+  double floor_micros = 0; // the largest floor: math, DRAM, shared memory, issue
   Occupancy occ;
-  double fill = 0; // fraction of SM block slots the grid keeps busy over its waves
+  double fill = 0;   // fraction of SM block slots the grid keeps busy over its waves
+  Ceilings ceilings; // each limit as a fraction of the math peak, at full occupancy
 };
 
 CostEstimate estimate_kernel(const GpuDesc& g, const KernelWork& w);

@@ -117,6 +117,22 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     if (r.chosen) k["selected_by"] = r.measured ? "measurement" : "model";
     k["reason"] = r.reason;
     k["estimate_us"] = std::round(r.cost.micros * 1000) / 1000;
+    // The cost model's ceilings (cost/main_loop.hpp): each limit as a fraction of the math
+    // peak, and the one that binds.
+    const Ceilings& cl = r.cost.ceilings;
+    const auto frac = [](double f) { return std::round(f * 1000) / 1000; };
+    k["flops"] = r.variant.flops; // per launch: what weighs its ceilings
+    k["limiter"] = cl.limiter();
+    // What the price assumed of residency: the register estimate and the blocks per SM
+    // (the kernel's __launch_bounds__ minimum where above 1); `kiln compile` adds ptxas'.
+    k["registers_assumed"] = r.variant.registers_per_thread;
+    k["blocks_per_sm_assumed"] = r.cost.occ.blocks_per_sm;
+    k["min_blocks_per_sm"] = r.variant.min_blocks_per_sm;
+    k["ceilings"] = {{"math", frac(cl.math)},
+                     {"dram", frac(cl.dram)},
+                     {"smem", frac(cl.smem)},
+                     {"issue", frac(cl.issue)},
+                     {"latency", frac(cl.latency)}};
     kernels.push_back(k);
   }
   ojson lib = ojson::array();

@@ -62,8 +62,12 @@ std::string instance_source(const Variant& v, const InstanceOrigin& o) {
   for (const CfgEntry& e : v.cfg)
     s += std::visit(CfgLine{e.name}, e.value);
   s += "};\n\n";
-  s += fmt::format("KILN_KERNEL({}, {}) {{ {}<{}_cfg>(kiln_args); }}\n", v.name, v.threads(),
-                   v.function, v.name);
+  if (v.min_blocks_per_sm > 1)
+    s += fmt::format("KILN_KERNEL_OCC({}, {}, {}) {{ {}<{}_cfg>(kiln_args); }}\n", v.name,
+                     v.threads(), v.min_blocks_per_sm, v.function, v.name);
+  else
+    s += fmt::format("KILN_KERNEL({}, {}) {{ {}<{}_cfg>(kiln_args); }}\n", v.name, v.threads(),
+                     v.function, v.name);
   return s;
 }
 

@@ -71,8 +71,13 @@ GpuDesc detect_gpu(int device) {
   g.memory_bandwidth_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9; // double data rate
   g.clock_mhz = attr(cudaDevAttrClockRate, device) / 1000.0;
   g.peak_tflops = estimate_peaks(p.major * 10 + p.minor, g.sm_count, g.clock_mhz);
+  // Not device attributes: Turing's shared memory moves 64 bytes per clock per SM, Volta,
+  // Ampere, Ada and Hopper's 128; four schedulers each issue one warp instruction a clock.
+  g.shared_memory_bytes_per_clock = p.major * 10 + p.minor == 75 ? 64 : 128;
+  g.issue_slots_per_clock = 4;
   g.source = cat("kiln gpu detect (CUDA runtime ", CUDART_VERSION,
-                 "); peak_tflops estimated from SM count, clock and per-SM rates");
+                 "); peak_tflops estimated from SM count, clock and per-SM rates; shared memory "
+                 "bandwidth and issue rate per SM from the architecture");
   return g;
 }
 

@@ -40,6 +40,8 @@ constexpr IntField int_fields[] = {
     {"shared_memory_reserved_per_block", &GpuDesc::shared_memory_reserved_per_block, true},
     {"l2_bytes", &GpuDesc::l2_bytes, false},
     {"memory_bytes", &GpuDesc::memory_bytes, false},
+    {"shared_memory_bytes_per_clock", &GpuDesc::shared_memory_bytes_per_clock, false},
+    {"issue_slots_per_clock", &GpuDesc::issue_slots_per_clock, false},
 };
 
 double positive_number(const nlohmann::json& obj, std::string_view key, const std::string& ptr,

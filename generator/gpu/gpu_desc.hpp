@@ -33,6 +33,10 @@ struct GpuDesc {
   int64_t memory_bytes = 0;
   double memory_bandwidth_gbps = 0;
   double clock_mhz = 0;
+  // Per SM and clock: shared-memory bandwidth (bytes) and warp instructions issued (one per
+  // scheduler). The cost model's shared-memory and issue ceilings (cost/main_loop.hpp).
+  int64_t shared_memory_bytes_per_clock = 0;
+  int64_t issue_slots_per_clock = 0;
   PeakTflops peak_tflops;
   std::string source; // where the numbers come from
 

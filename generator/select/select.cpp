@@ -26,6 +26,13 @@ std::string invalid_reason(const GpuDesc& g, const Variant& v) {
   return "";
 }
 
+CostEstimate price_variant(const GpuDesc& g, Variant& v) {
+  CostEstimate cost = estimate_kernel(g, v.work());
+  // A priced main loop is compiled for the occupancy it was priced at (Variant).
+  if (v.loop.mma_flops > 0) v.min_blocks_per_sm = std::max(1, cost.occ.blocks_per_sm);
+  return cost;
+}
+
 namespace {
 
 bool converts_activations(const StepInfo& s, const Variant& v) {
@@ -53,7 +60,7 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
         rejected.push_back(v.name + ": " + why);
         continue;
       }
-      CostEstimate cost = estimate_kernel(s.gpu, v.work());
+      CostEstimate cost = price_variant(s.gpu, v);
       if (hints) cost.micros *= hints->correction(v.family);
       c.valid.push_back({std::move(v), cost});
     }

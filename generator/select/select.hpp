@@ -28,6 +28,9 @@ struct Choice {
 
 // Why a variant cannot run on the GPU, or "" when it can.
 std::string invalid_reason(const GpuDesc& g, const Variant& v);
+// The cost model's price of a valid variant; a main-loop variant is also set to be compiled
+// for the occupancy it was priced at (Variant::min_blocks_per_sm).
+CostEstimate price_variant(const GpuDesc& g, Variant& v);
 
 // With `keep_activation_layouts`, variants that need an activation (a non-parameter
 // argument) in another layout than it has are chosen only when no variant serves the step

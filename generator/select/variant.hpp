@@ -47,9 +47,16 @@ struct Variant {
   int64_t static_smem = 0;       // shared memory the template declares statically (estimate)
   int registers_per_thread = 32; // estimate before compiling
   bool promises_no_spills = true;
+  // The kernel's __launch_bounds__ minimum of resident blocks per SM: selection sets it to
+  // the occupancy the cost model priced a main-loop variant at, so ptxas cannot allocate
+  // registers that would run it at fewer blocks (1: no promise, ptxas takes what it needs).
+  int min_blocks_per_sm = 1;
   // Roofline inputs and the fraction of it this family reaches when occupancy is good.
   double flops = 0, bytes = 0, efficiency = 0.5;
   Math math = Math::fp32; // which peak applies
+  // A tensor-core family's main loop per MMA (cost/main_loop.hpp): the shared-memory,
+  // issue and latency ceilings the cost model prices it by. Empty for the other families.
+  MainLoop loop;
   std::string note;       // why these parameters
   // Layout each 4-D argument must have (roles absent here accept either: none of ours).
   std::vector<std::pair<std::string, Layout>> layouts;
@@ -65,7 +72,8 @@ struct Variant {
             threads(),
             blocks(),
             registers_per_thread,
-            static_smem + dynamic_smem};
+            static_smem + dynamic_smem,
+            loop};
   }
 };
 

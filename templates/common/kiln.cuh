@@ -42,11 +42,16 @@ struct KernelArgs {
 // parameter named kiln_args, at most `threads` threads per block. One resident block per SM
 // is all a kernel promises, so ptxas may use every register it needs rather than squeezing
 // (and spilling) to fit more blocks: the variant's occupancy is selection's business.
+// KILN_KERNEL_OCC promises `blocks` resident blocks per SM instead: the occupancy the cost
+// model priced the variant at (generator/cost/main_loop.hpp), which ptxas then keeps.
 #if defined(KILN_CUDA)
 #define KILN_KERNEL(name, threads)                                                                 \
   extern "C" __global__ void __launch_bounds__(threads, 1) name(::kiln::KernelArgs kiln_args)
+#define KILN_KERNEL_OCC(name, threads, blocks)                                                     \
+  extern "C" __global__ void __launch_bounds__(threads, blocks) name(::kiln::KernelArgs kiln_args)
 #else
 #define KILN_KERNEL(name, threads) extern "C" void name(::kiln::KernelArgs kiln_args)
+#define KILN_KERNEL_OCC(name, threads, blocks) extern "C" void name(::kiln::KernelArgs kiln_args)
 #endif
 
 // 16-bit floating-point storage types (bit patterns; arithmetic happens in float).

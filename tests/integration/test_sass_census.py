@@ -1,13 +1,14 @@
 """The SASS census (`kiln compile` with a disassembler): resnet50 generated for the H100 in
 f16 and tf32 (f32 on tensor cores), compiled with NVRTC for sm_90; per chosen conv kernel of
-the tensor-core family: tensor-core instructions present, no local-memory traffic (LDL/STL).
+the tensor-core family: tensor-core instructions present, no local-memory traffic (LDL/STL),
+registers as the cost model assumed (no more than its estimate, and the blocks per SM those
+registers allow at least the blocks it priced, which the kernel's __launch_bounds__ promise).
 The disassembler comes from PyPI into build/tools (`make test` fetches it); without it this
 test is skipped (exit 77), saying so.
 
 Not asserted yet, and why: HGMMA and TMA loads (UTMALDG) — kiln has no Hopper family yet,
-every tensor-core kernel is mma.sync (HMMA); registers as the cost model assumed — the
-model does not read ptxas's report yet (both are issue 18's points 1 and 3). The census
-records them (mma, tma_loads) so that those assertions are one line each when they hold.
+every tensor-core kernel is mma.sync (HMMA). The census records them (mma, tma_loads) so
+that those assertions are one line each when they hold.
 """
 import glob
 import json
@@ -44,10 +45,19 @@ for dtype in ("f16", "f32"):
             igemm += 1
             kt.check(sass["mma"] == "HMMA" and sass["mma_count"] >= 8,
                      f"{k['name']}: tensor-core family without HMMA: {sass}")
+            regs, warps = k["compiled"]["registers"], k["block"][0] // 32
+            kt.check(regs <= k["registers_assumed"],
+                     f"{k['name']}: {regs} registers, the model assumed {k['registers_assumed']}")
+            # The H100's 64K registers per SM, allocated per warp in units of 256.
+            by_regs = 65536 // ((regs * 32 + 255) // 256 * 256 * warps)
+            kt.check(by_regs >= k["blocks_per_sm_assumed"] == k["min_blocks_per_sm"],
+                     f"{k['name']}: {regs} registers allow {by_regs} blocks/SM, the model "
+                     f"priced {k['blocks_per_sm_assumed']} (launch bounds "
+                     f"{k['min_blocks_per_sm']})")
         if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm")):
             kt.check(sass["mma"] == "", f"{k['name']}: MMA outside the tensor-core families")
     kt.check(igemm >= 5, f"{dtype}: only {igemm} implicit-GEMM convs chosen")
     print(f"{dtype}: {len(man['kernels'])} kernels censused, {igemm} implicit-GEMM convs, "
-          f"HMMA in each, no LDL/STL")
+          f"HMMA in each, no LDL/STL, registers as assumed")
 
 kt.finish()

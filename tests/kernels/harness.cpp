@@ -111,8 +111,10 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
           bool layouts_match = true; // the test feeds the spec's buffers as they are
           for (const auto& [role, layout] : v.layouts)
             if (info.has(role) && info.layout(role) != layout) layouts_match = false;
-          if (invalid_reason(g, v).empty() && layouts_match)
+          if (invalid_reason(g, v).empty() && layouts_match) {
+            price_variant(g, v); // the launch bounds generation gives it
             out.push_back({s, gname, std::move(v)});
+          }
         }
       if (out.size() == before && unserved) unserved->push_back(s.label + " on " + gname);
     }

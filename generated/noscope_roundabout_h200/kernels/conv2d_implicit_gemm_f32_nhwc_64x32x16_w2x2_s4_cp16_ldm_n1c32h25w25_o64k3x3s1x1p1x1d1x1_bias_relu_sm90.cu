@@ -2,7 +2,7 @@
 // model: noscope_roundabout; gpu: NVIDIA H200 (sm_90)
 // node: conv3+relu3 (conv2d.forward)
 // variant: conv2d_implicit_gemm: implicit GEMM M=625 N=64 K=288: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments
-// chosen: cheapest of 9 valid variants: est. 4.9 us (floor 0.1 us), 7 blocks/SM (shared memory bound), fill 15%
+// chosen: cheapest of 9 valid variants: est. 4.8 us (floor 0.2 us), 7 blocks/SM (shared memory bound), fill 15%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_sm90_cfg {
@@ -43,4 +43,4 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h25w25_o64k3
   static constexpr bool POOL = false;
 };
 
-KILN_KERNEL(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_sm90, 128) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_sm90_cfg>(kiln_args); }
+KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_sm90, 128, 7) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_sm90_cfg>(kiln_args); }

@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer4.0.conv1+layer4.0.bn1+layer4.0.relu1 (conv2d.forward_partial)
 // variant: conv2d_implicit_gemm: implicit GEMM M=49 N=512 K=2304: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments; split-K: 16 ranges of k into fp32 partial sums
-// chosen: cheapest of 5 valid variants: est. 11.3 us (floor 1.4 us), 7 blocks/SM (shared memory bound), fill 97%
+// chosen: cheapest of 5 valid variants: est. 4.3 us (floor 1.4 us), 7 blocks/SM (shared memory bound), fill 97%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o512k3x3s2x2p1x1d1x1_split16_sm90_cfg {
@@ -43,4 +43,4 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o512
   static constexpr bool POOL = false;
 };
 
-KILN_KERNEL(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o512k3x3s2x2p1x1d1x1_split16_sm90, 128) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o512k3x3s2x2p1x1d1x1_split16_sm90_cfg>(kiln_args); }
+KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o512k3x3s2x2p1x1d1x1_split16_sm90, 128, 7) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c256h14w14_o512k3x3s2x2p1x1d1x1_split16_sm90_cfg>(kiln_args); }

@@ -11,9 +11,10 @@ namespace kiln {
 struct IgemmTile {
   int bm, bn, wm, wn; // block tile, warps along M and N
   int stages;         // cp.async pipeline depth on sm_80+ (sm_75: 2, plain loads)
-  double efficiency;  // prior: fraction of the tensor peak at full occupancy
-  int registers;      // per thread (ptxas, sm_75/80/90): with 16-byte loads of x
+  int registers;      // per thread (ptxas, sm_90): with 16-byte loads of x
   int registers_ld;   // element loads of x (C not a multiple of 16 bytes); 0: not offered
+  int registers_pre90 = 0, registers_ld_pre90 = 0; // sm_75/sm_80 (0: as on sm_90)
+  bool spills_pre90 = false; // ptxas spills some sm_75/sm_80 instances even at 255
 };
 
 // The tiles offered on every GPU, largest first.

@@ -2,14 +2,14 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer3.0.conv2+layer3.0.bn2+layer3.0.add+layer3.0.relu2 (partial.sum)
 // node: layer3.1.conv2+layer3.1.bn2+layer3.1.add+layer3.1.relu2 (partial.sum)
-// variant: partial_sum: grid-stride sum of 4 partial sums per element, in order, then the epilogue
-// chosen: cheapest of 1 valid variant: est. 2.7 us (floor 0.3 us), 8 blocks/SM (threads bound), fill 74%
+// variant: partial_sum: grid-stride sum of 16 partial sums per element, in order, then the epilogue
+// chosen: cheapest of 1 valid variant: est. 4.0 us (floor 0.8 us), 8 blocks/SM (threads bound), fill 74%
 #include "conv/partial_sum.cuh"
 
-struct partial_sum_f32_c4x50176_bias256x1_res_relu_t256_sm90_cfg {
+struct partial_sum_f32_c16x50176_bias256x1_res_relu_t256_sm90_cfg {
   using T = float;
   static constexpr int COUNT = 50176;
-  static constexpr int SLICES = 4;
+  static constexpr int SLICES = 16;
   static constexpr bool ACCUMULATE = false;
   static constexpr bool GUARD = false;
   static constexpr int THRESHOLD = 0;
@@ -21,4 +21,4 @@ struct partial_sum_f32_c4x50176_bias256x1_res_relu_t256_sm90_cfg {
   static constexpr int INNER = 1;
 };
 
-KILN_KERNEL(partial_sum_f32_c4x50176_bias256x1_res_relu_t256_sm90, 256) { kiln::conv::partial_sum<partial_sum_f32_c4x50176_bias256x1_res_relu_t256_sm90_cfg>(kiln_args); }
+KILN_KERNEL(partial_sum_f32_c16x50176_bias256x1_res_relu_t256_sm90, 256) { kiln::conv::partial_sum<partial_sum_f32_c16x50176_bias256x1_res_relu_t256_sm90_cfg>(kiln_args); }

@@ -2,14 +2,14 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer2.0.conv2+layer2.0.bn2+layer2.0.add+layer2.0.relu2 (partial.sum)
 // node: layer2.1.conv2+layer2.1.bn2+layer2.1.add+layer2.1.relu2 (partial.sum)
-// variant: partial_sum: grid-stride sum of 4 partial sums per element, in order, then the epilogue
-// chosen: cheapest of 1 valid variant: est. 2.8 us (floor 0.5 us), 8 blocks/SM (threads bound), fill 99%
+// variant: partial_sum: grid-stride sum of 8 partial sums per element, in order, then the epilogue
+// chosen: cheapest of 1 valid variant: est. 3.3 us (floor 0.8 us), 8 blocks/SM (threads bound), fill 99%
 #include "conv/partial_sum.cuh"
 
-struct partial_sum_f32_c4x100352_bias128x1_res_relu_t256_sm90_cfg {
+struct partial_sum_f32_c8x100352_bias128x1_res_relu_t256_sm90_cfg {
   using T = float;
   static constexpr int COUNT = 100352;
-  static constexpr int SLICES = 4;
+  static constexpr int SLICES = 8;
   static constexpr bool ACCUMULATE = false;
   static constexpr bool GUARD = false;
   static constexpr int THRESHOLD = 0;
@@ -21,4 +21,4 @@ struct partial_sum_f32_c4x100352_bias128x1_res_relu_t256_sm90_cfg {
   static constexpr int INNER = 1;
 };
 
-KILN_KERNEL(partial_sum_f32_c4x100352_bias128x1_res_relu_t256_sm90, 256) { kiln::conv::partial_sum<partial_sum_f32_c4x100352_bias128x1_res_relu_t256_sm90_cfg>(kiln_args); }
+KILN_KERNEL(partial_sum_f32_c8x100352_bias128x1_res_relu_t256_sm90, 256) { kiln::conv::partial_sum<partial_sum_f32_c8x100352_bias128x1_res_relu_t256_sm90_cfg>(kiln_args); }

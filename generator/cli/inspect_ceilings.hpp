@@ -1,0 +1,14 @@
+// kiln inspect --gpu GPU (without --fold): the kernels kiln generate would choose for the
+// model on that GPU, per layer, with the cost model's estimate, its limiter and ceilings
+// (generator/cost/main_loop.hpp), and the FLOP-weighted static ceiling of the tensor-core
+// kernels: what the manifest carries, without writing a directory.
+#pragma once
+
+#include "generator/gpu/gpu_desc.hpp"
+#include "generator/model/model.hpp"
+
+namespace kiln::cli {
+
+void print_ceilings(const Model& m, const GpuDesc& g, bool json);
+
+} // namespace kiln::cli
