@@ -1,5 +1,8 @@
 #include "generator/model/onnx/ops.hpp"
 
+#include "generator/model/onnx/channels_last.hpp"
+#include "generator/model/onnx/ops_channels.hpp"
+
 namespace kiln::onnx_import {
 
 const std::map<std::string, OpConverter>& op_converters() {
@@ -11,6 +14,8 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"GlobalAveragePool", convert_global_average_pool},
       {"ReduceMean", convert_reduce_mean},
       {"BatchNormalization", convert_batch_norm},
+      {"LayerNormalization", convert_layer_norm},
+      {"Transpose", convert_transpose},
       {"Gemm", convert_gemm},
       {"MatMul", convert_matmul},
       {"Add", convert_add},
@@ -39,6 +44,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Div", convert_div},
       {"Erf", convert_erf},
       {"Slice", convert_slice},
+      {"Split", convert_split},
   };
   return table;
 }
@@ -52,12 +58,17 @@ const std::map<std::string, std::string>& limited_ops() {
       {"Constant", ""},
       {"Gather", ""},
       {"Sub", ""},
-      {"Slice", ""},
+      {"Slice", " (on activations: along the channel axis, step 1)"},
       {"Cast", " (on activations: to FLOAT only)"},
       {"Mul", " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
               "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a constant: in GELU)"},
       {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)))"},
       {"Erf", " (on activations: in GELU)"},
+      {"Transpose", " (on activations: (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back, "
+                    "around LayerNormalization, MatMul, Add and elementwise ops; "
+                    "(0, 2, 1, 3, 4) in a channel shuffle)"},
+      {"Reshape", " (on activations: to [N, features]; to [N, g, C/g, H, W] and back in a "
+                  "channel shuffle)"},
   };
   return m;
 }

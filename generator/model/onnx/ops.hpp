@@ -31,6 +31,11 @@ void convert_batch_norm(Converter&, const onnx::NodeProto&);
 void convert_gemm(Converter&, const onnx::NodeProto&);
 void convert_matmul(Converter&, const onnx::NodeProto&);
 void convert_add(Converter&, const onnx::NodeProto&);
+// ops_layout.cpp
+void convert_layer_norm(Converter&, const onnx::NodeProto&);
+// Mul (Div when `reciprocal`) of an activation by the per-channel constant at input k:
+// folded into the weight and bias of the layer producing it (ConvNeXt's layer scale).
+void scale_channels(Converter&, const onnx::NodeProto&, int k, bool reciprocal);
 // ops_activation.cpp
 void convert_relu(Converter&, const onnx::NodeProto&);
 void convert_hardswish(Converter&, const onnx::NodeProto&);
