@@ -130,9 +130,39 @@ for name, opset, gelu_op, head_2d in [("h17", 17, False, False), ("h20", 20, Tru
         fams = {k["family"] for k in man["kernels"] if k.get("chosen", True)}
         kt.check("layernorm_forward" in fams, f"{name} on {gpu}: a layernorm kernel: {sorted(fams)}")
 
+# ---- Per-channel constants folded into the layer before them: Add into a conv that has a
+# bias, Sub of [1, C, 1, 1], Div by [C, 1, 1], Sub of a scalar after the classifier.
+Q = {"q.weight": r(CH, 3, 3, 3) * 0.5, "q.bias": r(CH), "q_add": r(CH, 1, 1), "q_sub": r(1, CH, 1, 1),
+     "q_div": pos(CH, 1, 1), "qfc.weight": r(4, CH) * 0.5, "qfc.bias": r(4), "q_s": np.float32(0.25)}
+nodes_q = [helper.make_node("Conv", ["x", "q.weight", "q.bias"], ["q1"], name="q", pads=[1, 1, 1, 1]),
+           helper.make_node("Add", ["q_add", "q1"], ["q2"]), helper.make_node("Sub", ["q2", "q_sub"], ["q3"]),
+           helper.make_node("Div", ["q3", "q_div"], ["q4"]), helper.make_node("Relu", ["q4"], ["q5"]),
+           helper.make_node("GlobalAveragePool", ["q5"], ["q6"]), helper.make_node("Flatten", ["q6"], ["q7"]),
+           helper.make_node("Gemm", ["q7", "qfc.weight", "qfc.bias"], ["q8"], name="qfc", transB=1),
+           helper.make_node("Sub", ["q8", "q_s"], ["out"])]
+mq = om.model(nodes_q, [om.init(k, v) for k, v in Q.items()], "x", "out", 17, name="folds",
+              input_shape=(2, 3, 6, 6))
+onnx.checker.check_model(mq)
+onnx.save(mq, path("q.onnx"))
+xq = rng.randn(2, 3, 6, 6).astype(np.float32)
+np.save(path("q_x.npy"), xq)
+p = {k: np.asarray(v, np.float64) for k, v in Q.items()}
+y = om.conv(xq.astype(np.float64), p["q.weight"], p["q.bias"], pads=(1, 1, 1, 1))
+y = np.maximum((y + p["q_add"] - p["q_sub"]) / p["q_div"], 0).mean(axis=(2, 3))
+want = y @ p["qfc.weight"].T + p["qfc.bias"] - p["q_s"]
+kt.kiln("run", path("q.onnx"), "--input", path("q_x.npy"), "-o", path("q_y.npy"))
+if os.path.exists(path("q_y.npy")):
+    err = kt.rel(np.load(path("q_y.npy")), want)
+    print(f"per-channel constants folded: relative error {err:.2e} (tolerance {TOL})")
+    kt.check(err < TOL, f"folds: output differs from NumPy: {err}")
+kt.kiln("import", path("q.onnx"), "-o", path("q.json"))
+ops = [l["op"] for l in json.load(open(path("q.json")))["layers"]]
+kt.check(ops == ["conv2d", "relu", "global_avgpool", "flatten", "linear"], f"folds: every constant folded: {ops}")
+
 # ---- A region kiln cannot map is an error naming the node.
 base = [helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem", strides=[2, 2])]
-inits = [om.init(k, P[k]) for k in ("stem.weight", "stem.bias", "norm.weight", "norm.bias")]
+inits = [om.init(k, P[k]) for k in ("stem.weight", "stem.bias", "norm.weight", "norm.bias")] + [
+    om.init("norm.weight_c", P["norm.weight"].reshape(CH, 1, 1))]
 
 
 def refused(tag, nodes, out, *fragments, out_shape=("N", CH, 5, 5)):
@@ -152,4 +182,7 @@ refused("nchw_ln", [helper.make_node("LayerNormalization", ["s", "norm.weight", 
                                      axis=1)], "y", 'node "ln" (LayerNormalization)', "axis")
 refused("nchw_matmul", [helper.make_node("MatMul", ["s", "norm.weight"], ["y"], name="mm")], "y",
         'node "mm" (MatMul)', "Transpose(0, 2, 3, 1)")
+refused("shared", [helper.make_node("Relu", ["s"], ["r"]),
+                   helper.make_node("Mul", ["r", "norm.weight_c"], ["m"], name="scale"),
+                   helper.make_node("Add", ["m", "r"], ["y"])], "y", 'node "scale" (Mul)', "folds a per-channel")
 kt.finish()

@@ -12,7 +12,7 @@ namespace {
 
 // Operators whose converters read channels-last inputs correctly: elementwise ones (the
 // layout does not matter), LayerNormalization and MatMul (they take the last axis as the
-// channels), Add (a bias over the last axis), and Transpose.
+// channels), Add and Sub (a bias over the last axis), and Transpose.
 const std::set<std::string>& region_ops() {
   static const std::set<std::string> s = {"Transpose", "LayerNormalization",
                                           "MatMul",    "Add",

@@ -39,7 +39,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Shape", convert_shape},
       {"Gather", convert_gather},
       {"Cast", convert_cast},
-      {"Sub", convert_arith},
+      {"Sub", convert_sub},
       {"Mul", convert_mul},
       {"Div", convert_div},
       {"Erf", convert_erf},
@@ -57,12 +57,16 @@ const std::map<std::string, std::string>& limited_ops() {
   static const std::map<std::string, std::string> m = {
       {"Constant", ""},
       {"Gather", ""},
-      {"Sub", ""},
+      {"Sub", " (on activations: minus a scalar or per-channel constant, folded into the bias "
+              "of the layer before it)"},
       {"Slice", " (on activations: along the channel axis, step 1)"},
       {"Cast", " (on activations: to FLOAT only)"},
-      {"Mul", " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
-              "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a constant: in GELU)"},
-      {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)))"},
+      {"Mul",
+       " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
+       "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a scalar constant: in GELU; by a "
+       "per-channel one: folded into the layer before it)"},
+      {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)); by a per-channel "
+              "constant: folded into the layer before it)"},
       {"Erf", " (on activations: in GELU)"},
       {"Transpose", " (on activations: (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back, "
                     "around LayerNormalization, MatMul, Add and elementwise ops; "

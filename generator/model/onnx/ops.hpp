@@ -36,6 +36,10 @@ void convert_layer_norm(Converter&, const onnx::NodeProto&);
 // Mul (Div when `reciprocal`) of an activation by the per-channel constant at input k:
 // folded into the weight and bias of the layer producing it (ConvNeXt's layer scale).
 void scale_channels(Converter&, const onnx::NodeProto&, int k, bool reciprocal);
+// Add (sign 1) or Sub (-1) of the scalar or per-channel constant at input k to an
+// activation: folded into the bias of the layer producing it.
+void shift_channels(Converter&, const onnx::NodeProto&, int k, double sign);
+void convert_sub(Converter&, const onnx::NodeProto&);
 // ops_activation.cpp
 void convert_relu(Converter&, const onnx::NodeProto&);
 void convert_hardswish(Converter&, const onnx::NodeProto&);

@@ -164,45 +164,8 @@ void convert_add(Converter& c, const onnx::NodeProto& n) {
     c.add_layer(n, OpKind::add, {}, {a, b});
     return;
   }
-  // An activation plus a constant: the bias of the MatMul (or bias-less Conv) before it,
-  // when nothing else reads that layer's output.
-  const int ai = 1 - ci;
-  const int ref = c.activation(n, ai);
-  const Tensor& k = c.constant(n, ci, "bias");
-  const int readers = c.readers(ref);
-  Node* layer = ref == kModelInput ? nullptr : &c.model.nodes[ref];
-  const auto refuse = [&] {
-    return Error("", node_label(n),
-                 cat("adds a constant ", shape_str(k.shape()), " to an activation ",
-                     shape_str(c.shape_of(ref)),
-                     ": kiln's add takes two activations; a constant is imported only as the "
-                     "bias of the bias-less MatMul or Conv right before it"));
-  };
-  if (!layer || layer->attrs.bias || readers != 1) throw refuse();
-  Tensor bias;
-  if (layer->op == OpKind::linear) {
-    const int64_t m = layer->attrs.out_features;
-    const Shape& s = k.shape();
-    if (!((s.size() == 1 && s[0] == m) || (s.size() == 2 && s[0] == 1 && s[1] == m)))
-      throw refuse();
-    bias = as_f32(k).reshaped({m});
-  } else if (layer->op == OpKind::conv2d) {
-    const int64_t ch = layer->attrs.out_channels;
-    const Shape& s = k.shape();
-    // Channels-last (after Transpose(0, 2, 3, 1)) the channels are the last axis.
-    const bool ok = c.channels_last(n, ai) ? (s == Shape{ch} || s == Shape{1, ch} ||
-                                              s == Shape{1, 1, ch} || s == Shape{1, 1, 1, ch})
-                                           : (s == Shape{ch, 1, 1} || s == Shape{1, ch, 1, 1});
-    if (!ok) throw refuse();
-    bias = as_f32(k).reshaped({ch});
-  } else {
-    throw refuse();
-  }
-  layer->attrs.bias = true;
-  c.add_param(ref, "bias", bias);
-  Value v;
-  v.ref = ref;
-  c.set_output(n, 0, v);
+  // An activation plus a constant: folded into the bias of the layer before it.
+  shift_channels(c, n, ci, 1.0);
 }
 
 } // namespace kiln::onnx_import

@@ -132,3 +132,56 @@ void scale_channels(Converter& c, const onnx::NodeProto& n, int k, bool reciproc
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+void shift_channels(Converter& c, const onnx::NodeProto& n, int k, double sign) {
+  const int ai = 1 - k;
+  const int ref = c.activation(n, ai);
+  const bool last = c.channels_last(n, ai);
+  const Tensor& t = c.constant(n, k, "bias");
+  const Shape& s = c.shape_of(ref);
+  const int64_t ch = s[1];
+  std::optional<std::vector<double>> vals = per_channel_values(t, s, last);
+  if (!vals && t.numel() == 1) vals = std::vector<double>(static_cast<size_t>(ch), t.get(0));
+  Node* layer = ref == kModelInput ? nullptr : &c.model.nodes[size_t(ref)];
+  const OpKind foldable[] = {OpKind::conv2d, OpKind::linear, OpKind::batchnorm, OpKind::layernorm};
+  if (!vals || !layer ||
+      std::find(std::begin(foldable), std::end(foldable), layer->op) == std::end(foldable) ||
+      c.readers(ref) != 1)
+    throw Error("", node_label(n),
+                cat(n.op_type() == "Sub" ? "subtracts" : "adds", " a constant ",
+                    shape_str(t.shape()), " to an activation ", shape_str(s),
+                    last ? " (channels-last)" : "",
+                    ": kiln's add takes two activations; a scalar or per-channel constant is "
+                    "folded into the bias of the Conv, MatMul, Gemm, BatchNormalization or "
+                    "LayerNormalization right before it when nothing else reads that output"));
+  // y = w . x + b + sign * k: the bias (a zero one where the layer had none) shifted.
+  const std::string name = layer->name + ".bias";
+  if (!c.weights.count(name)) {
+    Tensor zero(DType::f32, {ch});
+    for (int64_t i = 0; i < ch; ++i)
+      zero.set(i, 0);
+    c.add_param(ref, "bias", zero);
+    layer->attrs.bias = true;
+  }
+  Tensor& b = c.weights.at(name);
+  for (int64_t i = 0; i < ch; ++i)
+    b.set(i, double(b.get(i)) + sign * (*vals)[size_t(i)]);
+  ++c.folded;
+  Value v;
+  v.ref = ref;
+  c.set_output(n, 0, v);
+}
+
+void convert_sub(Converter& c, const onnx::NodeProto& n) {
+  if (c.all_inputs_const(n)) return convert_arith(c, n);
+  const NodeAttrs at(n, {});
+  if (!c.input(n, 1).is_const)
+    throw Error("", node_label(n),
+                "subtracts an activation: kiln imports Sub of an activation minus a scalar or "
+                "per-channel constant only (folded into the bias before it)");
+  shift_channels(c, n, 1, -1.0);
+}
+
+} // namespace kiln::onnx_import
