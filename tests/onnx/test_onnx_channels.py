@@ -1,4 +1,4 @@
-"""Channel moves as ShuffleNetV2 exports them (onnx.helper, no PyTorch): x.chunk(2, dim=1)
+"""Channel moves (and ReduceMax over H, W) as ShuffleNetV2 exports them (onnx.helper, no PyTorch): x.chunk(2, dim=1)
 as Split (opset 13: sizes as an input; opset 18: num_outputs) or as two Slices, the channel
 shuffle as Reshape to [N, 2, C/2, H, W] -> Transpose(0, 2, 1, 3, 4) -> Reshape back, each
 one kiln layer (channel_slice, channel_shuffle). kiln's cpu output and the generated kernels
@@ -127,6 +127,34 @@ for name, opset, form in [("s13", 13, "split13"), ("s18", 18, "split18"), ("s11"
             fams = {k["family"] for k in man["kernels"]}
             kt.check("channel_move" in fams, f"{name} on {gpu}: channel_move kernels: {sorted(fams)}")
 
+# ---- ReduceMax over H and W (a global max pool): axes as an attribute (opset 13, keepdims 1)
+# and as an input (opset 18, keepdims 0).
+for opset in (13, 18):
+    keep = 1 if opset == 13 else 0
+    red = (helper.make_node("ReduceMax", ["s"], ["mx"], name="gmax", axes=[-1, -2], keepdims=1) if opset == 13
+           else helper.make_node("ReduceMax", ["s", "rax"], ["mx"], name="gmax", keepdims=0))
+    nodes = [helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem"), I("rax", [2, 3]), red]
+    if keep:
+        nodes.append(helper.make_node("Flatten", ["mx"], ["fl"]))
+    nodes.append(helper.make_node("Gemm", ["fl" if keep else "mx", "fcr.weight"], ["out"], name="fcr", transB=1))
+    W = r(4, C) * 0.5
+    m = om.model(nodes, [om.init("stem.weight", P["stem.weight"]), om.init("stem.bias", P["stem.bias"]),
+                         om.init("fcr.weight", W)], "x", "out", opset, input_shape=(2, 3, 7, 6))
+    if opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(m)
+    onnx.save(m, path(f"rmax{opset}.onnx"))
+    x = rng.randn(2, 3, 7, 6).astype(np.float32)
+    np.save(path("rmax_x.npy"), x)
+    want = om.conv(x.astype(np.float64), P["stem.weight"].astype(np.float64),
+                   P["stem.bias"].astype(np.float64)).max(axis=(2, 3)) @ W.T.astype(np.float64)
+    for dev in ("cpu", "emu"):
+        kt.kiln("run", path(f"rmax{opset}.onnx"), "--device", dev, "--input", path("rmax_x.npy"), "-o",
+                path(f"rmax{opset}{dev}.npy"))
+        if os.path.exists(path(f"rmax{opset}{dev}.npy")):
+            err = kt.rel(np.load(path(f"rmax{opset}{dev}.npy")), want)
+            print(f"ReduceMax (opset {opset}, keepdims {keep}) on {dev}: relative error {err:.2e}")
+            kt.check(err < TOL, f"ReduceMax opset {opset} on {dev}: output differs from NumPy: {err}")
+
 # ---- What kiln cannot map is an error naming the node.
 inits = [om.init(k, P[k]) for k in ("stem.weight", "stem.bias")]
 
@@ -150,4 +178,6 @@ refused("slice_h", [I("a", [0]), I("b", [4]), I("ax", [2]),
         'node "rows" (Slice)', "channel axis 1 only")
 refused("split0", [helper.make_node("Split", ["s"], ["y", "z"], name="bsplit", axis=0)], "y",
         'node "bsplit" (Split)', "channel axis 1 only")
+refused("rmax_c", [I("cax", [1]), helper.make_node("ReduceMax", ["s", "cax"], ["y"], name="cmax")], "y",
+        'node "cmax" (ReduceMax)', "over H and W", opset=18)
 kt.finish()

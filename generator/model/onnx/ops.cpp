@@ -13,6 +13,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"AveragePool", convert_average_pool},
       {"GlobalAveragePool", convert_global_average_pool},
       {"ReduceMean", convert_reduce_mean},
+      {"ReduceMax", convert_reduce_max},
       {"BatchNormalization", convert_batch_norm},
       {"LayerNormalization", convert_layer_norm},
       {"Transpose", convert_transpose},
