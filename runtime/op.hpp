@@ -29,16 +29,19 @@ enum class OpKind {
   flatten,
   upsample2d,
   softmax,
-  fold,        // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
-  unfold,      // [M, f*K] -> [M*f, K], a view
-  hardswish,   // x * relu6(x + 3) / 6 (MobileNetV3)
-  clip,        // min(max(x, min), max): ReLU6 is clip(0, 6)
-  hardsigmoid, // max(0, min(1, alpha * x + beta))
-  sigmoid,     // 1 / (1 + exp(-x))
-  silu,        // x * sigmoid(x) (swish)
-  gelu,        // x * Phi(x), the erf form
-  gelu_tanh,   // GELU's tanh approximation (PyTorch's approximate="tanh")
-  mul,         // x0 * x1, x1 of x0's shape or [N, C, 1, 1] (squeeze-excite's gate)
+  fold,            // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
+  unfold,          // [M, f*K] -> [M*f, K], a view
+  hardswish,       // x * relu6(x + 3) / 6 (MobileNetV3)
+  clip,            // min(max(x, min), max): ReLU6 is clip(0, 6)
+  hardsigmoid,     // max(0, min(1, alpha * x + beta))
+  sigmoid,         // 1 / (1 + exp(-x))
+  silu,            // x * sigmoid(x) (swish)
+  gelu,            // x * Phi(x), the erf form
+  gelu_tanh,       // GELU's tanh approximation (PyTorch's approximate="tanh")
+  mul,             // x0 * x1, x1 of x0's shape or [N, C, 1, 1] (squeeze-excite's gate)
+  layernorm,       // over the channels of each position (ONNX LayerNormalization), weight and bias
+  channel_shuffle, // ShuffleNet's: [N, g, C/g, H, W] transposed to [N, C/g, g, H, W], groups = g
+  channel_slice,   // channels [begin, end) of x (ONNX Split / Slice on axis 1)
 };
 
 // clang-format off
@@ -48,7 +51,8 @@ inline constexpr OpKind all_ops[] = {
     OpKind::add,        OpKind::concat,         OpKind::flatten,            OpKind::upsample2d,
     OpKind::softmax,    OpKind::fold,           OpKind::unfold,             OpKind::hardswish,
     OpKind::clip,       OpKind::hardsigmoid,    OpKind::sigmoid,            OpKind::silu,
-    OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul};
+    OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul,                OpKind::layernorm,
+    OpKind::channel_shuffle, OpKind::channel_slice};
 // clang-format on
 
 std::string_view op_name(OpKind op);
@@ -72,6 +76,7 @@ struct Attrs {
   int64_t scale = 2;             // upsample2d (nearest)
   Int2 output_size{1, 1};        // adaptive_avgpool2d
   int64_t factor = 1;            // fold, unfold
+  int64_t begin = 0, end = 0;    // channel_slice: channels [begin, end)
   double min = 0, max = 6;       // clip (required in a model: no default bound)
   double alpha = 1.0 / 6, beta = 0.5; // hardsigmoid (PyTorch's; ONNX's default alpha is 0.2)
   bool operator==(const Attrs&) const = default;

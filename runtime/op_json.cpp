@@ -33,6 +33,8 @@ int64_t* int_field(Attrs& a, std::string_view n) {
   if (n == "groups") return &a.groups;
   if (n == "scale") return &a.scale;
   if (n == "factor") return &a.factor;
+  if (n == "begin") return &a.begin;
+  if (n == "end") return &a.end;
   return nullptr;
 }
 Int2* int2_field(Attrs& a, std::string_view n) {

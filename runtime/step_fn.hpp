@@ -78,9 +78,16 @@ enum class Fn {
   gelu_tanh_backward,            // x, dy -> dx
   mul_forward,                   // x0, x1 -> y (x1 may be [N, C, 1, 1])
   mul_backward,                  // x (the other input), dy -> dx (reduced for a broadcast input)
+  layernorm_forward,             // x, weight, bias -> y
+  layernorm_backward,            // x, dy, weight -> dx, [mean, invstd] (per position)
+  layernorm_backward_params,     // x, dy, mean, invstd -> dweight, dbias
+  channel_shuffle_forward,       // x -> y
+  channel_shuffle_backward,      // dy -> dx (the inverse shuffle)
+  channel_slice_forward,         // x -> y (channels [begin, end) of x)
+  channel_slice_backward,        // dy -> dx (dy in channels [begin, end), zeros elsewhere)
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::mul_backward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::channel_slice_backward) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

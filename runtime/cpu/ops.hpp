@@ -66,6 +66,27 @@ void activation_backward(Activation a, CView<T> x, CView<T> dy, View<T> dx, bool
 // input from the other one and dy (summed over H, W when dx is the broadcast [N, C, 1, 1]).
 template <class T> void mul(CView<T> x0, CView<T> x1, View<T> y);
 template <class T> void mul_backward(CView<T> other, CView<T> dy, View<T> dx, bool accumulate);
+// layernorm over axis 1 of [N, C, H, W] or [N, C]: each position (n, h, w) normalised over
+// its C channels (biased variance, two passes), then * weight[c] + bias[c]. The backward
+// gives dx and, when mean/invstd are not null, the per-position statistics ([N, 1, ...]);
+// its params part reduces dy * xhat and dy over the positions of each channel.
+template <class T>
+void layernorm(double eps, CView<T> x, const T* weight, const T* bias, View<T> y);
+template <class T>
+void layernorm_backward(double eps, CView<T> x, CView<T> dy, const T* weight, View<T> dx, T* mean,
+                        T* invstd, bool accumulate);
+// Channel moves of [N, C, *spatial]: ShuffleNet's channel shuffle (y channel k*g + i is x
+// channel i*(C/g) + k; its gradient is the shuffle with C/g groups) and channels
+// [begin, begin + C_y) of x; the slice's gradient writes dy there and zeros elsewhere (or,
+// accumulating, adds dy there only).
+template <class T>
+void channel_shuffle(int64_t groups, CView<T> x, View<T> y, bool accumulate = false);
+template <class T> void channel_slice(int64_t begin, CView<T> x, View<T> y);
+template <class T>
+void channel_slice_backward(int64_t begin, CView<T> dy, View<T> dx, bool accumulate);
+template <class T>
+void layernorm_backward_params(CView<T> x, CView<T> dy, const T* mean, const T* invstd, T* dweight,
+                               T* dbias, bool accumulate);
 
 // Pooling ([N, C, H, W]). Max: the gradient goes to the first maximum of each window in
 // row-major window order (as PyTorch). Average: PyTorch's divisor rules, including

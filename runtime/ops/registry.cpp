@@ -21,6 +21,9 @@
   X(gelu)                                                                                          \
   X(gelu_tanh)                                                                                     \
   X(mul)                                                                                           \
+  X(layernorm)                                                                                     \
+  X(channel_shuffle)                                                                               \
+  X(channel_slice)                                                                                 \
   X(maxpool2d)                                                                                     \
   X(avgpool2d)                                                                                     \
   X(adaptive_avgpool2d)                                                                            \

@@ -11,7 +11,8 @@ extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, re
     maxpool2d_lowering, avgpool2d_lowering, adaptive_avgpool2d_lowering, global_avgpool_lowering,
     add_lowering, concat_lowering, flatten_lowering, upsample2d_lowering, softmax_lowering,
     fold_lowering, unfold_lowering, hardswish_lowering, clip_lowering, hardsigmoid_lowering,
-    sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering;
+    sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering,
+    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering;
 } // namespace lowering
 
 namespace {
@@ -40,6 +41,9 @@ const std::array kRules{
     &lowering::gelu_lowering,
     &lowering::gelu_tanh_lowering,
     &lowering::mul_lowering,
+    &lowering::layernorm_lowering,
+    &lowering::channel_shuffle_lowering,
+    &lowering::channel_slice_lowering,
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 // Cast, Slice, arithmetic) and Constant nodes.
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
+#include "generator/model/onnx/ops_channels.hpp"
 #include "generator/model/onnx/tensor_proto.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/limits.hpp"
@@ -83,6 +84,7 @@ void convert_shape(Converter& c, const onnx::NodeProto& n) {
 }
 
 void convert_gather(Converter& c, const onnx::NodeProto& n) {
+  if (!c.input(n, 0).is_const && c.input(n, 0).flat) return gather_flat(c, n, c.input(n, 0));
   const NodeAttrs at(n, {"axis"});
   if (!c.all_inputs_const(n)) throw not_folded(n);
   const Tensor& data = c.constant(n, 0, "data");
@@ -215,6 +217,19 @@ void convert_arith(Converter& c, const onnx::NodeProto& n) {
 
 void convert_slice(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {"starts", "ends", "axes"});
+  if (!c.input(n, 0).is_const) { // an activation: channels [start, end)
+    const auto ints = [&](int i, const char* role) {
+      return c.has_input(n, i) ? const_ints(n, c.constant(n, i, role), role)
+                               : std::vector<int64_t>{};
+    };
+    if (c.opset < 10)
+      return slice_activation(c, n, c.activation(n, 0),
+                              at.get_ints("starts").value_or(std::vector<int64_t>{}),
+                              at.get_ints("ends").value_or(std::vector<int64_t>{}),
+                              at.get_ints("axes").value_or(std::vector<int64_t>{}), {});
+    return slice_activation(c, n, c.activation(n, 0), ints(1, "starts"), ints(2, "ends"),
+                            ints(3, "axes"), ints(4, "steps"));
+  }
   if (!c.all_inputs_const(n)) throw not_folded(n);
   const Tensor& x = c.constant(n, 0, "data");
   const int64_t rank = int64_t(x.shape().size());

@@ -4,6 +4,7 @@
 #include "generator/model/onnx/node_attrs.hpp"
 #include "runtime/error.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln::onnx_import {
@@ -48,6 +49,21 @@ const Tensor& Converter::constant(const onnx::NodeProto& n, int i, std::string_v
                     "\") must be a constant (an initializer or computed from constants), but "
                     "it depends on the model input"));
   return v.constant;
+}
+
+int Converter::readers(int ref) const {
+  int uses_total = 0, aliases = 0;
+  for (const auto& [name, v] : values) {
+    if (v.is_const || v.unavailable || v.pending || v.ref != ref) continue;
+    ++aliases;
+    uses_total += uses.count(name) ? uses.at(name) : 0;
+  }
+  return uses_total - std::max(0, aliases - 1);
+}
+
+bool Converter::channels_last(const onnx::NodeProto& n, int i) const {
+  const Value& v = raw_input(n, i);
+  return !v.is_const && v.channels_last;
 }
 
 bool Converter::all_inputs_const(const onnx::NodeProto& n) const {

@@ -35,6 +35,19 @@ struct Value {
   // not knowable), so that one import reports every node that fails on its own.
   bool unavailable = false;
   int ref = kModelInput; // the activation's producer (a node index or kModelInput)
+  // The activation as ONNX sees it after a Transpose(0, 2, 3, 1): [N, H, W, C] holding
+  // kiln's [N, C, H, W] `ref` (channels_last.cpp). Only the operators of a channels-last
+  // region read it (each knows its axes are permuted); Transpose(0, 3, 1, 2) ends it.
+  bool channels_last = false;
+  // A channel shuffle in progress (ops_channels.cpp): the activation reshaped to
+  // [N, groups, C/groups, H, W], and after Transpose(0, 2, 1, 3, 4) (`groups_transposed`)
+  // seen as [N, C/groups, groups, H, W]; the Reshape back to [N, C, H, W] makes the layer.
+  // Only Transpose and Reshape read it.
+  int64_t groups = 0;
+  bool groups_transposed = false;
+  // The activation reshaped to 1-D (the dynamo exporter's as_strided: Reshape to [-1], then
+  // a Gather of every element in order, which gives the activation back). Only Gather reads it.
+  bool flat = false;
   Tensor constant;
   std::optional<Pending> pending;
 };
@@ -69,6 +82,12 @@ public:
   const Tensor& constant(const onnx::NodeProto& n, int i, std::string_view role) const;
   bool all_inputs_const(const onnx::NodeProto& n) const;
   const Shape& shape_of(int ref) const { return model.shape_of(ref); }
+  // The nodes (and graph outputs) that read the activation `ref` through any value holding
+  // it, less the aliases themselves (a bias Add, a Transpose, Identity: each read the one
+  // before it): 1 when a fold into `ref`'s layer changes nothing else.
+  int readers(int ref) const;
+  // Input i is an activation seen channels-last (Value::channels_last).
+  bool channels_last(const onnx::NodeProto& n, int i) const;
 
   void set_output(const onnx::NodeProto& n, int i, Value v);
   void set_const_output(const onnx::NodeProto& n, Tensor t);

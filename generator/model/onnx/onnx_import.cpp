@@ -1,5 +1,6 @@
 #include "generator/model/onnx/onnx_import.hpp"
 
+#include "generator/model/onnx/channels_last.hpp"
 #include "generator/model/onnx/converter.hpp"
 #include "generator/model/onnx/graph_order.hpp"
 #include "generator/model/onnx/import_problems.hpp"
@@ -7,6 +8,7 @@
 #include "generator/model/onnx/names_utf8.hpp"
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
+#include "generator/model/onnx/ops_channels.hpp"
 #include "generator/model/onnx/tensor_proto.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
@@ -132,7 +134,10 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
       } else {
         try {
           if (n.output_size() == 0) throw Error("", oi::node_label(n), "has no output");
+          oi::refuse_grouped_reader(c, n);
+          const bool cl = oi::reads_channels_last(c, n);
           it->second(c, n);
+          if (cl) oi::mark_channels_last(c, n);
           continue;
         } catch (const oi::Unavailable&) {
           // an input failed: this node's own problems cannot be known
@@ -160,6 +165,9 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
                         ", part of no activation kiln imports (SiLU, HardSwish or GELU)"));
       if (it->second.ref == kModelInput)
         throw Error("", where, "is the model input itself; kiln models need a layer");
+      oi::refuse_channels_last_output(it->second, where);
+      if (it->second.groups > 0 || it->second.flat)
+        throw Error("", where, "is a 5-D or 1-D view of an activation kiln does not map");
       m.outputs.push_back(it->second.ref);
     }
     if (batch > 0 && m.input_shape[0] != batch) m.input_shape[0] = batch;

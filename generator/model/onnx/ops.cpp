@@ -1,5 +1,8 @@
 #include "generator/model/onnx/ops.hpp"
 
+#include "generator/model/onnx/channels_last.hpp"
+#include "generator/model/onnx/ops_channels.hpp"
+
 namespace kiln::onnx_import {
 
 const std::map<std::string, OpConverter>& op_converters() {
@@ -10,7 +13,10 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"AveragePool", convert_average_pool},
       {"GlobalAveragePool", convert_global_average_pool},
       {"ReduceMean", convert_reduce_mean},
+      {"ReduceMax", convert_reduce_max},
       {"BatchNormalization", convert_batch_norm},
+      {"LayerNormalization", convert_layer_norm},
+      {"Transpose", convert_transpose},
       {"Gemm", convert_gemm},
       {"MatMul", convert_matmul},
       {"Add", convert_add},
@@ -34,11 +40,12 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Shape", convert_shape},
       {"Gather", convert_gather},
       {"Cast", convert_cast},
-      {"Sub", convert_arith},
+      {"Sub", convert_sub},
       {"Mul", convert_mul},
       {"Div", convert_div},
       {"Erf", convert_erf},
       {"Slice", convert_slice},
+      {"Split", convert_split},
   };
   return table;
 }
@@ -51,13 +58,22 @@ const std::map<std::string, std::string>& limited_ops() {
   static const std::map<std::string, std::string> m = {
       {"Constant", ""},
       {"Gather", ""},
-      {"Sub", ""},
-      {"Slice", ""},
+      {"Sub", " (on activations: minus a scalar or per-channel constant, folded into the bias "
+              "of the layer before it)"},
+      {"Slice", " (on activations: along the channel axis, step 1)"},
       {"Cast", " (on activations: to FLOAT only)"},
-      {"Mul", " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
-              "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a constant: in GELU)"},
-      {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)))"},
+      {"Mul",
+       " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
+       "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a scalar constant: in GELU; by a "
+       "per-channel one: folded into the layer before it)"},
+      {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)); by a per-channel "
+              "constant: folded into the layer before it)"},
       {"Erf", " (on activations: in GELU)"},
+      {"Transpose", " (on activations: (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back, "
+                    "around LayerNormalization, MatMul, Add and elementwise ops; "
+                    "(0, 2, 1, 3, 4) in a channel shuffle)"},
+      {"Reshape", " (on activations: to [N, features]; to [N, g, C/g, H, W] and back in a "
+                  "channel shuffle)"},
   };
   return m;
 }

@@ -26,11 +26,22 @@ void convert_max_pool(Converter&, const onnx::NodeProto&);
 void convert_average_pool(Converter&, const onnx::NodeProto&);
 void convert_global_average_pool(Converter&, const onnx::NodeProto&);
 void convert_reduce_mean(Converter&, const onnx::NodeProto&);
+// ops_reduce.cpp
+void convert_reduce_max(Converter&, const onnx::NodeProto&);
 // ops_dense.cpp
 void convert_batch_norm(Converter&, const onnx::NodeProto&);
 void convert_gemm(Converter&, const onnx::NodeProto&);
 void convert_matmul(Converter&, const onnx::NodeProto&);
 void convert_add(Converter&, const onnx::NodeProto&);
+// ops_layout.cpp
+void convert_layer_norm(Converter&, const onnx::NodeProto&);
+// Mul (Div when `reciprocal`) of an activation by the per-channel constant at input k:
+// folded into the weight and bias of the layer producing it (ConvNeXt's layer scale).
+void scale_channels(Converter&, const onnx::NodeProto&, int k, bool reciprocal);
+// Add (sign 1) or Sub (-1) of the scalar or per-channel constant at input k to an
+// activation: folded into the bias of the layer producing it.
+void shift_channels(Converter&, const onnx::NodeProto&, int k, double sign);
+void convert_sub(Converter&, const onnx::NodeProto&);
 // ops_activation.cpp
 void convert_relu(Converter&, const onnx::NodeProto&);
 void convert_hardswish(Converter&, const onnx::NodeProto&);

@@ -1,4 +1,5 @@
-// BatchNormalization, Gemm, MatMul (+ Add as its bias), Add.
+// BatchNormalization, Gemm, MatMul (+ Add as its bias), Add. MatMul over the last axis of
+// a channels-last 4-D activation (channels_last.hpp) is a 1x1 conv over its channels.
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
@@ -110,10 +111,32 @@ void convert_gemm(Converter& c, const onnx::NodeProto& n) {
   if (a.bias) c.add_param(layer, "bias", row_bias(n, c.constant(n, 2, "C"), a.out_features, beta));
 }
 
+// [N, H, W, C] x [C, K]: a bias-less 1x1 conv with weight [K, C, 1, 1].
+void matmul_as_conv(Converter& c, const onnx::NodeProto& n) {
+  const int x = c.activation(n, 0, "A");
+  const Shape& s = c.shape_of(x);
+  const Tensor& b = c.constant(n, 1, "B");
+  if (b.shape().size() != 2 || b.shape()[0] != s[1])
+    throw Error("", node_label(n),
+                cat("B has shape ", shape_str(b.shape()), ", expected [", s[1],
+                    ", out_channels] (the channels-last activation has ", s[1], " channels)"));
+  Attrs a;
+  a.out_channels = b.shape()[1];
+  a.kernel = {1, 1};
+  a.bias = false; // an Add right after may give it one
+  const int layer = c.add_layer(n, OpKind::conv2d, a, {x}, n.input(1));
+  c.add_param(layer, "weight", transposed(b, 1).reshaped({a.out_channels, s[1], 1, 1}));
+}
+
 void convert_matmul(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {});
   if (c.all_inputs_const(n))
     throw Error("", node_label(n), "MatMul of two constants is not folded by kiln");
+  if (c.channels_last(n, 0)) return matmul_as_conv(c, n);
+  if (c.shape_of(c.activation(n, 0, "A")).size() == 4)
+    throw Error("", node_label(n),
+                "MatMul over the last axis (W) of an NCHW activation: kiln maps a 4-D MatMul "
+                "only over the channels, after Transpose(0, 2, 3, 1)");
   const int x = need_2d(c, n, 0);
   const Tensor& b = c.constant(n, 1, "B");
   if (b.shape().size() != 2 || b.shape()[0] != c.shape_of(x)[1])
@@ -141,43 +164,8 @@ void convert_add(Converter& c, const onnx::NodeProto& n) {
     c.add_layer(n, OpKind::add, {}, {a, b});
     return;
   }
-  // An activation plus a constant: the bias of the MatMul (or bias-less Conv) before it,
-  // when nothing else reads that layer's output.
-  const int ai = 1 - ci;
-  const int ref = c.activation(n, ai);
-  const Tensor& k = c.constant(n, ci, "bias");
-  int readers = 0;
-  for (const auto& [name, v] : c.values)
-    if (!v.is_const && v.ref == ref) readers += c.uses.count(name) ? c.uses.at(name) : 0;
-  Node* layer = ref == kModelInput ? nullptr : &c.model.nodes[ref];
-  const auto refuse = [&] {
-    return Error("", node_label(n),
-                 cat("adds a constant ", shape_str(k.shape()), " to an activation ",
-                     shape_str(c.shape_of(ref)),
-                     ": kiln's add takes two activations; a constant is imported only as the "
-                     "bias of the bias-less MatMul or Conv right before it"));
-  };
-  if (!layer || layer->attrs.bias || readers != 1) throw refuse();
-  Tensor bias;
-  if (layer->op == OpKind::linear) {
-    const int64_t m = layer->attrs.out_features;
-    const Shape& s = k.shape();
-    if (!((s.size() == 1 && s[0] == m) || (s.size() == 2 && s[0] == 1 && s[1] == m)))
-      throw refuse();
-    bias = as_f32(k).reshaped({m});
-  } else if (layer->op == OpKind::conv2d) {
-    const int64_t ch = layer->attrs.out_channels;
-    const Shape& s = k.shape();
-    if (!(s == Shape{ch, 1, 1} || s == Shape{1, ch, 1, 1})) throw refuse();
-    bias = as_f32(k).reshaped({ch});
-  } else {
-    throw refuse();
-  }
-  layer->attrs.bias = true;
-  c.add_param(ref, "bias", bias);
-  Value v;
-  v.ref = ref;
-  c.set_output(n, 0, v);
+  // An activation plus a constant: folded into the bias of the layer before it.
+  shift_channels(c, n, ci, 1.0);
 }
 
 } // namespace kiln::onnx_import

@@ -3,6 +3,7 @@
 // on constants they are computed at import time.
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
+#include "generator/model/onnx/ops_channels.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/limits.hpp"
 
@@ -82,7 +83,7 @@ void convert_flatten(Converter& c, const onnx::NodeProto& n) {
 void convert_reshape(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {"allowzero"});
   const Value& v = c.input(n, 0);
-  const Shape s = value_shape(c, v);
+  const Shape s = onnx_shape(c, v);
   const std::vector<int64_t> want = const_ints(n, c.constant(n, 1, "shape"), "shape");
   const bool allow_zero = at.get_int("allowzero", 0) != 0;
   Shape target;
@@ -114,6 +115,7 @@ void convert_reshape(Converter& c, const onnx::NodeProto& n) {
   } else if (known != total) {
     throw Error("", node_label(n), cat("cannot reshape ", shape_str(s), " to ", shape_str(want)));
   }
+  if (!v.is_const && reshape_groups(c, n, v, target)) return; // a channel shuffle
   set_shape(c, n, v, target);
 }
 

@@ -110,6 +110,7 @@ void convert_mul(Converter& c, const onnx::NodeProto& n) {
   if (a.is_const || b.is_const) { // a scalar factor of a pending expression
     const int k = a.is_const ? 0 : 1;
     const auto s = scalar(c, n, k);
+    if (!s && !c.raw_input(n, 1 - k).pending) return scale_channels(c, n, k, false);
     if (!s)
       throw not_a_pattern(n, cat("multiplies an activation by a constant of shape ",
                                  shape_str(c.raw_input(n, k).constant.shape())));
@@ -130,6 +131,8 @@ void convert_div(Converter& c, const onnx::NodeProto& n) {
   if (c.all_inputs_const(n)) return convert_arith(c, n);
   const NodeAttrs at(n, {});
   const auto s = scalar(c, n, 1);
+  if (!c.raw_input(n, 0).is_const && !c.raw_input(n, 0).pending && c.raw_input(n, 1).is_const && !s)
+    return scale_channels(c, n, 1, true);
   if (c.raw_input(n, 0).is_const || !s || *s == 0)
     throw not_a_pattern(n, "divides by something other than a nonzero scalar constant");
   Pending p = pending_of(c, n, 0);

@@ -25,6 +25,11 @@ inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t 
     {"name": "se_gate", "op": "sigmoid"},
     {"name": "se", "op": "mul", "inputs": ["add", "se_gate"]},
     {"name": "sq", "op": "mul", "inputs": ["se", "r1"]},
+    {"name": "ln", "op": "layernorm", "eps": 0.001},
+    {"name": "shuf", "op": "channel_shuffle", "groups": 2},
+    {"name": "half", "op": "channel_slice", "begin": 1, "end": 3},
+    {"name": "rest", "op": "channel_slice", "begin": 0, "end": 2, "inputs": ["shuf"]},
+    {"name": "joined", "op": "concat", "inputs": ["rest", "half"]},
     {"name": "mp", "op": "maxpool2d", "kernel": 2, "ceil_mode": true},
     {"name": "up", "op": "upsample2d", "scale": 2},
     {"name": "ap", "op": "avgpool2d", "kernel": 3, "stride": 2, "padding": 1, "count_include_pad": false},
@@ -37,7 +42,8 @@ inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t 
     {"name": "cat2", "op": "concat", "inputs": ["f1", "f2"]},
     {"name": "bn2", "op": "batchnorm"},
     {"name": "fc", "op": "linear", "out_features": 5},
-    {"name": "prob", "op": "softmax"}]})", "every_op.json");
+    {"name": "prob", "op": "softmax"}]})",
+                                    "every_op.json");
   kiln::ModelOverrides o;
   o.dtype = dtype;
   o.batch = batch;

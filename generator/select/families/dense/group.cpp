@@ -1,7 +1,10 @@
 // The dense group of template families (see families/groups.hpp): batchnorm (inference,
 // training forward, backward), linear (tiled GEMM for all three products, a dot-product
-// kernel for small forwards), softmax and softmax cross-entropy.
+// kernel for small forwards), softmax and softmax cross-entropy, layer norm, and the moves
+// of whole channels (shuffle, slice).
 #include "generator/select/families/dense/batchnorm.hpp"
+#include "generator/select/families/dense/channel_move.hpp"
+#include "generator/select/families/dense/layernorm.hpp"
 #include "generator/select/families/dense/linear.hpp"
 #include "generator/select/families/dense/softmax.hpp"
 #include "generator/select/families/groups.hpp"
@@ -15,7 +18,10 @@ std::vector<const Family*> dense_families() {
   static const dense::LinearDotFamily linear_dot;
   static const dense::SoftmaxFamily softmax;
   static const dense::SoftmaxXentFamily softmax_xent;
-  return {&batchnorm_forward, &batchnorm_train, &linear_gemm, &linear_dot, &softmax, &softmax_xent};
+  static const dense::LayernormFamily layernorm;
+  static const dense::ChannelMoveFamily channel_move;
+  return {&batchnorm_forward, &batchnorm_train, &linear_gemm, &linear_dot,
+          &softmax,           &softmax_xent,    &layernorm,   &channel_move};
 }
 
 } // namespace kiln
