@@ -41,8 +41,8 @@ enum class Fn {
   add_forward,                   // x0, x1, ... -> y
   concat_forward,                // x0, x1, ... -> y (ChannelSlice)
   concat_backward,               // dy -> dx (ChannelSlice)
-  upsample2d_forward,            // x -> y
-  upsample2d_backward,           // dy -> dx
+  resize_forward,                // x -> y
+  resize_backward,               // dy -> dx
   softmax_forward,               // x -> y
   softmax_backward,              // y, dy -> dx
   softmax_xent_forward,          // logits, target -> probs, loss
@@ -78,9 +78,12 @@ enum class Fn {
   gelu_tanh_backward,            // x, dy -> dx
   mul_forward,                   // x0, x1 -> y (x1 may be [N, C, 1, 1])
   mul_backward,                  // x (the other input), dy -> dx (reduced for a broadcast input)
+  conv_transpose2d_forward,      // x, w, [b] -> y (its gradients are conv2d functions)
+  pad_forward,                   // x -> y
+  pad_backward,                  // dy -> dx
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::mul_backward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::pad_backward) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -27,8 +27,14 @@ inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t 
     {"name": "sq", "op": "mul", "inputs": ["se", "r1"]},
     {"name": "mp", "op": "maxpool2d", "kernel": 2, "ceil_mode": true},
     {"name": "up", "op": "upsample2d", "scale": 2},
-    {"name": "ap", "op": "avgpool2d", "kernel": 3, "stride": 2, "padding": 1, "count_include_pad": false},
-    {"name": "cat", "op": "concat", "inputs": ["ap", "mp", "ap"]},
+    {"name": "bl", "op": "resize", "mode": "linear", "coordinate_transformation_mode": "half_pixel", "scale": [0.5, 0.55]},
+    {"name": "ap", "op": "avgpool2d", "kernel": 3, "stride": 2, "padding": 1, "count_include_pad": false, "inputs": ["up"]},
+    {"name": "pr", "op": "pad", "padding": [1, 0], "padding_end": [0, 2], "mode": "reflect", "inputs": ["bl"]},
+    {"name": "ct", "op": "conv_transpose2d", "out_channels": 4, "kernel": 3, "stride": 2, "padding": 1, "output_padding": 1, "groups": 2},
+    {"name": "pe", "op": "pad", "padding": [1, 0], "padding_end": [0, 1], "mode": "edge"},
+    {"name": "pc", "op": "pad", "padding": [0, 1], "value": -0.25},
+    {"name": "bl2", "op": "resize", "mode": "linear", "coordinate_transformation_mode": "align_corners", "size": 5},
+    {"name": "cat", "op": "concat", "inputs": ["ap", "mp", "bl2", "ap"]},
     {"name": "c3", "op": "conv2d", "out_channels": 6, "kernel": 2, "stride": 2, "dilation": 1},
     {"name": "aap", "op": "adaptive_avgpool2d", "output_size": [2, 1], "inputs": ["cat"]},
     {"name": "gap", "op": "global_avgpool", "inputs": ["c3"]},
@@ -37,7 +43,8 @@ inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t 
     {"name": "cat2", "op": "concat", "inputs": ["f1", "f2"]},
     {"name": "bn2", "op": "batchnorm"},
     {"name": "fc", "op": "linear", "out_features": 5},
-    {"name": "prob", "op": "softmax"}]})", "every_op.json");
+    {"name": "prob", "op": "softmax"}]})",
+                                    "every_op.json");
   kiln::ModelOverrides o;
   o.dtype = dtype;
   o.batch = batch;
