@@ -206,6 +206,20 @@ for gpu in ("h100", "t4"):
     kt.check(sum(n.startswith("resize_fwd") for n in names) == 2 and any(n.startswith("pad_fwd") for n in names),
              f"h on {gpu}: resize and pad kernels: {names}")
 
+# A training step through every spatial op's backward (pad, resize, and the transposed conv's
+# conv2d functions): the generated kernels on the emulator give the cpu's gradients.
+np.save(path("h_t.npy"), rng.randint(0, 10, (2, 10, 12)).astype(np.int64))
+grads = {}
+for dev in ("cpu", "emu"):
+    kt.kiln("run", path("h.onnx"), "--device", dev, "--gpu", "t4", "--train", "--input", path("h_x.npy"),
+            "--target", path("h_t.npy"), "--grads", path(f"h_g_{dev}.safetensors"), "-o", path(f"h_t_{dev}.npy"))
+    grads[dev] = kt.read_safetensors(path(f"h_g_{dev}.safetensors"))
+kt.check(sorted(grads["cpu"]) == sorted(grads["emu"]) and len(grads["cpu"]) == 4, f"h: gradients {sorted(grads['cpu'])}")
+for k in grads["cpu"]:
+    err = kt.rel(grads["emu"][k], grads["cpu"][k])
+    print(f"h: training gradient {k} on the emulator: relative error {err:.2e} (tolerance {TOL})")
+    kt.check(err < TOL, f"h: {k} on emu differs from cpu: {err}")
+
 # Refusals name what they refuse.
 bad = [
     ("cubic", [helper.make_node("Resize", ["x", "", "s"], ["out"], mode="cubic")], 13, "mode"),

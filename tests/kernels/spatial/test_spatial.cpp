@@ -1,4 +1,4 @@
-// The spatial families (maxpool2d, avgpool2d, adaptive_avgpool2d, resize, concat):
+// The spatial families (maxpool2d, avgpool2d, adaptive_avgpool2d, resize, pad, concat):
 // every variant compiles for sm_75, sm_80 and sm_90 and matches the f64 reference on the
 // emulator (all checks on). Element types and layouts rotate over the specs so that each
 // function meets f32, f16 and bf16 in NCHW and NHWC without the full cross product.
@@ -212,6 +212,50 @@ void resize_specs(std::vector<StepSpec>& s) {
   }
 }
 
+// pad: constant (zero and a value), reflect, edge; uneven sides, forward and the gathering
+// backward (accumulating in some).
+void pad_specs(std::vector<StepSpec>& s) {
+  struct Case {
+    PadMode m;
+    Shape x;
+    Int2 begin, end;
+    double value;
+  };
+  const Case cases[] = {
+      {PadMode::constant, {2, 3, 5, 7}, {1, 1}, {1, 1}, 0},
+      {PadMode::constant, {1, 4, 6, 5}, {0, 2}, {3, 0}, -0.75},
+      {PadMode::reflect, {2, 3, 5, 7}, {2, 1}, {4, 6}, 0},
+      {PadMode::reflect, {1, 2, 2, 9}, {1, 0}, {1, 8}, 0},
+      {PadMode::edge, {2, 3, 5, 7}, {3, 0}, {1, 4}, 0},
+      {PadMode::edge, {1, 5, 1, 4}, {2, 2}, {2, 1}, 0},
+  };
+  int i = 0;
+  for (const Case& k : cases) {
+    Attrs a;
+    a.mode = int64_t(k.m);
+    a.padding = k.begin;
+    a.padding_end = k.end;
+    a.value = k.value;
+    const Shape y = out_shape(OpKind::pad, a, k.x);
+    const std::string label = "pad case " + std::to_string(i);
+    Combo c = combo(i + 1);
+    s.push_back({label + ".forward " + tag(c),
+                 Fn::pad_forward,
+                 OpKind::pad,
+                 a,
+                 {{"x", k.x, c.t, c.l}, {"y", y, c.t, c.l}}});
+    c = combo(i + 4);
+    StepSpec b{label + ".backward " + tag(c, i % 2 == 1),
+               Fn::pad_backward,
+               OpKind::pad,
+               a,
+               {{"dy", y, c.t, c.l}, {"dx", k.x, c.t, c.l}}};
+    b.accumulate = i % 2 == 1;
+    s.push_back(b);
+    ++i;
+  }
+}
+
 void concat_specs(std::vector<StepSpec>& s) {
   struct Case {
     std::vector<Shape> xs;
@@ -290,6 +334,7 @@ std::vector<StepSpec> specs() {
   pool_specs(s);
   adaptive_specs(s);
   resize_specs(s);
+  pad_specs(s);
   concat_specs(s);
   return s;
 }
