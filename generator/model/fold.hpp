@@ -35,7 +35,7 @@ int last_param_layer(const Model& m);
 //                       output elements * (H / out_h * W / out_w + 1), integer divisions
 //   softmax             (3 * C - 1) per softmax over C channels (nn.Softmax)
 //   conv_transpose2d    2 * MACs (+ output elements with a bias)
-//   relu, maxpool2d, flatten, resize (nn.Upsample)                0 (thop's zero_ops)
+//   relu, maxpool2d, flatten, resize  0 (thop's zero_ops for nearest; kiln counts 0 for linear too)
 //   add, concat, fold, unfold, pad 0 (tensor operations and views: no module to hook)
 // For a folded model it is the count for one folded input, i.e. for `factor` images.
 // FoldedCNNs' game-scraping counts (config/model_map.json) exceed this by 2 * the MACs of
