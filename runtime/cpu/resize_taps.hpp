@@ -23,20 +23,29 @@ inline float resize_scale(double scale, int64_t in, int64_t out) {
   return scale > 0 ? float(scale) : float(out) / float(in);
 }
 
-inline float resize_source(CoordinateMode m, int64_t o, int64_t in, int64_t out, float scale) {
+// The resized length align_corners divides by: in * scale where the scale is given (ONNX:
+// not rounded), else the output's length.
+inline float resize_length(double scale, int64_t in, int64_t out) {
+  return scale > 0 ? float(in) * float(scale) : float(out);
+}
+
+inline float resize_source(CoordinateMode m, int64_t o, int64_t in, int64_t out, float scale,
+                           float length) {
   const float of = float(o);
   switch (m) {
   case CoordinateMode::asymmetric: return of / scale;
   case CoordinateMode::half_pixel: return (of + 0.5f) / scale - 0.5f;
   case CoordinateMode::pytorch_half_pixel: return out > 1 ? (of + 0.5f) / scale - 0.5f : 0.f;
-  case CoordinateMode::align_corners: return out == 1 ? 0.f : of * float(in - 1) / float(out - 1);
+  case CoordinateMode::align_corners:
+    return length == 1.f ? 0.f : of * float(in - 1) / (length - 1.f);
   }
   return 0.f;
 }
 
 inline ResizeTaps resize_taps(const Attrs& a, int axis, int64_t o, int64_t in, int64_t out) {
+  const double given = a.scale[size_t(axis)];
   const float src = resize_source(CoordinateMode(a.coordinate_mode), o, in, out,
-                                  resize_scale(a.scale[size_t(axis)], in, out));
+                                  resize_scale(given, in, out), resize_length(given, in, out));
   if (ResizeMode(a.mode) == ResizeMode::nearest) {
     const float f = std::floor(src), frac = src - f;
     float r = f;

@@ -2,7 +2,8 @@
 // (and runtime/cpu/resize_taps.hpp) defines it: each output index o along an axis reads
 // source coordinate src(o) (COORD: asymmetric o / s, half_pixel (o + 0.5) / s - 0.5,
 // pytorch_half_pixel the same but 0 for a 1-long output, align_corners o * (in - 1) /
-// (out - 1); s = SCALE_H or SCALE_W, in float); nearest (MODE 0) rounds it by NEAREST
+// (len - 1); s = SCALE_H or SCALE_W, len = LENGTH_H or LENGTH_W: in * the given scale (not
+// rounded, as ONNX has it) or the output's length; in float); nearest (MODE 0) rounds it by NEAREST
 // (floor, round_prefer_floor, round_prefer_ceil, ceil) and clamps; linear (MODE 1) clamps
 // it into [0, in - 1] and blends the two neighbours (bilinear over both axes).
 // The backward is a gather, deterministic: each dx element finds, per axis, the contiguous
@@ -10,7 +11,8 @@
 // sums dy times both axes' weights over it, rows then columns.
 // One thread per element of the written tensor, in its memory order.
 //
-// Cfg: T, N, C, H, W (x or dx), OH, OW, SCALE_H, SCALE_W (float), MODE, COORD, NEAREST, NHWC,
+// Cfg: T, N, C, H, W (x or dx), OH, OW, SCALE_H, SCALE_W, LENGTH_H, LENGTH_W (float), MODE,
+//      COORD, NEAREST, NHWC,
 //      THREADS; backward: ACCUMULATE.
 // Arguments, in order: forward: x, y · backward: dy, dx.
 // Grid: any, 1-D blocks of THREADS threads (a grid-stride loop).
@@ -28,7 +30,7 @@ struct ResizeTap {
 };
 
 template <int MODE, int COORD, int NEAREST, int IN, int OUT>
-KILN_FN ResizeTap resize_tap(int o, float scale) {
+KILN_FN ResizeTap resize_tap(int o, float scale, float length) {
   const float of = float(o);
   float src;
   if (COORD == 0)
@@ -36,7 +38,7 @@ KILN_FN ResizeTap resize_tap(int o, float scale) {
   else if (COORD == 1 || COORD == 2)
     src = OUT > 1 || COORD == 1 ? (of + 0.5f) / scale - 0.5f : 0.f;
   else
-    src = OUT == 1 ? 0.f : of * float(IN - 1) / float(OUT - 1);
+    src = length == 1.f ? 0.f : of * float(IN - 1) / (length - 1.f);
   if (MODE == 0) {
     const float f = floorf(src), frac = src - f;
     float r = f;
@@ -66,11 +68,11 @@ KILN_FN float resize_weight(const ResizeTap& t, int i) {
 // [lo, hi): the outputs whose taps reach input i. i0 and i1 never decrease with o, so these
 // are the outputs from the first with i1 >= i to the last with i0 <= i.
 template <int MODE, int COORD, int NEAREST, int IN, int OUT>
-KILN_FN void resize_range(int i, float scale, int& lo, int& hi) {
+KILN_FN void resize_range(int i, float scale, float length, int& lo, int& hi) {
   int a = 0, b = OUT; // first o with i1(o) >= i
   while (a < b) {
     const int m = (a + b) / 2;
-    if (resize_tap<MODE, COORD, NEAREST, IN, OUT>(m, scale).i1 >= i)
+    if (resize_tap<MODE, COORD, NEAREST, IN, OUT>(m, scale, length).i1 >= i)
       b = m;
     else
       a = m + 1;
@@ -79,7 +81,7 @@ KILN_FN void resize_range(int i, float scale, int& lo, int& hi) {
   b = OUT; // first o with i0(o) > i
   while (a < b) {
     const int m = (a + b) / 2;
-    if (resize_tap<MODE, COORD, NEAREST, IN, OUT>(m, scale).i0 > i)
+    if (resize_tap<MODE, COORD, NEAREST, IN, OUT>(m, scale, length).i0 > i)
       b = m;
     else
       a = m + 1;
@@ -101,10 +103,10 @@ template <class Cfg> KILN_FN void resize_forward(const KernelArgs& a) {
   const Global<T> y = arg<T>(a, 1);
   for (I o = grid_first<I, Cfg::THREADS>(); o < Y::count; o += grid_step<I, Cfg::THREADS>()) {
     const Coord4<I> p = Y::coord(o);
-    const ResizeTap h =
-        resize_tap<Cfg::MODE, Cfg::COORD, Cfg::NEAREST, Cfg::H, Cfg::OH>(int(p.h), Cfg::SCALE_H);
-    const ResizeTap w =
-        resize_tap<Cfg::MODE, Cfg::COORD, Cfg::NEAREST, Cfg::W, Cfg::OW>(int(p.w), Cfg::SCALE_W);
+    const ResizeTap h = resize_tap<Cfg::MODE, Cfg::COORD, Cfg::NEAREST, Cfg::H, Cfg::OH>(
+        int(p.h), Cfg::SCALE_H, Cfg::LENGTH_H);
+    const ResizeTap w = resize_tap<Cfg::MODE, Cfg::COORD, Cfg::NEAREST, Cfg::W, Cfg::OW>(
+        int(p.w), Cfg::SCALE_W, Cfg::LENGTH_W);
     if (Cfg::MODE == 0) {
       y[o] = x[X::at(p.n, p.c, I(h.i0), I(w.i0))];
       continue;
@@ -128,17 +130,17 @@ template <class Cfg> KILN_FN void resize_backward(const KernelArgs& a) {
   for (I i = grid_first<I, Cfg::THREADS>(); i < X::count; i += grid_step<I, Cfg::THREADS>()) {
     const Coord4<I> p = X::coord(i);
     int h_lo, h_hi, w_lo, w_hi;
-    resize_range<M, CO, NE, Cfg::H, Cfg::OH>(int(p.h), Cfg::SCALE_H, h_lo, h_hi);
-    resize_range<M, CO, NE, Cfg::W, Cfg::OW>(int(p.w), Cfg::SCALE_W, w_lo, w_hi);
+    resize_range<M, CO, NE, Cfg::H, Cfg::OH>(int(p.h), Cfg::SCALE_H, Cfg::LENGTH_H, h_lo, h_hi);
+    resize_range<M, CO, NE, Cfg::W, Cfg::OW>(int(p.w), Cfg::SCALE_W, Cfg::LENGTH_W, w_lo, w_hi);
     float g = 0.f;
     for (int oh = h_lo; oh < h_hi; ++oh) {
-      const float wh =
-          resize_weight(resize_tap<M, CO, NE, Cfg::H, Cfg::OH>(oh, Cfg::SCALE_H), int(p.h));
+      const float wh = resize_weight(
+          resize_tap<M, CO, NE, Cfg::H, Cfg::OH>(oh, Cfg::SCALE_H, Cfg::LENGTH_H), int(p.h));
       if (wh == 0.f) continue;
       float r = 0.f;
       for (int ow = w_lo; ow < w_hi; ++ow) {
-        const float ww =
-            resize_weight(resize_tap<M, CO, NE, Cfg::W, Cfg::OW>(ow, Cfg::SCALE_W), int(p.w));
+        const float ww = resize_weight(
+            resize_tap<M, CO, NE, Cfg::W, Cfg::OW>(ow, Cfg::SCALE_W, Cfg::LENGTH_W), int(p.w));
         r += ww * to_float(dy[Y::at(p.n, p.c, I(oh), I(ow))]);
       }
       g += wh * r;

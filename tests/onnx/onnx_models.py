@@ -94,7 +94,7 @@ def conv_transpose(x, w, b=None, stride=(1, 1), pads=(0, 0, 0, 0), out_pad=(0, 0
     return y
 
 
-def resize_taps(out, inp, scale, mode, coord, nearest):
+def resize_taps(out, inp, scale, mode, coord, nearest, length):
     """One axis of ONNX Resize: per output index, two source indices and their weights. The
     source coordinate is computed in float32, as ONNX Runtime does."""
     f = np.float32
@@ -107,7 +107,8 @@ def resize_taps(out, inp, scale, mode, coord, nearest):
         elif coord == "pytorch_half_pixel":
             src = (f(o) + f(0.5)) / f(scale) - f(0.5) if out > 1 else f(0)
         else:  # align_corners
-            src = f(0) if out == 1 else f(o) * f(inp - 1) / f(out - 1)
+            # ONNX: the resized length is in * the given scale, not rounded
+            src = f(0) if length == 1 else f(o) * f(inp - 1) / (f(length) - f(1))
         if mode == "nearest":
             fl = np.floor(src)
             i = {"floor": fl, "ceil": np.ceil(src), "round_prefer_floor": fl if src - fl <= 0.5 else fl + 1,
@@ -127,7 +128,8 @@ def resize(x, size, scales=None, mode="nearest", coord="half_pixel", nearest="ro
     size / input."""
     h, w = x.shape[2:]
     sc = scales or (size[0] / h, size[1] / w)
-    th = resize_taps(size[0], h, sc[0], mode, coord, nearest)
-    tw = resize_taps(size[1], w, sc[1], mode, coord, nearest)
+    length = (np.float32(h) * np.float32(sc[0]), np.float32(w) * np.float32(sc[1])) if scales else size
+    th = resize_taps(size[0], h, sc[0], mode, coord, nearest, length[0])
+    tw = resize_taps(size[1], w, sc[1], mode, coord, nearest, length[1])
     rows = np.stack([a * x[:, :, i] + b * x[:, :, j] for i, j, a, b in th], axis=2)
     return np.stack([a * rows[:, :, :, i] + b * rows[:, :, :, j] for i, j, a, b in tw], axis=3)

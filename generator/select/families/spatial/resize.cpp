@@ -18,6 +18,12 @@ double axis_scale(double scale, int64_t in, int64_t out) {
   return double(scale > 0 ? float(scale) : float(out) / float(in));
 }
 
+// The resized length align_corners divides by (runtime/cpu/resize_taps.hpp): in * the given
+// scale, or the output's length.
+double axis_length(double scale, int64_t in, int64_t out) {
+  return double(scale > 0 ? float(in) * float(scale) : float(out));
+}
+
 } // namespace
 
 std::vector<Variant> ResizeFamily::candidates(const StepInfo& s) const {
@@ -54,6 +60,8 @@ std::vector<Variant> ResizeFamily::candidates(const StepInfo& s) const {
   cfg_int(v, "OW", y[3]);
   cfg_float(v, "SCALE_H", sh);
   cfg_float(v, "SCALE_W", sw);
+  cfg_float(v, "LENGTH_H", axis_length(a.scale[0], x[2], y[2]));
+  cfg_float(v, "LENGTH_W", axis_length(a.scale[1], x[3], y[3]));
   cfg_int(v, "MODE", a.mode);
   cfg_int(v, "COORD", a.coordinate_mode);
   cfg_int(v, "NEAREST", a.nearest_mode);
