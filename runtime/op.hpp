@@ -27,18 +27,18 @@ enum class OpKind {
   add,
   concat,
   flatten,
-  resize,      // nearest or bilinear over H, W (ONNX Resize; "upsample2d" is a spelling of it)
+  resize, // nearest or bilinear over H, W (ONNX Resize; "upsample2d" is a spelling of it)
   softmax,
-  fold,        // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
-  unfold,      // [M, f*K] -> [M*f, K], a view
-  hardswish,   // x * relu6(x + 3) / 6 (MobileNetV3)
-  clip,        // min(max(x, min), max): ReLU6 is clip(0, 6)
-  hardsigmoid, // max(0, min(1, alpha * x + beta))
-  sigmoid,     // 1 / (1 + exp(-x))
-  silu,        // x * sigmoid(x) (swish)
-  gelu,        // x * Phi(x), the erf form
-  gelu_tanh,   // GELU's tanh approximation (PyTorch's approximate="tanh")
-  mul,         // x0 * x1, x1 of x0's shape or [N, C, 1, 1] (squeeze-excite's gate)
+  fold,             // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
+  unfold,           // [M, f*K] -> [M*f, K], a view
+  hardswish,        // x * relu6(x + 3) / 6 (MobileNetV3)
+  clip,             // min(max(x, min), max): ReLU6 is clip(0, 6)
+  hardsigmoid,      // max(0, min(1, alpha * x + beta))
+  sigmoid,          // 1 / (1 + exp(-x))
+  silu,             // x * sigmoid(x) (swish)
+  gelu,             // x * Phi(x), the erf form
+  gelu_tanh,        // GELU's tanh approximation (PyTorch's approximate="tanh")
+  mul,              // x0 * x1, x1 of x0's shape or [N, C, 1, 1] (squeeze-excite's gate)
   conv_transpose2d, // the transposed convolution (conv2d's data gradient as a layer)
   pad,              // constant, reflect or edge padding of H, W
 };
