@@ -28,7 +28,9 @@ SPECS = {
     "add": [],
     "concat": [],
     "flatten": [],
-    "upsample2d": [("scale", 2)],
+    "upsample2d": [("scale", 2)],   # kiln reads it as resize (nearest)
+    "resize": [("scale", 0), ("size", 0), ("mode", "nearest"),
+               ("coordinate_transformation_mode", "asymmetric"), ("nearest_mode", "floor")],
     "softmax": [],
     "fold": [("factor", None)],
     "unfold": [("factor", None)],

@@ -168,8 +168,8 @@ def cifar_resnet_params(n):
 
 
 # --- U-Net, milesial/Pytorch-UNet UNet(n_channels=3, n_classes=2, bilinear=True) ---------
-# Upsampling is nearest here (kiln's upsample2d); the reference uses bilinear
-# (align_corners=True). Parameters and names are unaffected.
+# Upsampling as the reference: nn.Upsample(scale_factor=2, mode="bilinear",
+# align_corners=True), kiln's resize.
 
 def double_conv(m, p, x, mid, out):
     m.add(f"{p}.double_conv.0", "conv2d", [x], out_channels=mid, kernel=3, padding=1, bias=False)
@@ -192,7 +192,8 @@ def unet():
     # Up(in, out): DoubleConv(in, out, in // 2) after cat([skip, up(x)]).
     for i, (cin, cout) in enumerate([(1024, 256), (512, 128), (256, 64), (128, 64)]):
         p = f"up{i + 1}"
-        m.add(f"{p}.up", "upsample2d", [x])
+        m.add(f"{p}.up", "resize", [x], scale=2, mode="linear",
+              coordinate_transformation_mode="align_corners")
         m.add(f"{p}.cat", "concat", [skips[3 - i], f"{p}.up"])
         m.expect_channels(f"{p}.cat", cin)
         x = double_conv(m, f"{p}.conv", f"{p}.cat", cin // 2, cout)

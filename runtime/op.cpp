@@ -10,6 +10,7 @@ namespace kiln {
 std::string_view op_name(OpKind op) { return op_def(op).name; }
 
 std::optional<OpKind> parse_op(std::string_view name) {
+  if (name == "upsample2d") return OpKind::resize; // the earlier name (runtime/ops/resize.cpp)
   for (OpKind op : all_ops)
     if (op_name(op) == name) return op;
   return std::nullopt;

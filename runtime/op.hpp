@@ -27,38 +27,48 @@ enum class OpKind {
   add,
   concat,
   flatten,
-  upsample2d,
+  resize, // nearest or bilinear over H, W (ONNX Resize; "upsample2d" is a spelling of it)
   softmax,
-  fold,            // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
-  unfold,          // [M, f*K] -> [M*f, K], a view
-  hardswish,       // x * relu6(x + 3) / 6 (MobileNetV3)
-  clip,            // min(max(x, min), max): ReLU6 is clip(0, 6)
-  hardsigmoid,     // max(0, min(1, alpha * x + beta))
-  sigmoid,         // 1 / (1 + exp(-x))
-  silu,            // x * sigmoid(x) (swish)
-  gelu,            // x * Phi(x), the erf form
-  gelu_tanh,       // GELU's tanh approximation (PyTorch's approximate="tanh")
-  mul,             // x0 * x1, x1 of x0's shape or [N, C, 1, 1] (squeeze-excite's gate)
-  layernorm,       // over the channels of each position (ONNX LayerNormalization), weight and bias
-  channel_shuffle, // ShuffleNet's: [N, g, C/g, H, W] transposed to [N, C/g, g, H, W], groups = g
-  channel_slice,   // channels [begin, end) of x (ONNX Split / Slice on axis 1)
+  fold,             // [N, C, H, W] -> [N/f, f*C, H, W], a view (FoldedCNNs)
+  unfold,           // [M, f*K] -> [M*f, K], a view
+  hardswish,        // x * relu6(x + 3) / 6 (MobileNetV3)
+  clip,             // min(max(x, min), max): ReLU6 is clip(0, 6)
+  hardsigmoid,      // max(0, min(1, alpha * x + beta))
+  sigmoid,          // 1 / (1 + exp(-x))
+  silu,             // x * sigmoid(x) (swish)
+  gelu,             // x * Phi(x), the erf form
+  gelu_tanh,        // GELU's tanh approximation (PyTorch's approximate="tanh")
+  mul,              // x0 * x1, x1 of x0's shape or [N, C, 1, 1] (squeeze-excite's gate)
+  conv_transpose2d, // the transposed convolution (conv2d's data gradient as a layer)
+  pad,              // constant, reflect or edge padding of H, W
+  layernorm,        // over the channels of each position (ONNX LayerNormalization), weight and bias
+  channel_shuffle,  // ShuffleNet's: [N, g, C/g, H, W] transposed to [N, C/g, g, H, W], groups = g
+  channel_slice,    // channels [begin, end) of x (ONNX Split / Slice on axis 1)
 };
 
 // clang-format off
 inline constexpr OpKind all_ops[] = {
     OpKind::conv2d,     OpKind::linear,         OpKind::batchnorm,          OpKind::relu,
     OpKind::maxpool2d,  OpKind::avgpool2d,      OpKind::adaptive_avgpool2d, OpKind::global_avgpool,
-    OpKind::add,        OpKind::concat,         OpKind::flatten,            OpKind::upsample2d,
+    OpKind::add,        OpKind::concat,         OpKind::flatten,            OpKind::resize,    
     OpKind::softmax,    OpKind::fold,           OpKind::unfold,             OpKind::hardswish,
     OpKind::clip,       OpKind::hardsigmoid,    OpKind::sigmoid,            OpKind::silu,
-    OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul,                OpKind::layernorm,
-    OpKind::channel_shuffle, OpKind::channel_slice};
+    OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul,                OpKind::conv_transpose2d,
+    OpKind::pad,        OpKind::layernorm,      OpKind::channel_shuffle,    OpKind::channel_slice};
 // clang-format on
 
 std::string_view op_name(OpKind op);
 std::optional<OpKind> parse_op(std::string_view name);
 
 using Int2 = std::array<int64_t, 2>; // [h, w]
+using Num2 = std::array<double, 2>;  // [h, w]
+
+// resize's choices, in the order of their names in the attribute schema (runtime/ops/resize.cpp).
+enum class ResizeMode { nearest, linear };
+enum class CoordinateMode { asymmetric, half_pixel, pytorch_half_pixel, align_corners };
+enum class NearestMode { floor, round_prefer_floor, round_prefer_ceil, ceil };
+// pad's (runtime/ops/pad.cpp).
+enum class PadMode { constant, reflect, edge };
 
 struct Attrs {
   int64_t out_channels = 0; // conv2d
@@ -68,12 +78,18 @@ struct Attrs {
   Int2 padding{0, 0};     // before the first row / column
   Int2 padding_end{-1, -1}; // after the last; -1: as `padding` (tiles of a tiled segment differ)
   Int2 dilation{1, 1};
+  Int2 output_padding{0, 0}; // conv_transpose2d: rows / columns added after the output
   int64_t groups = 1;
   bool bias = true;
   double eps = 1e-5;
   bool ceil_mode = false;
   bool count_include_pad = true; // avgpool2d, as PyTorch
-  int64_t scale = 2;             // upsample2d (nearest)
+  Num2 scale{0, 0};              // resize: the coordinate scale per axis (0: size / input)
+  Int2 size{0, 0};               // resize: the output's [h, w] (0: floor(input * scale))
+  int64_t mode = 0;              // resize: ResizeMode; pad: PadMode
+  double value = 0;              // pad: the constant
+  int64_t coordinate_mode = 0;   // resize: CoordinateMode
+  int64_t nearest_mode = 0;      // resize: NearestMode
   Int2 output_size{1, 1};        // adaptive_avgpool2d
   int64_t factor = 1;            // fold, unfold
   int64_t begin = 0, end = 0;    // channel_slice: channels [begin, end)
@@ -82,12 +98,14 @@ struct Attrs {
   bool operator==(const Attrs&) const = default;
 };
 
-enum class AttrType { integer, int2, boolean, number };
+// choice: one of the spec's `choices`, written by name, held as its index.
+enum class AttrType { integer, int2, boolean, number, number2, choice };
 
 struct AttrSpec {
   std::string_view name;
   AttrType type;
   bool required;
+  std::span<const std::string_view> choices = {}; // AttrType::choice
 };
 
 // The attributes an op accepts, in canonical order.

@@ -31,7 +31,6 @@ int64_t* int_field(Attrs& a, std::string_view n) {
   if (n == "out_channels") return &a.out_channels;
   if (n == "out_features") return &a.out_features;
   if (n == "groups") return &a.groups;
-  if (n == "scale") return &a.scale;
   if (n == "factor") return &a.factor;
   if (n == "begin") return &a.begin;
   if (n == "end") return &a.end;
@@ -44,6 +43,8 @@ Int2* int2_field(Attrs& a, std::string_view n) {
   if (n == "padding") return &a.padding;
   if (n == "dilation") return &a.dilation;
   if (n == "output_size") return &a.output_size;
+  if (n == "size") return &a.size;
+  if (n == "output_padding") return &a.output_padding;
   return nullptr;
 }
 bool* bool_field(Attrs& a, std::string_view n) {
@@ -59,7 +60,42 @@ double* number_field(Attrs& a, std::string_view n) {
   if (n == "max") return &a.max;
   if (n == "alpha") return &a.alpha;
   if (n == "beta") return &a.beta;
+  if (n == "value") return &a.value;
   return nullptr;
+}
+
+Num2* number2_field(Attrs& a, std::string_view n) {
+  if (n == "scale") return &a.scale;
+  return nullptr;
+}
+
+int64_t* choice_field(Attrs& a, std::string_view n) {
+  if (n == "mode") return &a.mode; // resize, pad
+  if (n == "coordinate_transformation_mode") return &a.coordinate_mode;
+  if (n == "nearest_mode") return &a.nearest_mode;
+  return nullptr;
+}
+
+Num2 get_number2(const json& v, const std::string& ptr) {
+  const auto one = [&](const json& e, const std::string& p) {
+    if (!e.is_number()) throw Error("", p, cat("expected a number or [h, w], got ", type_name(e)));
+    return e.get<double>();
+  };
+  if (!v.is_array()) return {one(v, ptr), one(v, ptr)};
+  if (v.size() != 2)
+    throw Error("", ptr, cat("expected a number or [h, w], got an array of ", v.size()));
+  return {one(v[0], ptr + "/0"), one(v[1], ptr + "/1")};
+}
+
+int64_t get_choice(const AttrSpec& s, const json& v, const std::string& ptr) {
+  std::string known;
+  for (size_t i = 0; i < s.choices.size(); ++i) {
+    if (v.is_string() && v.get<std::string>() == s.choices[i]) return int64_t(i);
+    known += (known.empty() ? "" : ", ") + std::string(s.choices[i]);
+  }
+  throw Error("", ptr,
+              cat("expected one of ", known, ", got ",
+                  v.is_string() ? "\"" + v.get<std::string>() + "\"" : type_name(v)));
 }
 
 bool is_pool(OpKind op) { return op == OpKind::maxpool2d || op == OpKind::avgpool2d; }
@@ -105,6 +141,8 @@ Attrs attrs_from_json(OpKind op, const json& obj, const std::string& pointer,
       if (!v.is_number()) throw Error("", ptr, cat("expected a number, got ", type_name(v)));
       *number_field(a, key) = v.get<double>();
       break;
+    case AttrType::number2: *number2_field(a, key) = get_number2(v, ptr); break;
+    case AttrType::choice: *choice_field(a, key) = get_choice(*spec, v, ptr); break;
     }
   }
   for (const AttrSpec& s : specs)
@@ -141,6 +179,19 @@ nlohmann::ordered_json attrs_to_json(OpKind op, const Attrs& a_in, bool omit_def
       if (keep || *number_field(a, s.name) != *number_field(d, s.name))
         j[std::string(s.name)] = *number_field(a, s.name);
       break;
+    case AttrType::number2: {
+      const Num2& v = *number2_field(a, s.name);
+      if (keep || v != *number2_field(d, s.name))
+        j[std::string(s.name)] =
+            v[0] == v[1] ? nlohmann::ordered_json(v[0]) : nlohmann::ordered_json{v[0], v[1]};
+      break;
+    }
+    case AttrType::choice: {
+      const int64_t v = *choice_field(a, s.name);
+      if ((keep || v != *choice_field(d, s.name)) && v >= 0 && v < int64_t(s.choices.size()))
+        j[std::string(s.name)] = std::string(s.choices[size_t(v)]);
+      break;
+    }
     }
   }
   return j;

@@ -41,8 +41,8 @@ enum class Fn {
   add_forward,                   // x0, x1, ... -> y
   concat_forward,                // x0, x1, ... -> y (ChannelSlice)
   concat_backward,               // dy -> dx (ChannelSlice)
-  upsample2d_forward,            // x -> y
-  upsample2d_backward,           // dy -> dx
+  resize_forward,                // x -> y
+  resize_backward,               // dy -> dx
   softmax_forward,               // x -> y
   softmax_backward,              // y, dy -> dx
   softmax_xent_forward,          // logits, target -> probs, loss
@@ -78,6 +78,9 @@ enum class Fn {
   gelu_tanh_backward,            // x, dy -> dx
   mul_forward,                   // x0, x1 -> y (x1 may be [N, C, 1, 1])
   mul_backward,                  // x (the other input), dy -> dx (reduced for a broadcast input)
+  conv_transpose2d_forward,      // x, w, [b] -> y (its gradients are conv2d functions)
+  pad_forward,                   // x -> y
+  pad_backward,                  // dy -> dx
   layernorm_forward,             // x, weight, bias -> y
   layernorm_backward,            // x, dy, weight -> dx, [mean, invstd] (per position)
   layernorm_backward_params,     // x, dy, mean, invstd -> dweight, dbias

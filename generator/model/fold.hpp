@@ -34,8 +34,9 @@ int last_param_layer(const Model& m);
 //   adaptive_avgpool2d, global_avgpool (nn.AdaptiveAvgPool2d)
 //                       output elements * (H / out_h * W / out_w + 1), integer divisions
 //   softmax             (3 * C - 1) per softmax over C channels (nn.Softmax)
-//   relu, maxpool2d, flatten, upsample2d (nearest)                0 (thop's zero_ops)
-//   add, concat, fold, unfold      0 (tensor operations and views: no module to hook)
+//   conv_transpose2d    2 * MACs (+ output elements with a bias)
+//   relu, maxpool2d, flatten, resize  0 (thop's zero_ops for nearest; kiln counts 0 for linear too)
+//   add, concat, fold, unfold, pad 0 (tensor operations and views: no module to hook)
 // For a folded model it is the count for one folded input, i.e. for `factor` images.
 // FoldedCNNs' game-scraping counts (config/model_map.json) exceed this by 2 * the MACs of
 // their final nn.Linear: an older thop counted in + (in - 1) + 1 operations per output

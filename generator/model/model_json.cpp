@@ -175,6 +175,9 @@ Model parse_model(std::string_view text, const std::string& file) {
       }
       r.node.op = *kind;
       r.node.attrs = attrs_from_json(*kind, l, ptr, {"name", "op", "inputs", "hints"});
+      // "upsample2d" is resize's earlier spelling, whose scale defaulted to 2.
+      if (op == "upsample2d" && !l.contains("scale") && !l.contains("size"))
+        r.node.attrs.scale = {2, 2};
       if (l.contains("hints")) r.node.hints = parse_hints(l["hints"], ptr + "/hints", *kind);
       if (l.contains("inputs")) {
         const json& ins = l["inputs"];

@@ -111,10 +111,13 @@ template <class T> void concat(std::span<const CView<T>> xs, View<T> y);
 template <class T>
 void concat_backward(CView<T> dy, int64_t channel_offset, View<T> dx, bool accumulate);
 
-// Nearest-neighbour upsampling by an integer scale; backward sums each scale x scale block.
-template <class T> void upsample2d(const Attrs& a, CView<T> x, View<T> y);
-template <class T>
-void upsample2d_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
+// resize over H, W, nearest or bilinear (cpu/resize_taps.hpp); backward scatters dy into the
+// taps with their weights.
+template <class T> void resize(const Attrs& a, CView<T> x, View<T> y);
+template <class T> void resize_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
+// pad over H, W (constant, reflect, edge); backward adds dy into each element's source.
+template <class T> void pad(const Attrs& a, CView<T> x, View<T> y);
+template <class T> void pad_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
 
 // Softmax over axis 1 (any rank >= 2); backward from the forward output y.
 template <class T> void softmax(CView<T> x, View<T> y);

@@ -9,6 +9,7 @@
 // in runtime/ops/meson.build), its CPU math in runtime/cpu/ and its line here.
 #define KILN_OP_FILES(X)                                                                           \
   X(conv2d)                                                                                        \
+  X(conv_transpose2d)                                                                              \
   X(linear)                                                                                        \
   X(bias)                                                                                          \
   X(batchnorm)                                                                                     \
@@ -30,7 +31,8 @@
   X(add)                                                                                           \
   X(concat)                                                                                        \
   X(flatten)                                                                                       \
-  X(upsample2d)                                                                                    \
+  X(resize)                                                                                        \
+  X(pad)                                                                                           \
   X(softmax)                                                                                       \
   X(fold)                                                                                          \
   X(softmax_xent)                                                                                  \

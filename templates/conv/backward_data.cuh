@@ -1,5 +1,6 @@
 // Input gradient of a convolution (conv2d.backward_data), NCHW: dx = the transposed
-// convolution of dy with w, as a gather: each dx element sums, in a fixed order, the
+// convolution of dy with w, as a gather (also conv_transpose2d.forward, which is this with its
+// x as dy, its y as dx and its bias added: Cfg::BIAS): each dx element sums, in a fixed order, the
 // dy[n][o][oh][ow] * w[o][c][kh][kw] whose window tap (kh, kw) read it
 // (ih = oh * SH - PH + kh * DH, iw likewise). No atomics; deterministic. fp32 accumulation.
 //
@@ -18,8 +19,9 @@
 //      G (groups), ACCUMULATE (add into dx), TH, TW, TC (block tile: rows and columns of a
 //      phase, channels within a group), OK (dy channels staged per step), P, PC (pixels and
 //      channels per thread), THREADS = NP * (TC / PC) with NP >= ceil(TH * TW / P) pixel
-//      groups (TC a multiple of PC; NP rounded up to make whole warps).
-// Arguments, in order: dy, w, dx.
+//      groups (TC a multiple of PC; NP rounded up to make whole warps); optional BIAS (add
+//      b[c] to each dx element; absent: false).
+// Arguments, in order: dy, w, dx, [b].
 // Grid: x = SH * SW phases * ceil(ceil(H / SH) / TH) * ceil(ceil(W / SW) / TW) tiles
 //       (phase-major), y = G * ceil((C / G) / TC), z = N.
 #pragma once
@@ -29,6 +31,12 @@
 namespace kiln::conv {
 
 KILN_CONST int gcd_of(int a, int b) { return b == 0 ? a : gcd_of(b, a % b); }
+
+// Cfg::BIAS where the instance names it, else false (conv2d.backward_data's instances).
+template <class Cfg, class = void> struct BiasOf { static constexpr bool value = false; };
+template <class Cfg> struct BiasOf<Cfg, decltype(void(Cfg::BIAS))> {
+  static constexpr bool value = Cfg::BIAS;
+};
 
 // The taps of one dimension that reach dx positions of phase `a`: kh = first + m * step for
 // m < count, and how far apart (in dy rows) consecutive taps read.
@@ -77,6 +85,7 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   const Global<const T> dy = arg<const T>(a, 0);
   const Global<const T> w = arg<const T>(a, 1);
   const Global<T> dx = arg<T>(a, 2);
+  constexpr bool BIAS = BiasOf<Cfg>::value;
 
   constexpr int PATCH_ELEMS = OK * PATCH, W_ELEMS = OK * KK * TC;
   KILN_SHARED_ARRAY(float, ds, PATCH_ELEMS); // [o][patch row][patch column]
@@ -166,6 +175,7 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
       if (cg >= Cg) continue;
       const I at = DX::at(I(n), g * Cg + cg, ih, iw);
       float v = acc[i][j];
+      if (BIAS) v += to_float(arg<const T>(a, 3)[g * Cg + cg]);
       if (Cfg::ACCUMULATE) v += to_float(dx[at]);
       dx[at] = from_float<T>(v);
     }

@@ -71,3 +71,65 @@ def softmax(x):
 
 def relu(x):
     return np.maximum(x, 0)
+
+
+def conv_transpose(x, w, b=None, stride=(1, 1), pads=(0, 0, 0, 0), out_pad=(0, 0), dil=(1, 1), group=1):
+    """ONNX ConvTranspose: every input pixel scatters its kernel into the full output, which
+    pads (top, left, bottom, right) then crop."""
+    n, c, h, wd = x.shape
+    _, mg, kh, kw = w.shape
+    cg = c // group
+    fh = (h - 1) * stride[0] + (kh - 1) * dil[0] + 1 + out_pad[0]
+    fw = (wd - 1) * stride[1] + (kw - 1) * dil[1] + 1 + out_pad[1]
+    full = np.zeros((n, mg * group, fh, fw))
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                full[:, g * mg:(g + 1) * mg, i * dil[0]:i * dil[0] + stride[0] * (h - 1) + 1:stride[0],
+                     j * dil[1]:j * dil[1] + stride[1] * (wd - 1) + 1:stride[1]] += \
+                    np.einsum("nchw,cm->nmhw", x[:, g * cg:(g + 1) * cg], w[g * cg:(g + 1) * cg, :, i, j])
+    y = full[:, :, pads[0]:fh - pads[2], pads[1]:fw - pads[3]]
+    if b is not None:
+        y = y + b[None, :, None, None]
+    return y
+
+
+def resize_taps(out, inp, scale, mode, coord, nearest, length):
+    """One axis of ONNX Resize: per output index, two source indices and their weights. The
+    source coordinate is computed in float32, as ONNX Runtime does."""
+    f = np.float32
+    taps = []
+    for o in range(out):
+        if coord == "asymmetric":
+            src = f(o) / f(scale)
+        elif coord == "half_pixel":
+            src = (f(o) + f(0.5)) / f(scale) - f(0.5)
+        elif coord == "pytorch_half_pixel":
+            src = (f(o) + f(0.5)) / f(scale) - f(0.5) if out > 1 else f(0)
+        else:  # align_corners
+            # ONNX: the resized length is in * the given scale, not rounded
+            src = f(0) if length == 1 else f(o) * f(inp - 1) / (f(length) - f(1))
+        if mode == "nearest":
+            fl = np.floor(src)
+            i = {"floor": fl, "ceil": np.ceil(src), "round_prefer_floor": fl if src - fl <= 0.5 else fl + 1,
+                 "round_prefer_ceil": fl if src - fl < 0.5 else fl + 1}[nearest]
+            i = int(min(max(i, 0), inp - 1))
+            taps.append((i, i, 1.0, 0.0))
+        else:
+            c = min(max(float(src), 0.0), inp - 1.0)
+            i0 = min(int(c), inp - 1)
+            i1 = min(i0 + 1, inp - 1)
+            taps.append((i0, i1, 1.0 - (c - i0), c - i0))
+    return taps
+
+
+def resize(x, size, scales=None, mode="nearest", coord="half_pixel", nearest="round_prefer_floor"):
+    """ONNX Resize over H, W to `size`; the coordinate scale is `scales` where given, else
+    size / input."""
+    h, w = x.shape[2:]
+    sc = scales or (size[0] / h, size[1] / w)
+    length = (np.float32(h) * np.float32(sc[0]), np.float32(w) * np.float32(sc[1])) if scales else size
+    th = resize_taps(size[0], h, sc[0], mode, coord, nearest, length[0])
+    tw = resize_taps(size[1], w, sc[1], mode, coord, nearest, length[1])
+    rows = np.stack([a * x[:, :, i] + b * x[:, :, j] for i, j, a, b in th], axis=2)
+    return np.stack([a * rows[:, :, :, i] + b * rows[:, :, :, j] for i, j, a, b in tw], axis=3)

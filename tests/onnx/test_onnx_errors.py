@@ -74,10 +74,12 @@ np.save(path("x_many.npy"), np.zeros((1, 3, 8, 8), np.float32))
 kt.expect_error(["run", path("many.onnx"), "--input", path("x_many.npy"), "-o", path("y.npy")],
                 "5 of 8 nodes cannot be imported")
 kt.check(not os.path.exists(path("out.json")), "nothing written for many.onnx")
-expect("convt.onnx", om.model([helper.make_node("ConvTranspose", ["x", "conv.weight"], ["c"], name="up")],
+# ConvTranspose's output_padding beyond the symmetric padding's reach is named.
+expect("convt.onnx", om.model([helper.make_node("ConvTranspose", ["x", "conv.weight"], ["c"], name="up",
+                                                output_padding=[1, 1])],
                               [om.init("conv.weight", W.transpose(1, 0, 2, 3))], "x", "c", 13,
-                              input_shape=(1, 4, 8, 8)),
-       'node "up" (ConvTranspose)', "no transposed convolution")
+                              input_shape=(1, 3, 8, 8)),
+       'node "up" (ConvTranspose)', 'attribute "output_padding"', "[0, stride 1)")
 expect("domain.onnx", conv_model([helper.make_node("Relu", ["c"], ["t"], name="r", domain="com.example")], out="t"),
        'node "r" (Relu)', 'domain "com.example"')
 
@@ -114,10 +116,10 @@ expect("dilated_pool.onnx", conv_model([helper.make_node("MaxPool", ["c"], ["t"]
        'node "mp" (MaxPool)', 'attribute "dilations"')
 expect("unknown_attr.onnx", conv_model([helper.make_node("Relu", ["c"], ["t"], name="r", alpha=0.1)], out="t"),
        'node "r" (Relu)', 'attribute "alpha" is not supported')
-expect("resize_linear.onnx", conv_model([
+expect("resize_cubic.onnx", conv_model([
     helper.make_node("Constant", [], ["s"], value=helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, 2, 2])),
-    helper.make_node("Resize", ["c", "", "s"], ["t"], name="up", mode="linear")], out="t"),
-    'node "up" (Resize)', 'attribute "mode"', "linear")
+    helper.make_node("Resize", ["c", "", "s"], ["t"], name="up", mode="cubic")], out="t"),
+    'node "up" (Resize)', 'attribute "mode"', "cubic")
 expect("ceil.onnx", conv_model([helper.make_node("MaxPool", ["c"], ["t"], name="mp", kernel_shape=[2, 2],
                                                  strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1)], out="t",
                                input_shape=(1, 3, 6, 6)),

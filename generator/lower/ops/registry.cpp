@@ -9,10 +9,11 @@ namespace kiln {
 namespace lowering {
 extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, relu_lowering,
     maxpool2d_lowering, avgpool2d_lowering, adaptive_avgpool2d_lowering, global_avgpool_lowering,
-    add_lowering, concat_lowering, flatten_lowering, upsample2d_lowering, softmax_lowering,
+    add_lowering, concat_lowering, flatten_lowering, resize_lowering, softmax_lowering,
     fold_lowering, unfold_lowering, hardswish_lowering, clip_lowering, hardsigmoid_lowering,
     sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering,
-    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering;
+    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering,
+    conv_transpose2d_lowering, pad_lowering;
 } // namespace lowering
 
 namespace {
@@ -29,7 +30,7 @@ const std::array kRules{
     &lowering::add_lowering,
     &lowering::concat_lowering,
     &lowering::flatten_lowering,
-    &lowering::upsample2d_lowering,
+    &lowering::resize_lowering,
     &lowering::softmax_lowering,
     &lowering::fold_lowering,
     &lowering::unfold_lowering,
@@ -44,6 +45,8 @@ const std::array kRules{
     &lowering::layernorm_lowering,
     &lowering::channel_shuffle_lowering,
     &lowering::channel_slice_lowering,
+    &lowering::conv_transpose2d_lowering,
+    &lowering::pad_lowering,
 };
 
 } // namespace

@@ -35,6 +35,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Unsqueeze", convert_unsqueeze},
       {"Concat", convert_concat},
       {"Resize", convert_resize},
+      {"Pad", convert_pad},
       {"Upsample", convert_resize},
       {"Constant", convert_constant},
       {"Shape", convert_shape},
@@ -84,7 +85,6 @@ std::string supported_op_list() {
   std::string layers, constant;
   const auto& limited = limited_ops();
   for (const auto& [name, fn] : op_converters()) {
-    if (name == "ConvTranspose") continue; // listed only to explain why it is refused
     auto it = limited.find(name);
     std::string& list = it == limited.end() ? layers : constant;
     list += (list.empty() ? "" : ", ") + name + (it == limited.end() ? "" : it->second);

@@ -105,18 +105,39 @@ void check_extent(const onnx::NodeProto& n, const Converter& c, int layer, const
   }
 }
 
+// A zero Pad that only conv node n reads, added just before it: its padding joins the conv's
+// window and the pad layer goes (the conv reads the pad's input). Returns the conv's input.
+int fold_zero_pad(Converter& c, const onnx::NodeProto& n, int x, Window& w) {
+  if (w.same || x < 0 || x != int(c.model.nodes.size()) - 1) return x;
+  const Node& p = c.model.nodes[size_t(x)];
+  if (p.op != OpKind::pad || PadMode(p.attrs.mode) != PadMode::constant || p.attrs.value != 0)
+    return x;
+  const auto u = c.uses.find(n.input(0));
+  if (u == c.uses.end() || u->second != 1) return x;
+  const Int2 end = padding_end(p.attrs);
+  for (int i = 0; i < 2; ++i) {
+    w.pad_begin[i] += p.attrs.padding[i];
+    w.pad_end[i] += end[i];
+  }
+  const int source = p.inputs[0];
+  c.model.nodes.pop_back();
+  ++c.dropped;
+  return source;
+}
+
 } // namespace
 
 void convert_conv(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
-  const int x = c.activation(n, 0);
+  int x = c.activation(n, 0);
   const Tensor& weight = c.constant(n, 1, "W");
-  const Shape xs = c.shape_of(x);
   if (weight.shape().size() != 4)
     throw Error("", node_label(n),
                 cat("weight has shape ", shape_str(weight.shape()),
                     "; kiln imports 2-D convolutions only (a 4-D weight)"));
-  const Window w = read_window(n, at, xs, {weight.shape()[2], weight.shape()[3]});
+  Window w = read_window(n, at, c.shape_of(x), {weight.shape()[2], weight.shape()[3]});
+  x = fold_zero_pad(c, n, x, w);
+  const Shape xs = c.shape_of(x);
   Attrs a;
   apply(a, w);
   a.out_channels = weight.shape()[0];
@@ -137,10 +158,86 @@ void convert_conv(Converter& c, const onnx::NodeProto& n) {
   if (a.bias) c.add_param(layer, "bias", c.constant(n, 2, "B"));
 }
 
-void convert_conv_transpose(Converter&, const onnx::NodeProto& n) {
-  throw Error("", node_label(n),
-              "ConvTranspose is not supported: kiln's model has no transposed convolution (its "
-              "upsampling layer is upsample2d, nearest neighbour: export Resize/Upsample)");
+// ConvTranspose: kiln's conv_transpose2d. Padding (pads, or what output_shape / auto_pad
+// imply) becomes its symmetric padding plus the output_padding that gives the same extent:
+// pads (b, e) with output_padding a equal padding b with output_padding a + b - e, which must
+// lie in [0, stride).
+void convert_conv_transpose(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad",
+                         "output_padding", "output_shape"});
+  const int x = c.activation(n, 0);
+  const Tensor& weight = c.constant(n, 1, "W");
+  const Shape xs = c.shape_of(x);
+  if (weight.shape().size() != 4 || xs.size() != 4)
+    throw Error("", node_label(n),
+                cat("weight has shape ", shape_str(weight.shape()), ", input ", shape_str(xs),
+                    "; kiln imports 2-D transposed convolutions only"));
+  Attrs a;
+  a.groups = at.get_int("group", 1);
+  if (a.groups <= 0) throw attr_error(n, "group", "must be positive");
+  if (weight.shape()[0] != xs[1])
+    throw Error("", node_label(n),
+                cat("weight has shape ", shape_str(weight.shape()), " but the input has ", xs[1],
+                    " channels"));
+  a.out_channels = weight.shape()[1] * a.groups;
+  a.kernel = pair(n, at, "kernel_shape", {weight.shape()[2], weight.shape()[3]});
+  if (a.kernel != Int2{weight.shape()[2], weight.shape()[3]})
+    throw attr_error(n, "kernel_shape", "disagrees with the weight's shape");
+  a.stride = pair(n, at, "strides", {1, 1});
+  a.dilation = pair(n, at, "dilations", {1, 1});
+  const Int2 adj = pair(n, at, "output_padding", {0, 0});
+  for (int i = 0; i < 2; ++i)
+    if (a.stride[i] <= 0 || a.dilation[i] <= 0)
+      throw attr_error(n, a.stride[i] <= 0 ? "strides" : "dilations", "must be positive");
+  const std::string auto_pad = at.get_string("auto_pad", "NOTSET");
+  Int2 begin{0, 0}, end{0, 0};
+  const auto out_shape = at.get_ints("output_shape");
+  if (out_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (out_shape && out_shape->size() != 2 && out_shape->size() != 4)
+      throw attr_error(n, "output_shape", cat("has ", out_shape->size(), " values, expected 2"));
+    for (int i = 0; i < 2; ++i) {
+      const int64_t full =
+          (xs[size_t(2 + i)] - 1) * a.stride[i] + adj[i] + (a.kernel[i] - 1) * a.dilation[i] + 1;
+      const int64_t want = out_shape ? (*out_shape)[out_shape->size() - 2 + size_t(i)]
+                                     : xs[size_t(2 + i)] * a.stride[i];
+      const int64_t total = full - want;
+      // The spec and ONNX Runtime split an odd total differently: kiln takes neither.
+      if (total < 0 || total % 2 != 0)
+        throw attr_error(n, out_shape ? "output_shape" : "auto_pad",
+                         cat("asks for ", want, " outputs along axis ", 2 + i, " of ", full,
+                             ": kiln supports an even, non-negative difference only"));
+      begin[i] = end[i] = total / 2;
+    }
+  } else if (auto_pad == "NOTSET") {
+    const auto pads = at.get_ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+    if (pads.size() != 4)
+      throw attr_error(n, "pads", cat("has ", pads.size(), " values, expected 4 (2-D)"));
+    for (int64_t p : pads)
+      if (p < 0) throw attr_error(n, "pads", "must not be negative");
+    begin = {pads[0], pads[1]};
+    end = {pads[2], pads[3]};
+  } else if (auto_pad != "VALID") {
+    throw attr_error(n, "auto_pad",
+                     cat("is \"", auto_pad, "\" (NOTSET, VALID, SAME_UPPER or SAME_LOWER)"));
+  }
+  a.padding = begin;
+  for (int i = 0; i < 2; ++i) {
+    a.output_padding[i] = adj[i] + begin[i] - end[i];
+    if (a.output_padding[i] < 0 || a.output_padding[i] >= a.stride[i])
+      throw attr_error(n, "output_padding",
+                       cat("with pads ", begin[i], " and ", end[i], " along axis ", 2 + i, " is ",
+                           a.output_padding[i],
+                           " past the symmetric padding; kiln supports [0, stride ", a.stride[i],
+                           ")"));
+  }
+  a.bias = c.has_input(n, 2);
+  if (a.bias && c.constant(n, 2, "B").shape() != Shape{a.out_channels})
+    throw Error("", node_label(n),
+                cat("bias has shape ", shape_str(c.constant(n, 2, "B").shape()), ", expected [",
+                    a.out_channels, "]"));
+  const int layer = c.add_layer(n, OpKind::conv_transpose2d, a, {x}, n.input(1));
+  c.add_param(layer, "weight", weight);
+  if (a.bias) c.add_param(layer, "bias", c.constant(n, 2, "B"));
 }
 
 void convert_max_pool(Converter& c, const onnx::NodeProto& n) {

@@ -1,7 +1,8 @@
-// The conv group's families (conv2d_direct, conv2d_depthwise, conv2d_fold_bn, conv2d_backward_data,
-// conv2d_backward_weight, bias_backward): every variant compiles with NVRTC for sm_75, sm_80
-// and sm_90 without spilling, and matches the f64 reference on the emulator; conv2d_direct
-// also with a max pool fused (conv2d.pool_forward).
+// The conv group's families (conv2d_direct, conv2d_depthwise, conv2d_fold_bn,
+// conv2d_backward_data (also serving conv_transpose2d.forward), conv2d_backward_weight,
+// bias_backward): every variant compiles with NVRTC for sm_75, sm_80 and sm_90 without
+// spilling, and matches the f64 reference on the emulator; conv2d_direct also with a max
+// pool fused (conv2d.pool_forward).
 #include "tests/kernels/harness.hpp"
 
 #include "generator/emit/instance.hpp"
@@ -118,6 +119,26 @@ StepSpec backward_data(const Conv& cv, DType t, bool acc) {
   s.attrs = cv.attrs(false);
   s.args = {{"dy", cv.y(), t}, {"w", cv.wt(), t}, {"dx", cv.x(), t}};
   s.accumulate = acc;
+  return s;
+}
+
+// conv_transpose2d.forward: the transposed conv whose conv is cv (its x is cv's y, its y cv's
+// x plus output_padding rows and columns), the same gather as backward_data with a bias.
+StepSpec transposed(const Conv& cv, DType t, bool bias, Int2 out_pad = {0, 0}) {
+  StepSpec s;
+  s.label = fmt::format("conv_transpose2d {} {}{} op{}x{}", cv.name(), dtype_name(t),
+                        bias ? " bias" : "", out_pad[0], out_pad[1]);
+  s.fn = Fn::conv_transpose2d_forward;
+  s.op = OpKind::conv_transpose2d;
+  Attrs a;
+  a.out_channels = cv.c, a.kernel = cv.k, a.stride = cv.s, a.padding = cv.p, a.dilation = cv.d;
+  a.groups = cv.groups, a.bias = bias, a.output_padding = out_pad;
+  s.attrs = a;
+  const Shape x = cv.y();
+  s.args = {{"x", x, t}, {"w", cv.wt(), t}};
+  if (bias) s.args.push_back({"b", {cv.c}, t});
+  s.args.push_back(
+      {"y", infer_shape(OpKind::conv_transpose2d, a, std::span<const Shape>(&x, 1)), t});
   return s;
 }
 
@@ -271,7 +292,9 @@ std::vector<StepSpec> backward_specs() {
       backward_weight(k1s2, f32, true),        backward_weight(k3s2_pair, f32, false),
       bias_backward({2, 8, 7, 9}, f32, false), bias_backward({3, 5, 13, 11}, f16, true),
       bias_backward({5, 37}, f32, true),       bias_backward({7, 10}, bf16, false),
-      bias_backward({1, 6, 1, 1}, f32, false),
+      bias_backward({1, 6, 1, 1}, f32, false), transposed(k5s2g2, f32, true, {1, 1}),
+      transposed(s3d2, f16, true, {2, 1}),     transposed(k3, bf16, false),
+      transposed(dw_mult, f32, true),          transposed(k1s2, f32, true, {1, 0}),
   };
 }
 
@@ -301,6 +324,8 @@ std::vector<StepSpec> nvrtc_specs() {
       backward_data(k5s2g2, f32, true),
       backward_data(s3d2, bf16, false),
       backward_data(dw_mult, f16, true),
+      transposed(k5s2g2, f16, true, {1, 1}),
+      transposed(s3d2, f32, false),
       backward_weight(k7s2, f32, false),
       backward_weight(k3d2_wide, f16, true),
       backward_weight(dw_d2, bf16, false),

@@ -1,4 +1,4 @@
-// The spatial families (maxpool2d, avgpool2d, adaptive_avgpool2d, upsample2d, concat):
+// The spatial families (maxpool2d, avgpool2d, adaptive_avgpool2d, resize, pad, concat):
 // every variant compiles for sm_75, sm_80 and sm_90 and matches the f64 reference on the
 // emulator (all checks on). Element types and layouts rotate over the specs so that each
 // function meets f32, f16 and bf16 in NCHW and NHWC without the full cross product.
@@ -152,27 +152,107 @@ void adaptive_specs(std::vector<StepSpec>& s) {
   }
 }
 
-void upsample_specs(std::vector<StepSpec>& s) {
-  const Shape x{2, 3, 5, 7};
-  for (int64_t scale : {1, 2, 3}) {
+// resize: nearest and bilinear under every coordinate rule and rounding, integer and
+// non-integer scales, sizes, up and down (forward and the gathering backward).
+void resize_specs(std::vector<StepSpec>& s) {
+  struct Case {
+    ResizeMode m;
+    CoordinateMode c;
+    NearestMode r;
+    Shape x;
+    Int2 size;
+    Num2 scale;
+  };
+  using RM = ResizeMode;
+  using CM = CoordinateMode;
+  using NM = NearestMode;
+  const Case cases[] = {
+      {RM::nearest, CM::asymmetric, NM::floor, {2, 3, 5, 7}, {0, 0}, {1, 1}},
+      {RM::nearest, CM::asymmetric, NM::floor, {2, 3, 5, 7}, {0, 0}, {2, 2}},
+      {RM::nearest, CM::asymmetric, NM::floor, {2, 3, 5, 7}, {0, 0}, {3, 3}},
+      {RM::nearest, CM::half_pixel, NM::round_prefer_floor, {2, 3, 5, 7}, {8, 3}, {0, 0}},
+      {RM::nearest,
+       CM::pytorch_half_pixel,
+       NM::round_prefer_ceil,
+       {1, 4, 6, 5},
+       {0, 0},
+       {0.5, 2.5}},
+      {RM::nearest, CM::align_corners, NM::ceil, {2, 2, 4, 9}, {7, 4}, {0, 0}},
+      {RM::linear, CM::half_pixel, NM::floor, {2, 3, 5, 7}, {0, 0}, {2, 2}},
+      {RM::linear, CM::pytorch_half_pixel, NM::floor, {2, 3, 5, 7}, {1, 13}, {0, 0}},
+      {RM::linear, CM::align_corners, NM::floor, {1, 5, 6, 4}, {11, 9}, {0, 0}},
+      {RM::linear, CM::asymmetric, NM::floor, {2, 3, 8, 6}, {0, 0}, {0.75, 1.5}},
+      {RM::linear, CM::half_pixel, NM::floor, {2, 3, 9, 8}, {0, 0}, {0.5, 0.5}},
+  };
+  int i = 0;
+  for (const Case& k : cases) {
     Attrs a;
-    a.scale = scale;
-    const Shape y = out_shape(OpKind::upsample2d, a, x);
-    const int i = int(scale);
+    a.mode = int64_t(k.m);
+    a.coordinate_mode = int64_t(k.c);
+    a.nearest_mode = int64_t(k.r);
+    a.size = k.size;
+    a.scale = k.scale;
+    const Shape y = out_shape(OpKind::resize, a, k.x);
+    const std::string label = "resize case " + std::to_string(i);
     Combo c = combo(i);
-    s.push_back({"upsample2d.forward s" + std::to_string(scale) + " " + tag(c),
-                 Fn::upsample2d_forward,
-                 OpKind::upsample2d,
+    s.push_back({label + ".forward " + tag(c),
+                 Fn::resize_forward,
+                 OpKind::resize,
                  a,
-                 {{"x", x, c.t, c.l}, {"y", y, c.t, c.l}}});
+                 {{"x", k.x, c.t, c.l}, {"y", y, c.t, c.l}}});
     c = combo(i + 2);
-    StepSpec b{"upsample2d.backward s" + std::to_string(scale) + " " + tag(c, scale != 2),
-               Fn::upsample2d_backward,
-               OpKind::upsample2d,
+    StepSpec b{label + ".backward " + tag(c, i % 3 == 1),
+               Fn::resize_backward,
+               OpKind::resize,
                a,
-               {{"dy", y, c.t, c.l}, {"dx", x, c.t, c.l}}};
-    b.accumulate = scale != 2;
+               {{"dy", y, c.t, c.l}, {"dx", k.x, c.t, c.l}}};
+    b.accumulate = i % 3 == 1;
     s.push_back(b);
+    ++i;
+  }
+}
+
+// pad: constant (zero and a value), reflect, edge; uneven sides, forward and the gathering
+// backward (accumulating in some).
+void pad_specs(std::vector<StepSpec>& s) {
+  struct Case {
+    PadMode m;
+    Shape x;
+    Int2 begin, end;
+    double value;
+  };
+  const Case cases[] = {
+      {PadMode::constant, {2, 3, 5, 7}, {1, 1}, {1, 1}, 0},
+      {PadMode::constant, {1, 4, 6, 5}, {0, 2}, {3, 0}, -0.75},
+      {PadMode::reflect, {2, 3, 5, 7}, {2, 1}, {4, 6}, 0},
+      {PadMode::reflect, {1, 2, 2, 9}, {1, 0}, {1, 8}, 0},
+      {PadMode::edge, {2, 3, 5, 7}, {3, 0}, {1, 4}, 0},
+      {PadMode::edge, {1, 5, 1, 4}, {2, 2}, {2, 1}, 0},
+  };
+  int i = 0;
+  for (const Case& k : cases) {
+    Attrs a;
+    a.mode = int64_t(k.m);
+    a.padding = k.begin;
+    a.padding_end = k.end;
+    a.value = k.value;
+    const Shape y = out_shape(OpKind::pad, a, k.x);
+    const std::string label = "pad case " + std::to_string(i);
+    Combo c = combo(i + 1);
+    s.push_back({label + ".forward " + tag(c),
+                 Fn::pad_forward,
+                 OpKind::pad,
+                 a,
+                 {{"x", k.x, c.t, c.l}, {"y", y, c.t, c.l}}});
+    c = combo(i + 4);
+    StepSpec b{label + ".backward " + tag(c, i % 2 == 1),
+               Fn::pad_backward,
+               OpKind::pad,
+               a,
+               {{"dy", y, c.t, c.l}, {"dx", k.x, c.t, c.l}}};
+    b.accumulate = i % 2 == 1;
+    s.push_back(b);
+    ++i;
   }
 }
 
@@ -253,7 +333,8 @@ std::vector<StepSpec> specs() {
   std::vector<StepSpec> s;
   pool_specs(s);
   adaptive_specs(s);
-  upsample_specs(s);
+  resize_specs(s);
+  pad_specs(s);
   concat_specs(s);
   return s;
 }
@@ -296,11 +377,11 @@ std::vector<StepSpec> large_specs() {
                  g,
                  {{"dy", p, t, l}, {"dx", x, t, l}}});
     Attrs u;
-    u.scale = 2;
-    const Shape xu{64, 64, 512, 512}, yu = out_shape(OpKind::upsample2d, u, xu);
-    s.push_back({"large upsample2d.backward " + ln,
-                 Fn::upsample2d_backward,
-                 OpKind::upsample2d,
+    u.scale = {2, 2};
+    const Shape xu{64, 64, 512, 512}, yu = out_shape(OpKind::resize, u, xu);
+    s.push_back({"large resize.backward " + ln,
+                 Fn::resize_backward,
+                 OpKind::resize,
                  u,
                  {{"dy", yu, t, l}, {"dx", xu, t, l}}});
     const Shape x1{64, 128, 512, 512}, yc{64, 384, 512, 512};
@@ -333,7 +414,7 @@ TEST_CASE("spatial variants match the reference on the emulator") {
   std::set<std::string> functions;
   for (const Built& b : built)
     functions.insert(b.variant.function);
-  CHECK(functions.size() == 11); // every template entry point is exercised
+  CHECK(functions.size() == 13); // every template entry point is exercised
   for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-spatial"))) {
     INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
     CHECK(r.pass);

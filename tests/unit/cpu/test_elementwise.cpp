@@ -1,4 +1,4 @@
-// relu, hardswish, mul, add, copy, sgd_update, concat and upsample2d: values, finite-difference
+// relu, hardswish, mul, add, copy, sgd_update and concat: values, finite-difference
 // gradients and accumulate semantics.
 #include "tests/unit/cpu/cpu_test_util.hpp"
 
@@ -174,38 +174,6 @@ TEST_CASE("concat: values, backward slices at offsets") {
   TensorD fy({2, 3});
   concat<double>(fv, fy.view());
   CHECK(fy.v == std::vector<double>{1, 2, 5, 3, 4, 6});
-}
-
-TEST_CASE("upsample2d: values, gradients for scales 1, 2, 3") {
-  const TensorD x({1, 1, 2, 2}, {1, 2, 3, 4});
-  Attrs a;
-  a.scale = 2;
-  TensorD y({1, 1, 4, 4});
-  upsample2d<double>(a, x.cview(), y.view());
-  CHECK(y.v == std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
-  TensorD dy({1, 1, 4, 4}), dx({1, 1, 2, 2});
-  for (size_t i = 0; i < 16; ++i)
-    dy[i] = double(i);
-  upsample2d_backward<double>(a, dy.cview(), dx.view(), false);
-  CHECK(dx.v ==
-        std::vector<double>{0 + 1 + 4 + 5, 2 + 3 + 6 + 7, 8 + 9 + 12 + 13, 10 + 11 + 14 + 15});
-
-  Rng rng(43);
-  for (int64_t s : {1, 2, 3}) {
-    a.scale = s;
-    const Shape xs{2, 2, 3, 5}, ys{2, 2, 3 * s, 5 * s};
-    TensorD xr = random_tensor(xs, rng), g(xs);
-    const TensorD d = random_tensor(ys, rng);
-    upsample2d_backward<double>(a, d.cview(), g.view(), false);
-    check_grad(cat("upsample scale ", s), xr.v, g.v, [&] {
-      TensorD out(ys);
-      upsample2d<double>(a, xr.cview(), out.view());
-      return dot(d, out);
-    });
-    check_accumulate(
-        cat("upsample scale ", s), xs,
-        [&](View<double> o, bool acc) { upsample2d_backward<double>(a, d.cview(), o, acc); }, rng);
-  }
 }
 
 } // namespace kiln::cpu::test

@@ -147,7 +147,7 @@ TEST_CASE("float and double instantiations agree") {
       y.v.insert(y.v.end(), t->v.begin(), t->v.end());
     return y;
   });
-  agree("concat, upsample2d + backward", [&](auto tag) {
+  agree("concat, resize (nearest, bilinear) + backward", [&](auto tag) {
     using T = decltype(tag);
     const Tensor<T> xt = convert<T>(x), dt = convert<T>(xdy);
     Tensor<T> cat_y({2, 8, 9, 8}), back(x.shape), up({2, 4, 27, 24}), upb(x.shape);
@@ -155,10 +155,17 @@ TEST_CASE("float and double instantiations agree") {
     concat<T>(both, cat_y.view());
     concat_backward<T>(cat_y.cview(), 4, back.view(), false);
     Attrs a;
-    a.scale = 3;
-    upsample2d<T>(a, xt.cview(), up.view());
-    upsample2d_backward<T>(a, up.cview(), upb.view(), false);
-    for (const Tensor<T>* t : {&back, &up, &upb})
+    a.scale = {3, 3};
+    resize<T>(a, xt.cview(), up.view());
+    resize_backward<T>(a, up.cview(), upb.view(), false);
+    Tensor<T> lin({2, 4, 13, 11}), linb(x.shape);
+    a.scale = {0, 0};
+    a.size = {13, 11};
+    a.mode = int64_t(ResizeMode::linear);
+    a.coordinate_mode = int64_t(CoordinateMode::half_pixel);
+    resize<T>(a, xt.cview(), lin.view());
+    resize_backward<T>(a, lin.cview(), linb.view(), false);
+    for (const Tensor<T>* t : {&back, &up, &upb, &lin, &linb})
       cat_y.v.insert(cat_y.v.end(), t->v.begin(), t->v.end());
     return cat_y;
   });

@@ -171,13 +171,16 @@ TEST_CASE("forward references are ordered topologically") {
 }
 
 TEST_CASE("saving is canonical and round-trips") {
-  const std::string text = model_with_layers(conv + R"(, {"name": "b", "op": "batchnorm", "eps": 0.001},
+  const std::string text =
+      model_with_layers(conv + R"(, {"name": "b", "op": "batchnorm", "eps": 0.001},
       {"name": "r", "op": "relu"},
       {"name": "c2", "op": "conv2d", "out_channels": 3, "kernel": 1, "hints": {"activation_density": 0.25, "variant": "sparse"}},
       {"name": "c3", "op": "conv2d", "out_channels": 3, "kernel": 1, "hints": {"sparse_threshold": 0.625}},
       {"name": "k", "op": "concat", "inputs": ["r", "image"]},
       {"name": "p", "op": "avgpool2d", "kernel": [3, 2], "stride": [2, 1], "ceil_mode": true, "count_include_pad": false},
-      {"name": "u", "op": "upsample2d", "scale": 3})");
+      {"name": "u", "op": "upsample2d", "scale": 3},
+      {"name": "v", "op": "resize", "mode": "linear", "coordinate_transformation_mode": "align_corners", "size": [20, 31]},
+      {"name": "w", "op": "upsample2d"})");
   const Model m = parse_model(text, "m.json");
   const std::string saved = model_to_text(m);
   const Model again = parse_model(saved, "saved.json");
@@ -192,6 +195,20 @@ TEST_CASE("saving is canonical and round-trips") {
   }
   CHECK(saved.find("\"stride\"") != std::string::npos); // non-default pool stride kept
   CHECK(saved.find("\"groups\"") == std::string::npos); // defaults omitted
+  // upsample2d is a spelling of resize (nearest, asymmetric, floor), its scale 2 by default.
+  CHECK(saved.find("upsample2d") == std::string::npos);
+  CHECK(m.nodes.back().op == OpKind::resize);
+  CHECK(m.nodes.back().attrs.scale == Num2{2, 2});
+  CHECK(m.nodes.back().shape[2] == 40);
+  CHECK(m.nodes.back().shape[3] == 62);
+  CHECK(saved.find("\"linear\"") != std::string::npos);
+}
+
+TEST_CASE("resize: a mode outside its choices is an error naming them") {
+  const std::string text =
+      model_with_layers(conv + R"(, {"name": "u", "op": "resize", "mode": "cubic", "scale": 2})");
+  CHECK_THROWS_WITH_AS(parse_model(text, "m.json"),
+                       doctest::Contains("expected one of nearest, linear"), Error);
 }
 
 TEST_CASE("names with quotes, newlines and non-ASCII survive a round trip") {

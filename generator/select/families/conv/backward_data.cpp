@@ -1,6 +1,8 @@
-// templates/conv/backward_data.cuh seen from the generator.
+// templates/conv/backward_data.cuh seen from the generator: conv2d.backward_data, and
+// conv_transpose2d.forward, the same gather with x as dy, y as dx and the bias added.
 #include "generator/select/families/conv/conv_families.hpp"
 #include "generator/select/families/conv/conv_geometry.hpp"
+#include "runtime/ops/conv_transpose2d.hpp"
 
 #include <fmt/format.h>
 #include <numeric>
@@ -13,11 +15,21 @@ using namespace conv_family;
 
 std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_backward_data || !uniform_storage(s)) return {};
-  for (const char* r : {"dy", "w", "dx"})
-    if (s.layout(r) != Layout::nchw) return {};
-  const ConvGeom g = conv_geom(st.attrs, s.shape("dx"), s.shape("dy"));
-  const DType t = s.dtype("dy");
+  const bool transpose = st.fn == Fn::conv_transpose2d_forward;
+  if ((st.fn != Fn::conv2d_backward_data && !transpose) || !uniform_storage(s)) return {};
+  if (transpose && st.accumulate) return {};
+  // The roles of the gather: dy (read), w, dx (written), [b].
+  const char* dy_role = transpose ? "x" : "dy";
+  const char* dx_role = transpose ? "y" : "dx";
+  const bool bias = transpose && st.arg("b") >= 0;
+  // A transposed conv in an NHWC plan gets its x and y converted (v.layouts); a training
+  // step's gradients are NCHW.
+  if (!transpose)
+    for (const char* r : {dy_role, "w", dx_role})
+      if (s.layout(r) != Layout::nchw) return {};
+  const ConvGeom g = conv_geom(transpose ? transposed_conv(st.attrs, s.shape("x")[1]) : st.attrs,
+                               s.shape(dx_role), s.shape(dy_role));
+  const DType t = s.dtype(dy_role);
   const int64_t esize = int64_t(dtype_size(t));
   const int64_t Cg = g.Cg(), Og = g.Og(), KK = g.KK();
 
@@ -41,9 +53,10 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     v.family = "conv2d_backward_data";
     v.header = "conv/backward_data.cuh";
     v.function = "kiln::conv::backward_data";
-    v.name = fmt::format("conv2d_backward_data_{}_nchw_{}{}_{}_t{}_{}", dtype_tag(t), geom_name(g),
-                         st.accumulate ? "_acc" : "", tile_name(tile, 'c', 'o'), tile.threads(),
-                         s.arch_tag());
+    v.name = fmt::format("{}_{}_nchw_{}{}{}_{}_t{}_{}",
+                         transpose ? "conv_transpose2d" : "conv2d_backward_data", dtype_tag(t),
+                         geom_name(g), st.accumulate ? "_acc" : "", bias ? "_bias" : "",
+                         tile_name(tile, 'c', 'o'), tile.threads(), s.arch_tag());
     if (!names.insert(v.name).second) continue;
     cfg_type(v, "T", cpp_type(t));
     cfg_geom(v, g);
@@ -55,7 +68,9 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     cfg_int(v, "P", tile.p);
     cfg_int(v, "PC", tile.pc);
     cfg_int(v, "THREADS", tile.threads());
-    v.args = {"dy", "w", "dx"};
+    if (transpose) cfg_bool(v, "BIAS", bias);
+    v.args = {dy_role, "w", dx_role};
+    if (bias) v.args.push_back("b");
     const int64_t tiles =
         g.SH * g.SW * ((phase_h + tile.th - 1) / tile.th) * ((phase_w + tile.tw - 1) / tile.tw);
     const int64_t ctiles = (Cg + tile.tc - 1) / tile.tc;
@@ -72,10 +87,11 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
     v.efficiency =
         micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, phase_h, phase_w, Cg, Og);
     v.math = Math::fp32;
-    v.note = fmt::format("gather by stride phase: {}x{} pixels of one phase x {} channels per "
+    v.note = fmt::format("{}gather by stride phase: {}x{} pixels of one phase x {} channels per "
                          "block, {} dy channels staged per step, {}x{} outputs per thread",
+                         transpose ? "a transposed conv as its conv's data gradient: " : "",
                          tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
-    v.layouts = {{"dy", Layout::nchw}, {"w", Layout::nchw}, {"dx", Layout::nchw}};
+    v.layouts = {{dy_role, Layout::nchw}, {"w", Layout::nchw}, {dx_role, Layout::nchw}};
     out.push_back(std::move(v));
   }
   drop_underfilled(out, s.gpu);

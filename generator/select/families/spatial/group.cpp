@@ -1,4 +1,4 @@
-// The spatial group of template families (see families/groups.hpp): pooling, upsampling
+// The spatial group of template families (see families/groups.hpp): pooling, resizing, padding
 // and concatenation.
 #include "generator/select/families/groups.hpp"
 #include "generator/select/families/spatial/spatial_families.hpp"
@@ -9,9 +9,10 @@ std::vector<const Family*> spatial_families() {
   static const MaxPool2dFamily maxpool;
   static const AvgPool2dFamily avgpool;
   static const AdaptiveAvgPool2dFamily adaptive;
-  static const Upsample2dFamily upsample;
+  static const ResizeFamily resize;
+  static const PadFamily pad;
   static const ConcatFamily concat;
-  return {&maxpool, &avgpool, &adaptive, &upsample, &concat};
+  return {&maxpool, &avgpool, &adaptive, &resize, &pad, &concat};
 }
 
 } // namespace kiln

@@ -30,10 +30,17 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
-// upsample2d.forward and .backward, nearest, integer scale (spatial/upsample2d.cuh).
-class Upsample2dFamily final : public Family {
+// resize.forward and .backward, nearest or bilinear, any scale or size (spatial/resize.cuh).
+class ResizeFamily final : public Family {
 public:
-  std::string_view name() const override { return "upsample2d"; }
+  std::string_view name() const override { return "resize"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// pad.forward and .backward: constant, reflect or edge over H, W (spatial/pad.cuh).
+class PadFamily final : public Family {
+public:
+  std::string_view name() const override { return "pad"; }
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 

@@ -1,4 +1,4 @@
-// templates/spatial/upsample2d.cuh and concat.cuh, seen from the generator.
+// templates/spatial/concat.cuh, seen from the generator.
 #include "generator/select/families/launch_shape.hpp"
 #include "generator/select/families/spatial/spatial_common.hpp"
 #include "generator/select/families/spatial/spatial_families.hpp"
@@ -9,44 +9,6 @@
 namespace kiln {
 
 using namespace spatial;
-
-std::vector<Variant> Upsample2dFamily::candidates(const StepInfo& s) const {
-  const Step& st = s.step;
-  if (st.fn != Fn::upsample2d_forward && st.fn != Fn::upsample2d_backward) return {};
-  const bool forward = st.fn == Fn::upsample2d_forward, acc = st.accumulate;
-  if (forward && acc) return {};
-  const auto types = step_types(s, forward ? "y" : "dx");
-  if (!types) return {};
-  const Shape& x = s.shape(forward ? "x" : "dx");
-  const Shape& y = s.shape(forward ? "y" : "dy");
-  const int64_t scale = st.attrs.scale;
-  if (!indexable(x) || !indexable(y) || scale < 1) return {};
-  Variant v = make_variant(s, "upsample2d", "spatial/upsample2d.cuh",
-                           forward ? "kiln::spatial::upsample2d_forward"
-                                   : "kiln::spatial::upsample2d_backward",
-                           fmt::format("upsample2d_{}_{}_{}_{}_s{}{}_t{}", forward ? "fwd" : "bwd",
-                                       dtype_tag(types->dtype), layout_tag(types->layout),
-                                       shape_tag(x), scale, acc ? "_acc" : "", kThreads));
-  cfg_type(v, "T", cpp_type(types->dtype));
-  cfg_int(v, "N", x[0]);
-  cfg_int(v, "C", x[1]);
-  cfg_int(v, "H", x[2]);
-  cfg_int(v, "W", x[3]);
-  cfg_int(v, "S", scale);
-  cfg_bool(v, "NHWC", types->layout == Layout::nhwc);
-  if (!forward) cfg_bool(v, "ACCUMULATE", acc);
-  cfg_int(v, "THREADS", kThreads);
-  v.args = forward ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"dy", "dx"};
-  grid_stride(v, s, forward ? numel(y) : numel(x));
-  v.registers_per_thread = registers(s, 24, 24);
-  v.bytes = double((numel(x) * (acc ? 2 : 1) + numel(y)) * int64_t(dtype_size(types->dtype)));
-  v.flops = forward ? 0 : double(numel(y));
-  v.efficiency = 0.8;
-  v.note = forward ? "one output per thread in memory order, reading its source element"
-                   : "gather: one dx element per thread sums its scale x scale block of dy";
-  require_layout(v, s, types->layout);
-  return {v};
-}
 
 namespace {
 
