@@ -78,9 +78,10 @@ enum class Fn {
   gelu_tanh_backward,            // x, dy -> dx
   mul_forward,                   // x0, x1 -> y (x1 may be [N, C, 1, 1])
   mul_backward,                  // x (the other input), dy -> dx (reduced for a broadcast input)
+  tensor_map_encode,             // -> map: a TMA tensor map of a named buffer (TensorMapEncode)
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::mul_backward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::tensor_map_encode) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -148,6 +148,14 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   m.kiln_version = p.kiln_version;
   m.dtype = f64 ? DType::f64 : p.dtype;
   Step s = step;
+  // A kernel's tensor maps (roles xmap0.., wmap): the device plan writes them in its prepare
+  // phase as the whole plan does, over its own buffers; the reference reads none.
+  const auto is_map = [&](const Arg& a) {
+    return p.buffers[a.buffer].role == BufferRole::derived &&
+           p.buffers[a.buffer].dtype == DType::u8;
+  };
+  if (f64 || !kernel) std::erase_if(s.args, is_map);
+  std::vector<Step> encodes;
   std::map<int, int> remap;
   int64_t offset = 0;
   for (Arg& a : s.args) {
@@ -156,9 +164,18 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
       Buffer b = p.buffers[a.buffer];
       b.view_of = -1;
       const bool w = writes(step, a.role);
-      b.role = b.dtype == DType::i64 ? BufferRole::target
+      const bool map = is_map(a);
+      b.role = map                     ? BufferRole::derived
+               : b.dtype == DType::i64 ? BufferRole::target
                : w ? (step.fn == Fn::sgd_update ? BufferRole::param : BufferRole::output)
                    : BufferRole::input;
+      if (map)
+        if (const Phase* prep = p.phase("prepare"))
+          for (const Step& e : prep->steps)
+            if (e.fn == Fn::tensor_map_encode && e.need("map") == a.buffer) {
+              encodes.push_back(e);
+              encodes.back().args = {{"map", int(m.buffers.size())}};
+            }
       if (f64 && is_float(b.dtype)) b.dtype = DType::f64, b.layout = Layout::nchw;
       b.offset = offset;
       offset += (b.bytes() + 255) / 256 * 256;
@@ -181,6 +198,7 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   }
   // The loss output of softmax_xent.forward is a [1] buffer: keep its role an output.
   m.arena_bytes = offset;
+  if (!encodes.empty()) m.phases.push_back(Phase{"prepare", std::move(encodes)});
   m.phases.push_back(Phase{"forward", {s}});
   validate_plan(m);
   return m;
@@ -216,6 +234,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     const int32_t nnz_before = 7; // a compaction adds to what its count holds
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
+      if (b.role == BufferRole::derived) continue; // a tensor map: the prepare phase writes it
       const bool out =
           b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
       // A slice of a wide concat leaves the rest of y as it was: give it data too.
