@@ -149,12 +149,12 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   m.dtype = f64 ? DType::f64 : p.dtype;
   Step s = step;
   // A kernel's tensor maps (roles xmap0.., wmap): the device plan writes them in its prepare
-  // phase as the whole plan does, over its own buffers; the reference reads none.
+  // phase as the whole plan does, over its own buffers; the reference ignores them (inputs
+  // there, so that both plans number their buffers alike).
   const auto is_map = [&](const Arg& a) {
-    return p.buffers[a.buffer].role == BufferRole::derived &&
+    return kernel && !f64 && p.buffers[a.buffer].role == BufferRole::derived &&
            p.buffers[a.buffer].dtype == DType::u8;
   };
-  if (f64 || !kernel) std::erase_if(s.args, is_map);
   std::vector<Step> encodes;
   std::map<int, int> remap;
   int64_t offset = 0;
@@ -216,7 +216,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     std::unique_ptr<Backend> dev_backend = device();
     cpu::CpuBackend ref_backend;
     Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
-    const Step& ds = dev_plan.phases[0].steps[0];
+    const Step& ds = dev_plan.phase("forward")->steps[0]; // after a prepare phase, if any
     const double d = density >= 0 ? density : step.sparse.density >= 0 ? step.sparse.density : 0.5;
     // A compacted input: the form of a random tensor with d nonzeros (x holds that tensor).
     std::optional<Compacted> sparse_in;
@@ -234,7 +234,10 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     const int32_t nnz_before = 7; // a compaction adds to what its count holds
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
-      if (b.role == BufferRole::derived) continue; // a tensor map: the prepare phase writes it
+      if (b.role == BufferRole::derived) { // a tensor map: the device's prepare phase writes it
+        ref.write(a.buffer, Tensor(b.dtype, b.shape));
+        continue;
+      }
       const bool out =
           b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
       // A slice of a wide concat leaves the rest of y as it was: give it data too.
