@@ -210,6 +210,9 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
   row.kernel = k.name;
   row.node = step.node;
   row.tolerance = tolerance_for(plan, step, math);
+  // Hopper's wgmma reads an f32 operand's top 19 bits (tf32 by truncation: relative error up
+  // to 2^-10 per operand, twice mma.sync's cvt.rna rounding): its tf32 tolerance is 1e-3.
+  if (math == "tf32" && k.name.starts_with("conv2d_hopper_wgmma")) row.tolerance = 1e-3;
   try {
     const Plan dev_plan = single_step_plan(plan, step, &k, false);
     const Plan ref_plan = single_step_plan(plan, step, nullptr, true);
