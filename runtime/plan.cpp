@@ -97,6 +97,8 @@ const ChannelSlice& Step::channel_slice() const { return held<ChannelSlice>(*thi
 ChannelSlice& Step::channel_slice() { return held<ChannelSlice>(*this, params); }
 const FusedPool& Step::fused_pool() const { return held<FusedPool>(*this, params); }
 FusedPool& Step::fused_pool() { return held<FusedPool>(*this, params); }
+const TensorMapEncode& Step::tensor_map() const { return held<TensorMapEncode>(*this, params); }
+TensorMapEncode& Step::tensor_map() { return held<TensorMapEncode>(*this, params); }
 
 int Plan::find_buffer(std::string_view name) const {
   for (size_t i = 0; i < buffers.size(); ++i)

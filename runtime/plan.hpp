@@ -121,6 +121,8 @@ struct Step {
   ChannelSlice& channel_slice();
   const FusedPool& fused_pool() const;
   FusedPool& fused_pool();
+  const TensorMapEncode& tensor_map() const;
+  TensorMapEncode& tensor_map();
 };
 
 // The parameters a step of `f` starts with: the defaults of the alternative its function

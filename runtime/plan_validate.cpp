@@ -48,7 +48,9 @@ void check_step(const StepCheck& c, const FnDef& def) {
 bool dtype_fits(const FnDef& def, const std::string& role, DType t) {
   for (const RoleType& rt : def.types)
     if (rt.role == role)
-      return rt.type == ArgType::any || t == (rt.type == ArgType::i32 ? DType::i32 : DType::i64);
+      return rt.type == ArgType::any || t == (rt.type == ArgType::i32  ? DType::i32
+                                              : rt.type == ArgType::u8 ? DType::u8
+                                                                       : DType::i64);
   if (role == "index" || role == "count" || role == "y_index" || role == "y_count")
     return t == DType::u8;
   if (role == "nnz" || role == "y_nnz") return t == DType::i32;

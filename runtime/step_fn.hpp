@@ -88,9 +88,10 @@ enum class Fn {
   channel_shuffle_backward,      // dy -> dx (the inverse shuffle)
   channel_slice_forward,         // x -> y (channels [begin, end) of x)
   channel_slice_backward,        // dy -> dx (dy in channels [begin, end), zeros elsewhere)
+  tensor_map_encode,             // -> map: a TMA tensor map of a named buffer (TensorMapEncode)
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::channel_slice_backward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::tensor_map_encode) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <vector>
 
 namespace kiln {
@@ -45,6 +46,7 @@ constexpr sv key_order[] = {"kind",
                             "guard",
                             "threshold",
                             "density",
+                            "tensor_map",
                             "kernel",
                             "library"};
 constexpr sv common_keys[] = {"kind", "fn",         "node",   "op",     "attrs",
@@ -87,6 +89,17 @@ constexpr sv no_keys[] = {""};
 constexpr sv fold_keys[] = {"eps"}, sgd_keys[] = {"lr", "weight_decay", "momentum"};
 constexpr sv adam_keys[] = {"lr", "weight_decay", "betas", "eps"}, region_keys[] = {"region"};
 constexpr sv slice_keys[] = {"channel_offset"}, pool_keys[] = {"pool"};
+constexpr sv map_keys[] = {"tensor_map"};
+
+std::vector<int64_t> read_ints(const json& o, const std::string& op, sv key) {
+  const std::string kp = op + "/" + std::string(key);
+  const json& v = ju::require(o, std::string(key), op);
+  if (!v.is_array()) throw Error("", kp, "expected an array of integers");
+  std::vector<int64_t> r;
+  for (size_t i = 0; i < v.size(); ++i)
+    r.push_back(ju::get_int(v[i], ju::child(kp, i)));
+  return r;
+}
 
 const ParamsJson params_json[] = {
     {std::span(no_keys, 0), [](const In&) -> FnParams { return std::monostate{}; },
@@ -168,6 +181,42 @@ const ParamsJson params_json[] = {
      },
      [](const FnParams& v, ojson& o) {
        o["pool"] = attrs_to_json(OpKind::maxpool2d, std::get<FusedPool>(v).pool, false);
+     }},
+    {map_keys,
+     [](const In& in) -> FnParams {
+       TensorMapEncode p;
+       if (const json* j = in.get("tensor_map")) {
+         const std::string mp = in.at("tensor_map");
+         ju::expect_object(*j, mp);
+         ju::reject_unknown_keys(*j, mp,
+                                 {"buffer", "offset", "dtype", "dims", "strides", "box",
+                                  "element_strides", "swizzle", "oob_fill"});
+         p.buffer = ju::get_string(ju::require(*j, "buffer", mp), mp + "/buffer");
+         p.offset = ju::get_int(ju::require(*j, "offset", mp), mp + "/offset");
+         const std::string t = ju::get_string(ju::require(*j, "dtype", mp), mp + "/dtype");
+         const std::optional<DType> dt = parse_dtype(t);
+         if (!dt) throw Error("", mp + "/dtype", cat("unknown dtype \"", t, "\""));
+         p.dtype = *dt;
+         p.dims = read_ints(*j, mp, "dims");
+         p.strides = read_ints(*j, mp, "strides");
+         p.box = read_ints(*j, mp, "box");
+         p.element_strides = read_ints(*j, mp, "element_strides");
+         p.swizzle = ju::get_int(ju::require(*j, "swizzle", mp), mp + "/swizzle");
+         p.oob_fill = ju::get_string(ju::require(*j, "oob_fill", mp), mp + "/oob_fill");
+       }
+       return p;
+     },
+     [](const FnParams& v, ojson& o) {
+       const TensorMapEncode& p = std::get<TensorMapEncode>(v);
+       o["tensor_map"] = {{"buffer", p.buffer},
+                          {"offset", p.offset},
+                          {"dtype", std::string(dtype_name(p.dtype))},
+                          {"dims", p.dims},
+                          {"strides", p.strides},
+                          {"box", p.box},
+                          {"element_strides", p.element_strides},
+                          {"swizzle", p.swizzle},
+                          {"oob_fill", p.oob_fill}};
      }},
 };
 static_assert(std::size(params_json) == std::variant_size_v<FnParams>,

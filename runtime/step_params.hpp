@@ -5,13 +5,16 @@
 #pragma once
 
 #include "runtime/activation.hpp"
+#include "runtime/dtype.hpp"
 #include "runtime/op.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 namespace kiln {
 
@@ -74,9 +77,28 @@ struct FusedPool {
   bool operator==(const FusedPool&) const = default;
 };
 
+// tensor_map.encode: a TMA tensor map (tiled mode) of the named buffer, written into the
+// step's 128-byte `map` buffer (DESIGN.md 4.4): the driver's cuTensorMapEncodeTiled
+// arguments, the global address being the buffer's plus `offset` bytes. The mapped buffer is
+// named, not an argument: the map holds its address, never its values, so the prepare phase
+// may map an activation it does not read.
+struct TensorMapEncode {
+  std::string buffer;           // the buffer whose memory the map describes
+  int64_t offset = 0;           // bytes from the buffer's start to element (0, ..., 0)
+  DType dtype = DType::f32;     // element type (the buffer's)
+  std::vector<int64_t> dims;    // elements per dimension, dimension 0 fastest (rank 1..5)
+  std::vector<int64_t> strides; // bytes between elements of dimensions 1.. (rank - 1 values)
+  std::vector<int64_t> box;     // elements per dimension of one copy (1..256)
+  std::vector<int64_t> element_strides; // traversal strides (1 only: what the emulator reads)
+  int64_t swizzle = 0;                  // bytes: 0 (none), 32, 64, 128
+  std::string oob_fill = "zero";        // out-of-bounds elements read as zeros (the only mode kept)
+  bool operator==(const TensorMapEncode&) const = default;
+};
+
 // One value per step; adding a parameter type is an alternative here and its JSON form
 // (runtime/step_params_json.cpp).
-using FnParams = std::variant<std::monostate, FoldBn, Sgd, Adam, Region, ChannelSlice, FusedPool>;
+using FnParams = std::variant<std::monostate, FoldBn, Sgd, Adam, Region, ChannelSlice, FusedPool,
+                              TensorMapEncode>;
 
 // The index of alternative P in FnParams.
 template <class P, size_t I = 0> constexpr size_t params_index() {
@@ -87,7 +109,7 @@ template <class P, size_t I = 0> constexpr size_t params_index() {
     return params_index<P, I + 1>();
 }
 
-// "none", "fold_bn", "sgd", "adam", "region", "channel_slice", "fused_pool".
+// "none", "fold_bn", "sgd", "adam", "region", "channel_slice", "fused_pool", "tensor_map".
 std::string_view params_name(size_t index);
 // A default value of alternative `index`.
 FnParams default_params(size_t index);

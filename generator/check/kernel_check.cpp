@@ -148,6 +148,14 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   m.kiln_version = p.kiln_version;
   m.dtype = f64 ? DType::f64 : p.dtype;
   Step s = step;
+  // A kernel's tensor maps (roles xmap0.., wmap): the device plan writes them in its prepare
+  // phase as the whole plan does, over its own buffers; the reference ignores them (inputs
+  // there, so that both plans number their buffers alike).
+  const auto is_map = [&](const Arg& a) {
+    return kernel && !f64 && p.buffers[a.buffer].role == BufferRole::derived &&
+           p.buffers[a.buffer].dtype == DType::u8;
+  };
+  std::vector<Step> encodes;
   std::map<int, int> remap;
   int64_t offset = 0;
   for (Arg& a : s.args) {
@@ -156,9 +164,18 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
       Buffer b = p.buffers[a.buffer];
       b.view_of = -1;
       const bool w = writes(step, a.role);
-      b.role = b.dtype == DType::i64 ? BufferRole::target
+      const bool map = is_map(a);
+      b.role = map                     ? BufferRole::derived
+               : b.dtype == DType::i64 ? BufferRole::target
                : w ? (step.fn == Fn::sgd_update ? BufferRole::param : BufferRole::output)
                    : BufferRole::input;
+      if (map)
+        if (const Phase* prep = p.phase("prepare"))
+          for (const Step& e : prep->steps)
+            if (e.fn == Fn::tensor_map_encode && e.need("map") == a.buffer) {
+              encodes.push_back(e);
+              encodes.back().args = {{"map", int(m.buffers.size())}};
+            }
       if (f64 && is_float(b.dtype)) b.dtype = DType::f64, b.layout = Layout::nchw;
       b.offset = offset;
       offset += (b.bytes() + 255) / 256 * 256;
@@ -181,6 +198,7 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   }
   // The loss output of softmax_xent.forward is a [1] buffer: keep its role an output.
   m.arena_bytes = offset;
+  if (!encodes.empty()) m.phases.push_back(Phase{"prepare", std::move(encodes)});
   m.phases.push_back(Phase{"forward", {s}});
   validate_plan(m);
   return m;
@@ -192,13 +210,16 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
   row.kernel = k.name;
   row.node = step.node;
   row.tolerance = tolerance_for(plan, step, math);
+  // Hopper's wgmma reads an f32 operand's top 19 bits (tf32 by truncation: relative error up
+  // to 2^-10 per operand, twice mma.sync's cvt.rna rounding): its tf32 tolerance is 1e-3.
+  if (math == "tf32" && k.name.starts_with("conv2d_hopper_wgmma")) row.tolerance = 1e-3;
   try {
     const Plan dev_plan = single_step_plan(plan, step, &k, false);
     const Plan ref_plan = single_step_plan(plan, step, nullptr, true);
     std::unique_ptr<Backend> dev_backend = device();
     cpu::CpuBackend ref_backend;
     Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
-    const Step& ds = dev_plan.phases[0].steps[0];
+    const Step& ds = dev_plan.phase("forward")->steps[0]; // after a prepare phase, if any
     const double d = density >= 0 ? density : step.sparse.density >= 0 ? step.sparse.density : 0.5;
     // A compacted input: the form of a random tensor with d nonzeros (x holds that tensor).
     std::optional<Compacted> sparse_in;
@@ -216,6 +237,10 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
     const int32_t nnz_before = 7; // a compaction adds to what its count holds
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
+      if (b.role == BufferRole::derived) { // a tensor map: the device's prepare phase writes it
+        ref.write(a.buffer, Tensor(b.dtype, b.shape));
+        continue;
+      }
       const bool out =
           b.role == BufferRole::output || (b.role == BufferRole::param && ds.fn == Fn::sgd_update);
       // A slice of a wide concat leaves the rest of y as it was: give it data too.

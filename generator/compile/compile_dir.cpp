@@ -33,6 +33,7 @@ namespace {
 
 struct Job {
   std::string name, entry, source_path, source;
+  std::string arch; // the directory's, or the kernel's own (sm_90a)
   bool no_spills = true;
   int registers_assumed = 0; // the cost model's estimate (0: the manifest has none)
   // results
@@ -137,6 +138,14 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     // holds its family to a register table; the others' estimates are rough by design.
     if (ks[i].contains("registers_assumed") && ks[i].value("min_blocks_per_sm", 1) > 1)
       j.registers_assumed = ju::get_int(ks[i]["registers_assumed"], ptr + "/registers_assumed");
+    // A kernel of an architecture-specific feature set (sm_90a: wgmma, setmaxnreg) names it.
+    j.arch = arch;
+    if (ks[i].contains("arch")) {
+      j.arch = ju::get_string(ks[i]["arch"], ptr + "/arch");
+      if (j.arch != arch + "a" && j.arch != arch)
+        throw Error(manifest_path, ptr + "/arch",
+                    cat("\"", j.arch, "\" is not the directory's ", arch, " or ", arch, "a"));
+    }
     jobs.push_back(std::move(j));
   }
   sum.kernels = int(jobs.size());
@@ -155,11 +164,16 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     if (version.empty()) throw Error("", "--compiler", cat("cannot run ", nvcc_path()));
     std::string include;
     if (o.compiler == "nvcc") include = write_template_tree(cache.dir() + "/include-" + templates_hash());
-    const int cc = std::stoi(arch.substr(3));
+    // nvcc's form of an architecture: -arch=sm_80, or for sm_90a (the "a" is no integer)
+    // -gencode=arch=compute_90a,code=sm_90a.
+    const auto nvcc_arch = [](const std::string& a) {
+      const std::string n = a.substr(3);
+      return n.ends_with('a') ? "-gencode=arch=compute_" + n + ",code=sm_" + n : "-arch=sm_" + n;
+    };
     parallel_for(jobs.size(), threads, [&](size_t i) {
       Job& j = jobs[i];
-      const std::string key = cache_key({o.compiler, version, KILN_VERSION, templates_hash(), arch,
-                                         identity, kNvrtcOptions, j.source});
+      const std::string key = cache_key({o.compiler, version, KILN_VERSION, templates_hash(),
+                                         j.arch, identity, kNvrtcOptions, j.source});
       std::optional<io::FileLock> held;
       if (o.use_cache)
         if (auto e = lookup(cache, key, held, j)) {
@@ -171,12 +185,12 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
         }
       CompileOutput out;
       if (o.compiler == "nvrtc") {
-        out = nvrtc_compile(j.source, "kernels/" + j.name + ".cu", j.entry, arch);
+        out = nvrtc_compile(j.source, "kernels/" + j.name + ".cu", j.entry, j.arch);
       } else {
         const std::string cubin = dir + "/kernels/" + j.name + ".cubin.tmp." + std::to_string(getpid());
-        const ProcessResult r = run_process({nvcc_path(), "-cubin", "-arch=sm_" + std::to_string(cc), "-std=c++17",
-                                             "-Xptxas", "-v", "--extra-device-vectorization", "-I", include,
-                                             "-o", cubin, j.source_path});
+        const ProcessResult r = run_process({nvcc_path(), "-cubin", nvcc_arch(j.arch), "-std=c++17",
+                                             "-Xptxas", "-v", "--extra-device-vectorization", "-I",
+                                             include, "-o", cubin, j.source_path});
         out.log = r.output;
         if (r.exit_code == 0) {
           const auto img = io::read_file(cubin);
@@ -189,8 +203,8 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       }
       j.log = out.log;
       if (!out.ok) {
-        j.error = fmt::format("kernel {}: {} failed for {}\n{}\n{}", j.name, o.compiler, arch, out.log,
-                              source_excerpt(out.log, j.source_path, j.source));
+        j.error = fmt::format("kernel {}: {} failed for {}\n{}\n{}", j.name, o.compiler, j.arch,
+                              out.log, source_excerpt(out.log, j.source_path, j.source));
         return;
       }
       j.ok = true;
@@ -202,6 +216,9 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     sum.output = dir + "/kernels/*.cubin";
     if (o.compiler == "nvcc" && std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.ok; })) {
       // One fatbin with every kernel: a translation unit including all instances.
+      // One architecture for the fatbin: sm_90a code runs on sm_90 GPUs only, as sm_90 does.
+      const bool any_a =
+          std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.arch.ends_with('a'); });
       std::string all;
       for (const Job& j : jobs) all += "#include \"" + fs::absolute(j.source_path).string() + "\"\n";
       const std::string pid = std::to_string(getpid());
@@ -209,8 +226,8 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       io::write_file_atomic(tu, all);
       const std::string fat = dir + "/kernels.fatbin";
       const ProcessResult r =
-          run_process({nvcc_path(), "-fatbin", "-arch=sm_" + std::to_string(cc), "-std=c++17", "-I",
-                       include, "-o", fat + ".tmp." + pid, tu});
+          run_process({nvcc_path(), "-fatbin", nvcc_arch(any_a ? arch + "a" : arch), "-std=c++17",
+                       "-I", include, "-o", fat + ".tmp." + pid, tu});
       std::error_code ec;
       fs::remove(tu, ec);
       if (r.exit_code != 0) throw CompileFailed("fatbin: nvcc failed\n" + r.output);
@@ -314,13 +331,15 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
       sum.warnings.push_back(fmt::format("kernel {} uses {} registers, the cost model assumed {}",
                                          j.name, j.res.registers, j.registers_assumed));
     updated["kernels"][i]["compiled"] = {
-        {"compiler", o.compiler}, {"arch", arch}, {"image", "kernels/" + j.name + ".cubin"},
+        {"compiler", o.compiler}, {"arch", j.arch}, {"image", "kernels/" + j.name + ".cubin"},
         {"registers", j.res.registers}, {"spill_stores", j.res.spill_stores},
         {"spill_loads", j.res.spill_loads}, {"stack_bytes", j.res.stack_bytes},
         {"shared_bytes", j.res.shared_bytes}, {"spills", spills}};
     if (const auto c = sass_census(dir + "/kernels/" + j.name + ".cubin"))
       updated["kernels"][i]["compiled"]["sass"] = {{"mma", c->mma()},
                                                    {"mma_count", c->hgmma + c->hmma},
+                                                   {"hgmma", c->hgmma},
+                                                   {"hmma", c->hmma},
                                                    {"tma_loads", c->tma_loads},
                                                    {"local_loads", c->local_loads},
                                                    {"local_stores", c->local_stores},

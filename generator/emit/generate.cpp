@@ -2,12 +2,14 @@
 
 #include "generator/compile/cache.hpp"
 #include "generator/emit/instance.hpp"
+#include "generator/emit/tensor_maps.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/lower/plan_builder.hpp"
 #include "generator/rewrite/fuse.hpp"
 #include "generator/rewrite/layouts.hpp"
 #include "generator/rewrite/prepare_phase.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
+#include "generator/select/families/hopper/conv_wgmma.hpp"
 #include "generator/tune/tuned_selection.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
@@ -84,6 +86,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     tuned.emplace(std::move(*db), gen.layout);
   gen.assigned = assign_kernels(p, g, o.all_variants, o.cudnn_only, tuned ? &*tuned : nullptr);
   hoist_parameter_work(p); // batchnorm folding and weight layouts: once, not every forward
+  insert_tensor_maps(p, gen.assigned); // the Hopper kernels' TMA maps: written once, prepare
   p.arch = g.arch;
   gen.plan = finish_plan(std::move(p));
 
@@ -111,6 +114,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["dynamic_smem"] = r.variant.dynamic_smem;
     k["args"] = r.variant.args;
     k["math"] = math_name(r.variant.math);
+    // wgmma and setmaxnreg exist only for sm_90a (not plain sm_90): compiled for it alone.
+    if (is_hopper_conv(r.variant)) k["arch"] = "sm_90a";
     k["promises_no_spills"] = r.variant.promises_no_spills;
     k["nodes"] = r.nodes;
     k["chosen"] = r.chosen;

@@ -12,8 +12,8 @@ const std::vector<const Family*>& all_families() {
     static const ConvertFamily convert;
     static const RegionCopyFamily region_copy;
     std::vector<const Family*> r;
-    for (auto group :
-         {implicit_gemm_families, conv_families, spatial_families, dense_families, sparse_families})
+    for (auto group : {hopper_families, implicit_gemm_families, conv_families, spatial_families,
+                       dense_families, sparse_families})
       for (const Family* f : group())
         r.push_back(f);
     r.push_back(&elementwise);

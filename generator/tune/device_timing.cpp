@@ -17,7 +17,10 @@ int rotation_copies(int64_t arena_bytes, const TimingOptions& o) {
 }
 
 Plan rotated_plan(const Plan& single, int copies) {
-  if (single.phases.size() != 1 || single.phases[0].steps.size() != 1)
+  // One step, after a prepare phase of its kernel's tensor maps where it has one.
+  const Phase* fwd = single.phase("forward");
+  const Phase* prep = single.phase("prepare");
+  if (!fwd || fwd->steps.size() != 1 || single.phases.size() != (prep ? 2u : 1u))
     throw Error("", "timing", "expects a plan of one step");
   Plan r = single;
   r.buffers.clear();
@@ -25,12 +28,15 @@ Plan rotated_plan(const Plan& single, int copies) {
   r.outputs.clear();
   r.params.clear();
   r.target = r.loss = -1;
-  r.phases[0].steps.clear();
+  r.phases.clear();
+  if (prep) r.phases.push_back(Phase{"prepare", {}});
+  r.phases.push_back(Phase{"forward", {}});
   const int64_t stride = (single.arena_bytes + 255) / 256 * 256;
   for (int c = 0; c < copies; ++c) {
     const int base = int(r.buffers.size());
+    const std::string suffix = "#" + std::to_string(c);
     for (Buffer b : single.buffers) {
-      b.name += "#" + std::to_string(c);
+      b.name += suffix;
       b.offset += stride * c;
       if (b.view_of >= 0) b.view_of += base;
       r.buffers.push_back(b);
@@ -39,10 +45,17 @@ Plan rotated_plan(const Plan& single, int copies) {
       r.inputs.push_back(base + i);
     for (int o : single.outputs)
       r.outputs.push_back(base + o);
-    Step s = single.phases[0].steps[0];
+    if (prep)
+      for (Step e : prep->steps) { // each copy's maps describe that copy's buffers
+        for (Arg& a : e.args)
+          a.buffer += base;
+        if (e.fn == Fn::tensor_map_encode) e.tensor_map().buffer += suffix;
+        r.phases.front().steps.push_back(e);
+      }
+    Step s = fwd->steps[0];
     for (Arg& a : s.args)
       a.buffer += base;
-    r.phases[0].steps.push_back(s);
+    r.phases.back().steps.push_back(s);
   }
   r.arena_bytes = stride * copies;
   validate_plan(r);
@@ -59,6 +72,7 @@ DeviceTiming time_rotated(const Plan& single, Backend& backend, const TimingOpti
   uint64_t st = 0x7157;
   for (size_t i = 0; i < single.buffers.size(); ++i) {
     const Buffer& b = single.buffers[i];
+    if (b.role == BufferRole::derived) continue; // tensor maps: encoded when bound (prepare)
     Tensor t(b.dtype, b.shape);
     if (is_float(b.dtype))
       for (int64_t e = 0; e < t.numel(); ++e)
@@ -68,7 +82,8 @@ DeviceTiming time_rotated(const Plan& single, Backend& backend, const TimingOpti
   for (int c = 0; c < copies; ++c)
     for (auto& [i, t] : data)
       backend.upload(int(i + single.buffers.size() * size_t(c)), t);
-  const Phase& phase = r.phases[0];
+  // The cuda backend encoded the tensor maps of the prepare phase when it was prepared.
+  const Phase& phase = *r.phase("forward");
   size_t next = 0;
   const StepTimes t = time_steps(backend, std::max(o.warmup, copies), o.runs, [&] {
     backend.run(phase.steps[next]);

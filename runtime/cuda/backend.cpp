@@ -1,7 +1,9 @@
 #include "runtime/cuda/backend.hpp"
 
 #include "runtime/cuda/device.hpp"
+#include "runtime/cuda/tensor_map.hpp"
 #include "runtime/error.hpp"
+#include "runtime/ops/tensor_map.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fstream>
@@ -86,6 +88,22 @@ void CudaBackend::prepare(const Plan& plan) {
             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", at);
     kernels_.push_back(std::move(l));
   }
+  // Tensor maps (tensor_map.encode steps): the arena's addresses are fixed from here on, so
+  // each map is encoded and copied now, once per binding; its step then has nothing to do
+  // (and a CUDA graph captures no copy from pageable host memory).
+  for (const Phase& ph : plan.phases)
+    for (const Step& st : ph.steps)
+      if (st.fn == Fn::tensor_map_encode && st.kind != StepKind::free) {
+        const Buffer& out = plan.buffers[st.need("map")];
+        EncodedTensorMap bytes;
+        try {
+          bytes = encode_tensor_map(tensor_map_of(plan, st.tensor_map(), arena_));
+        } catch (const Error& e) {
+          throw Error("", where(st), e.message());
+        }
+        check(cudaMemcpy(arena_ + out.offset, bytes.data(), sizeof bytes, cudaMemcpyHostToDevice),
+              "cudaMemcpy of a tensor map", out.name);
+      }
   bool has_library = false;
   for (const Phase& ph : plan.phases)
     for (const Step& st : ph.steps)
@@ -124,6 +142,7 @@ void CudaBackend::poison(int buffer) {
 
 void CudaBackend::run(const Step& step) {
   if (replaying_) return;
+  if (step.fn == Fn::tensor_map_encode) return; // encoded when the plan was bound (prepare)
   const std::string at = where(step);
   if (!options_.graphs) nvtxRangePushA(step.node.c_str());
   if (step.kind == StepKind::launch) {

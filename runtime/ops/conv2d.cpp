@@ -67,9 +67,19 @@ constexpr OpDef op_defs[] = {{.kind = OpKind::conv2d,
                               .thop_flops = thop_flops,
                               .width = &Attrs::out_channels}};
 
-// conv2d.forward: x, w, [b], [residual], [nnz: guard] -> y (the epilogue), [compacted y].
-constexpr sv fwd_in[] = {"x", "w", "b", "residual", "nnz"};
+// conv2d.forward: x, w, [b], [residual], [nnz: guard], [xmap0.., wmap: the TMA tensor maps a
+// Hopper kernel reads, runtime/ops/tensor_map.cpp; the reference ignores them] -> y (the
+// epilogue), [compacted y].
+constexpr sv fwd_in[] = {"x",     "w",     "b",     "residual", "nnz",   "xmap0", "xmap1", "xmap2",
+                         "xmap3", "xmap4", "xmap5", "xmap6",    "xmap7", "xmap8", "wmap"};
 constexpr sv fwd_optional[] = {"b", "residual", "nnz", "y_values", "y_index", "y_count", "y_nnz"};
+constexpr sv fwd_map_optional[] = {"b",     "residual", "nnz",   "y_values", "y_index", "y_count",
+                                   "y_nnz", "xmap0",    "xmap1", "xmap2",    "xmap3",   "xmap4",
+                                   "xmap5", "xmap6",    "xmap7", "xmap8",    "wmap"};
+constexpr RoleType fwd_types[] = {
+    {"xmap0", ArgType::u8}, {"xmap1", ArgType::u8}, {"xmap2", ArgType::u8}, {"xmap3", ArgType::u8},
+    {"xmap4", ArgType::u8}, {"xmap5", ArgType::u8}, {"xmap6", ArgType::u8}, {"xmap7", ArgType::u8},
+    {"xmap8", ArgType::u8}, {"wmap", ArgType::u8}};
 
 template <class T> void forward(const StepArgs<T>& c) {
   cpu::conv2d<T>(c.s.attrs, c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
@@ -212,9 +222,10 @@ template <class T> void pool_forward(const StepArgs<T>& c) {
 constexpr FnDef fn_defs[] = {
     {.fn = Fn::conv2d_forward,
      .name = "conv2d.forward",
-     .signature = {fwd_in, roles::y_compacted, fwd_optional, roles::y_nnz},
+     .signature = {fwd_in, roles::y_compacted, fwd_map_optional, roles::y_nnz},
      .epilogue = true,
      .guardable = true,
+     .types = fwd_types,
      .check = check_weighted_forward,
      .cpu_f32 = forward<float>,
      .cpu_f64 = forward<double>},

@@ -20,8 +20,8 @@ template <class T> struct StepArgs; // runtime/cpu/step_args.hpp
 }
 
 // The dtype of an argument that is not a float. The compacted forms' roles (index, count:
-// u8; nnz: i32) need no listing.
-enum class ArgType { any, i32, i64 };
+// u8; nnz: i32) need no listing; u8: a tensor map's 128 bytes (tensor_map.encode).
+enum class ArgType { any, i32, i64, u8 };
 struct RoleType {
   std::string_view role;
   ArgType type;

@@ -44,7 +44,8 @@
   X(region)                                                                                        \
   X(fill_zero)                                                                                     \
   X(sparse)                                                                                        \
-  X(partial)
+  X(partial)                                                                                       \
+  X(tensor_map)
 
 namespace kiln {
 

@@ -19,4 +19,9 @@ inline constexpr sv nnz[] = {"nnz"};
 inline constexpr sv y_compacted[] = {"y", "y_values", "y_index", "y_count", "y_nnz"};
 inline constexpr sv y_form[] = {"y_values", "y_index", "y_count", "y_nnz"}, y_nnz[] = {"y_nnz"};
 
+// The TMA tensor maps a Hopper kernel reads (128-byte buffers tensor_map.encode writes): x's,
+// one per row/column parity of a strided conv (up to 3 x 3), and w's.
+inline constexpr sv tensor_maps[] = {"xmap0", "xmap1", "xmap2", "xmap3", "xmap4",
+                                     "xmap5", "xmap6", "xmap7", "xmap8", "wmap"};
+
 } // namespace kiln::roles

@@ -1,14 +1,11 @@
 """The SASS census (`kiln compile` with a disassembler): resnet50 generated for the H100 in
-f16 and tf32 (f32 on tensor cores), compiled with NVRTC for sm_90; per chosen conv kernel of
-the tensor-core family: tensor-core instructions present, no local-memory traffic (LDL/STL),
-registers as the cost model assumed (no more than its estimate, and the blocks per SM those
-registers allow at least the blocks it priced, which the kernel's __launch_bounds__ promise).
-The disassembler comes from PyPI into build/tools (`make test` fetches it); without it this
-test is skipped (exit 77), saying so.
-
-Not asserted yet, and why: HGMMA and TMA loads (UTMALDG) — kiln has no Hopper family yet,
-every tensor-core kernel is mma.sync (HMMA). The census records them (mma, tma_loads) so
-that those assertions are one line each when they hold.
+f16 and tf32 (f32 on tensor cores), compiled with NVRTC for sm_90 (the Hopper family's
+kernels for sm_90a); per chosen conv kernel: the mma.sync family HMMA and registers as the
+cost model assumed (no more than its estimate, and the blocks per SM those registers allow at
+least the blocks it priced, which the kernel's __launch_bounds__ promise), the Hopper family
+(conv2d_hopper_wgmma) HGMMA and no HMMA, with TMA loads (UTMALDG); no kernel with
+local-memory traffic (LDL/STL). The disassembler comes from PyPI into build/tools (`make
+test` fetches it); without it this test is skipped (exit 77), saying so.
 """
 import glob
 import json
@@ -31,7 +28,7 @@ for dtype in ("f16", "f32"):
             "--image", "64x64", "-o", out)
     kt.kiln("compile", out, "-j", "2")
     man = json.load(open(os.path.join(out, "manifest.json")))
-    igemm = 0
+    igemm = hopper = 0
     for k in man["kernels"]:
         sass = k.get("compiled", {}).get("sass")
         kt.check(sass is not None, f"{dtype} {k['name']}: no census in the manifest")
@@ -54,10 +51,16 @@ for dtype in ("f16", "f32"):
                      f"{k['name']}: {regs} registers allow {by_regs} blocks/SM, the model "
                      f"priced {k['blocks_per_sm_assumed']} (launch bounds "
                      f"{k['min_blocks_per_sm']})")
-        if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm")):
+        if k["chosen"] and k["family"] == "conv2d_hopper_wgmma":
+            hopper += 1
+            kt.check(sass["mma"] == "HGMMA" and sass["hgmma"] >= 4 and sass["hmma"] == 0,
+                     f"{k['name']}: Hopper family without HGMMA (or with HMMA): {sass}")
+            kt.check(sass["tma_loads"] > 0, f"{k['name']}: Hopper family without UTMALDG: {sass}")
+        if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm",
+                                     "conv2d_hopper_wgmma")):
             kt.check(sass["mma"] == "", f"{k['name']}: MMA outside the tensor-core families")
-    kt.check(igemm >= 5, f"{dtype}: only {igemm} implicit-GEMM convs chosen")
-    print(f"{dtype}: {len(man['kernels'])} kernels censused, {igemm} implicit-GEMM convs, "
-          f"HMMA in each, no LDL/STL, registers as assumed")
+    kt.check(hopper >= 5, f"{dtype}: only {hopper} Hopper convs chosen on the h100")
+    print(f"{dtype}: {len(man['kernels'])} kernels censused, {hopper} Hopper convs (HGMMA, "
+          f"UTMALDG, no HMMA), {igemm} mma.sync convs (HMMA, registers as assumed), no LDL/STL")
 
 kt.finish()

@@ -85,7 +85,14 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
     const int dr = r - Cfg::PH, dt = t - Cfg::PW;
     const int ph = (dr % G::SH + G::SH) % G::SH, pw = (dt % G::SW + G::SW) % G::SW;
     const int cr = (dr - ph) / G::SH, ct = (dt - pw) / G::SW;
-    const TensorMap* xmap = tensor_map_arg(args, ph * G::SW + pw);
+    // The map chosen by comparisons over constant indices: a parameter indexed at run time
+    // would copy the kernel's argument array to local memory (16 STL in a tf32 stride-2 3x3
+    // whose tap loop ptxas did not unroll).
+    const int which = ph * G::SW + pw;
+    const TensorMap* xmap = tensor_map_arg(args, 0);
+#pragma unroll
+    for (int m = 1; m < G::MAPS; ++m)
+      if (m == which) xmap = tensor_map_arg(args, m);
     tma_load(a, xmap, full + s, cb * G::BKC, q0 + ct, p0 + cr, n);
     tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, o0);
   }

@@ -1,0 +1,183 @@
+// templates/conv/hopper/igemm_wgmma.cuh, seen from the generator.
+#include "generator/select/families/hopper/conv_wgmma.hpp"
+
+#include "generator/cost/roofline.hpp"
+#include "generator/select/epilogue.hpp"
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+// A pixel tile and its consumer warpgroups (TP * TQ = 64 per consumer); the flat ones for
+// small feature maps (a tile covers one image's pixels only).
+struct PixelTile {
+  int tp, tq, consumers;
+};
+constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2}, {4, 32, 2}, {32, 4, 2},
+                                     {8, 8, 1},  {4, 16, 1}, {16, 4, 1}};
+constexpr int kBns[] = {256, 128, 64};
+constexpr int kMaxStages = 4;
+
+// Efficiency prior (the fraction of the tensor peak this family reaches, before tile
+// utilisation): warp-specialised TMA + wgmma kernels reach about 75% of an H100's dense peak
+// where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2; cuDNN 9's sm_90a
+// convs are all of this kind). Two consumer warpgroups keep one wgmma group in flight each
+// while the other waits: 0.8; one consumer: 0.7. Stated, not measured (no GPU was lent):
+// kiln bench/tune replace it.
+double efficiency_prior(int consumers) { return consumers == 2 ? 0.8 : 0.7; }
+
+// The cost model (generator/cost/kernel_cost.cpp, today) multiplies a variant's efficiency by
+// a latency-hiding factor from its resident warps, min(1, 0.25 + 1.5 * warps / SM's warps):
+// 0.44-0.53 for this family's one block of 8-12 warps per SM. A TMA ring hides latency by
+// its stages in flight, not by warps, so the prior is divided by that factor here, making the
+// price the prior's fraction of peak. When the cost model prices pipeline depth itself, this
+// division goes (and the efficiency field returns to the plain prior).
+double warp_hiding_the_model_applies(const GpuDesc& g, int64_t threads) {
+  return std::min(1.0, 0.25 + 1.5 * double(threads) / double(g.max_threads_per_sm));
+}
+int64_t cfg_int_of(const Variant& v, std::string_view name) {
+  for (const CfgEntry& e : v.cfg)
+    if (e.name == name) return std::get<int64_t>(e.value);
+  throw Error("", v.name, cat("has no constant ", name));
+}
+
+} // namespace
+
+bool is_hopper_conv(const Variant& v) { return v.family == "conv2d_hopper_wgmma"; }
+
+std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
+  const Step& st = s.step;
+  if (st.fn != Fn::conv2d_forward || st.accumulate || st.sparse.guard != Guard::none ||
+      st.arg("y_values") >= 0 || s.cc() != 90)
+    return {};
+  const Attrs& a = st.attrs;
+  if (a.groups != 1 || a.dilation[0] != 1 || a.dilation[1] != 1 || !padding_end_tag(a).empty())
+    return {};
+  const Buffer& xb = s.arg("x");
+  const DType t = xb.dtype;
+  if (t != DType::f16 && t != DType::bf16 && t != DType::f32) return {};
+  for (const Arg& arg : st.args)
+    if (s.plan.buffers[arg.buffer].dtype != t) return {};
+  const std::optional<Math> math = tensor_core_math(t, s.cc());
+  if (!math) return {};
+  // Tensor maps read x as NHWC in place: an NCHW x (a network's input) would need a
+  // conversion this family's price does not include.
+  if (xb.layout != Layout::nhwc) return {};
+  const Shape &x = xb.shape, &w = s.shape("w"), &y = s.shape("y");
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return {};
+  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], O = w[0], KH = w[2], KW = w[3];
+  const int64_t OH = y[2], OW = y[3], SH = a.stride[0], SW = a.stride[1];
+  const int64_t es = int64_t(dtype_size(t));
+  if (C * es % 128 != 0 || H < SH || W < SW || SH * SW > 9) return {};
+  // The template indexes with 32-bit ints.
+  if (std::max({numel(x), numel(w), numel(y)}) >= (int64_t(1) << 31)) return {};
+  const KernelEpilogue ep = epilogue_of(s);
+  const int64_t M = N * OH * OW, K = KH * KW * C;
+  const std::string shape = fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W, O, KH,
+                                        KW, SH, SW, a.padding[0], a.padding[1], ep.tag());
+  const double bytes = double((numel(x) + numel(w) + (ep.bias ? O : 0)) * es) +
+                       double(numel(y) * (ep.residual ? 2 : 1) * es);
+  const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
+  std::vector<Variant> out;
+  for (const PixelTile& pt : kPixelTiles)
+    for (int bn : kBns) {
+      if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
+      const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * 128;
+      const int64_t stages = std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + 16));
+      if (stages < 2) continue;
+      const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
+      const int64_t o_blocks = (O + bn - 1) / bn, tiles = N * tiles_p * tiles_q * o_blocks;
+      const int64_t threads = 128 * (1 + pt.consumers);
+      Variant v;
+      v.family = std::string(name());
+      v.header = "conv/hopper/igemm_wgmma.cuh";
+      v.function = "kiln::hopper_conv::conv_fwd";
+      v.name = fmt::format("conv2d_hopper_wgmma_{}_nhwc_t{}x{}_bn{}_s{}_c{}_{}_sm90a", dtype_tag(t),
+                           pt.tp, pt.tq, bn, stages, pt.consumers, shape);
+      cfg_type(v, "T", cpp_type(t));
+      for (auto [k, val] : {std::pair{"N", N},
+                            {"C", C},
+                            {"H", H},
+                            {"W", W},
+                            {"O", O},
+                            {"KH", KH},
+                            {"KW", KW},
+                            {"SH", SH},
+                            {"SW", SW},
+                            {"PH", a.padding[0]},
+                            {"PW", a.padding[1]},
+                            {"OH", OH},
+                            {"OW", OW}})
+        cfg_int(v, k, val);
+      cfg_int(v, "TP", pt.tp);
+      cfg_int(v, "TQ", pt.tq);
+      cfg_int(v, "BN", bn);
+      cfg_int(v, "STAGES", stages);
+      cfg_int(v, "CONSUMERS", pt.consumers);
+      ep.cfg(v);
+      for (int64_t m = 0; m < SH * SW; ++m)
+        v.args.push_back(fmt::format("xmap{}", m));
+      v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
+      ep.add_args(v);
+      v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+      if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+      v.block = {threads, 1, 1};
+      v.grid = {tiles, 1, 1}; // one block per output tile (the template is persistent below)
+      v.dynamic_smem = 1024 + stages * stage + 16 * stages;
+      // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
+      // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
+      // (ptxas' report, NVRTC 13 for sm_90a).
+      v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
+      v.flops = 2.0 * double(M) * double(O) * double(K);
+      v.bytes = bytes;
+      v.math = *math;
+      const double util = double(OH) / double(tiles_p * pt.tp) * double(OW) /
+                          double(tiles_q * pt.tq) * double(O) / double(o_blocks * bn);
+      v.efficiency =
+          efficiency_prior(pt.consumers) * util / warp_hiding_the_model_applies(s.gpu, threads);
+      v.note = fmt::format(
+          "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
+          "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map",
+          M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW);
+      out.push_back(std::move(v));
+    }
+  return out;
+}
+
+std::vector<std::pair<std::string, TensorMapEncode>>
+hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
+  const Buffer& xb = p.buffers[s.need("x")];
+  const Buffer& wb = p.buffers[s.need("w")];
+  const int64_t es = int64_t(dtype_size(xb.dtype));
+  const int64_t N = cfg_int_of(v, "N"), C = cfg_int_of(v, "C"), H = cfg_int_of(v, "H"),
+                W = cfg_int_of(v, "W"), O = cfg_int_of(v, "O"), SH = cfg_int_of(v, "SH"),
+                SW = cfg_int_of(v, "SW"), K = cfg_int_of(v, "KH") * cfg_int_of(v, "KW") * C;
+  std::vector<std::pair<std::string, TensorMapEncode>> maps;
+  TensorMapEncode m;
+  m.dtype = xb.dtype;
+  m.swizzle = 128;
+  m.element_strides = {1, 1, 1, 1};
+  for (int64_t ph = 0; ph < SH; ++ph)
+    for (int64_t pw = 0; pw < SW; ++pw) {
+      m.buffer = xb.name;
+      m.offset = (ph * W + pw) * C * es;
+      m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
+      m.strides = {SW * C * es, SH * W * C * es, H * W * C * es};
+      m.box = {128 / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
+      maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
+    }
+  m.buffer = wb.name;
+  m.offset = 0;
+  m.dims = {K, O};
+  m.strides = {K * es};
+  m.box = {128 / es, cfg_int_of(v, "BN")};
+  m.element_strides = {1, 1};
+  maps.push_back({"wmap", m});
+  return maps;
+}
+
+} // namespace kiln

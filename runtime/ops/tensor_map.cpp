@@ -1,0 +1,112 @@
+// tensor_map.encode: -> map (a u8 [128] derived buffer), the TMA tensor map of a named buffer
+// (TensorMapEncode), run in the prepare phase: the arena's addresses are fixed once it is
+// allocated, so a map is written once per binding. The cpu reference (and the emulator,
+// which runs it the same way) writes the KilnTensorMap with the host address; the cuda
+// backend encodes the driver's CUtensorMap (runtime/cuda/tensor_map.cpp).
+#include "runtime/ops/tensor_map.hpp"
+
+#include "runtime/cpu/step_args.hpp"
+#include "runtime/error.hpp"
+#include "runtime/ops/registry.hpp"
+#include "runtime/ops/step_check.hpp"
+
+#include <cstring>
+
+namespace kiln {
+
+std::string tensor_map_problem(const Plan& p, const TensorMapEncode& m) {
+  const int b = p.find_buffer(m.buffer);
+  if (b < 0) return cat("maps no buffer: there is none named \"", m.buffer, "\"");
+  const Buffer& buf = p.buffers[b];
+  if (m.dtype != buf.dtype)
+    return cat("dtype ", dtype_name(m.dtype), " is not the dtype of \"", m.buffer, "\" (",
+               dtype_name(buf.dtype), ")");
+  const size_t rank = m.dims.size();
+  if (rank < 1 || rank > KILN_TMA_MAX_RANK) return cat("rank ", rank, " outside 1..5");
+  if (m.strides.size() != rank - 1)
+    return cat("strides: ", m.strides.size(), " values, expected ", rank - 1, " (dimensions 1..)");
+  if (m.box.size() != rank) return cat("box: ", m.box.size(), " values, expected ", rank);
+  if (m.element_strides.size() != rank)
+    return cat("element_strides: ", m.element_strides.size(), " values, expected ", rank);
+  const int64_t es = int64_t(dtype_size(m.dtype));
+  int64_t last = m.offset + es; // one past the farthest byte the map reaches
+  for (size_t d = 0; d < rank; ++d) {
+    if (m.dims[d] < 1 || m.dims[d] > (int64_t(1) << 32))
+      return cat("dims[", d, "] = ", m.dims[d], " outside 1..2^32");
+    if (m.box[d] < 1 || m.box[d] > 256) return cat("box[", d, "] = ", m.box[d], " outside 1..256");
+    if (m.element_strides[d] != 1)
+      return cat("element_strides[", d, "] = ", m.element_strides[d],
+                 ": only 1 is supported (the emulator reads dense boxes)");
+    const int64_t stride = d == 0 ? es : m.strides[d - 1];
+    if (d > 0 && (stride <= 0 || stride % 16 || stride >= (int64_t(1) << 40)))
+      return cat("strides[", d - 1, "] = ", stride, " is not a multiple of 16 bytes in 16..2^40");
+    last += (m.dims[d] - 1) * stride;
+  }
+  if (m.box[0] * es % 16) return cat("box[0] * ", es, " bytes is not a multiple of 16 bytes");
+  if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
+    return cat("swizzle ", m.swizzle, " is not 0, 32, 64 or 128 bytes");
+  if (m.swizzle && m.box[0] * es > m.swizzle)
+    return cat("a box row of ", m.box[0] * es, " bytes is wider than the swizzle span (", m.swizzle,
+               ")");
+  if (m.oob_fill != "zero") return cat("oob_fill \"", m.oob_fill, "\": only \"zero\" is supported");
+  if (m.offset < 0 || (buf.offset + m.offset) % 16)
+    return cat("the address of \"", m.buffer, "\" + ", m.offset, " bytes is not 16-byte aligned");
+  if (last > buf.bytes())
+    return cat("reaches byte ", last, " of \"", m.buffer, "\", which has ", buf.bytes());
+  return "";
+}
+
+KilnTensorMap tensor_map_of(const Plan& p, const TensorMapEncode& m, const std::byte* arena) {
+  KilnTensorMap t;
+  std::memset(&t, 0, sizeof t);
+  t.global = arena + p.buffers[p.find_buffer(m.buffer)].offset + m.offset;
+  t.rank = unsigned(m.dims.size());
+  t.elem_bytes = unsigned(dtype_size(m.dtype));
+  t.swizzle = unsigned(m.swizzle);
+  for (size_t d = 0; d < m.dims.size(); ++d) {
+    t.dims[d] = (unsigned long long)m.dims[d];
+    t.strides[d] = d == 0 ? t.elem_bytes : (unsigned long long)m.strides[d - 1];
+    t.box[d] = unsigned(m.box[d]);
+  }
+  return t;
+}
+
+namespace {
+
+using sv = std::string_view;
+constexpr sv map_out[] = {"map"};
+constexpr RoleType types[] = {{"map", ArgType::u8}};
+static_assert(sizeof(KilnTensorMap) <= 128, "a map fits its 128-byte buffer");
+
+void check_encode(const StepCheck& c) {
+  c.expect("map", {128});
+  if (c.p.buffers[c.s.need("map")].offset % 64)
+    c.fail("the map buffer is not 64-byte aligned in the arena");
+  if (const std::string why = tensor_map_problem(c.p, c.s.tensor_map()); !why.empty())
+    c.fail("tensor map: " + why);
+}
+
+// The map with the host arena's address, as the emulator's kernels read it.
+template <class T> void encode(const cpu::StepArgs<T>& c) {
+  const KilnTensorMap t = tensor_map_of(c.p, c.s.tensor_map(), c.arena);
+  std::byte* out = c.arena + c.p.buffers[c.s.need("map")].offset;
+  std::memset(out, 0, 128);
+  std::memcpy(out, &t, sizeof t);
+}
+
+constexpr FnDef fn_defs[] = {{.fn = Fn::tensor_map_encode,
+                              .name = "tensor_map.encode",
+                              .signature = {{}, map_out, {}},
+                              .params = params_index<TensorMapEncode>(),
+                              .types = types,
+                              .check = check_encode,
+                              .cpu_f32 = encode<float>,
+                              .cpu_f64 = encode<double>}};
+
+} // namespace
+
+namespace ops {
+OpFile tensor_map_file() { return {{}, fn_defs}; }
+} // namespace ops
+
+} // namespace kiln

@@ -1,0 +1,80 @@
+"""The Hopper family end to end on the emulator (issue 18's acceptance, at a reduced size):
+resnet50 generated for the H100 chooses conv2d_hopper_wgmma for the convs it serves (C a
+multiple of 128 bytes: every conv but conv1) where the cost model predicts it faster (at
+these small sizes the 1x1 convs of 2x2-8x8 maps mostly stay on the direct family: a pixel
+tile covers one image, so a 2x2 map fills 4 of its 64 rows), the plan writes each kernel's TMA tensor maps
+once in its prepare phase (tensor_map.encode), `kiln check --device emu` passes every chosen
+kernel in f16, bf16 and f32 (tf32 on the tensor cores), and `kiln run --device emu` matches
+the cpu backend within the dtype's tolerance."""
+import json
+import os
+import shutil
+
+import numpy as np
+
+import kiln_test as kt
+
+d = kt.tmpdir()
+
+
+def path(*p):
+    return os.path.join(d, *p)
+
+
+def generated(dtype, image, batch):
+    out = path(f"r50_{dtype}")
+    kt.kiln("generate", "resnet50", "--gpu", "h100", "--dtype", dtype, "--image", image,
+            "--batch", batch, "-o", out)
+    man = json.load(open(path(out, "manifest.json")))
+    plan = json.load(open(path(out, "plan.json")))
+    return out, man, plan
+
+
+# The least Hopper convs of each, as the cost model chose on 2026-11-26 (24, 20, 11 of 53).
+for dtype, image, batch, least in (("f16", 64, 2, 20), ("bf16", 64, 1, 15), ("f32", 64, 1, 8)):
+    out, man, plan = generated(dtype, image, batch)
+    hopper = [k for k in man["kernels"] if k["family"] == "conv2d_hopper_wgmma"]
+    convs = sum(len(k["nodes"]) for k in man["kernels"]
+                if k["family"] in ("conv2d_hopper_wgmma", "conv2d_implicit_gemm", "conv2d_direct")
+                and any("conv2d.forward" in n for n in k["nodes"]))
+    chosen = sum(len(k["nodes"]) for k in hopper)
+    kt.check(chosen >= least, f"{dtype}: {chosen} of {convs} convs on the Hopper family")
+    kt.check(all(k["arch"] == "sm_90a" for k in hopper), f"{dtype}: a Hopper kernel not for sm_90a")
+    prep = plan["phases"]["prepare"]
+    encodes = [s for s in prep if s.get("fn") == "tensor_map.encode"]
+    kt.check(not any(s.get("fn") == "tensor_map.encode" for s in plan["phases"]["forward"]),
+             f"{dtype}: a tensor map encoded in the forward phase")
+    kt.check(len(encodes) >= chosen, f"{dtype}: {len(encodes)} maps for {chosen} Hopper convs")
+    out_check, _ = kt.kiln("check", out, "--device", "emu")
+    print(f"{dtype} (image {image}, batch {batch}): {chosen} of {convs} convs on "
+          f"{len(hopper)} Hopper kernels, {len(encodes)} tensor maps; kiln check --device emu ok")
+    if dtype != "f16":
+        continue
+    # A lying tensor map is an error naming its step when the plan is read.
+    at = prep.index(encodes[0])
+    for field, value, says in (("swizzle", 96, "swizzle 96"), ("box", [300, 8, 8, 1], "box[0] = 300"),
+                               ("strides", [24, 2048, 65536], "not a multiple of 16"),
+                               ("buffer", "nothing", "no buffer"),
+                               ("oob_fill", "nan", "oob_fill")):
+        bad = path(f"bad_{field}")
+        shutil.copytree(out, bad)
+        broken = json.loads(json.dumps(plan))
+        broken["phases"]["prepare"][at]["tensor_map"][field] = value
+        json.dump(broken, open(path(bad, "plan.json"), "w"))
+        kt.expect_error(["check", bad, "--device", "emu"], f"/phases/prepare/{at}", "tensor map", says)
+
+# The whole network on the emulator against the cpu backend.
+rng = np.random.default_rng(7)
+x = rng.standard_normal((1, 3, 64, 64)).astype(np.float32)
+np.save(path("x.npy"), x)
+for dev in ("emu", "cpu"):
+    args = ["run", "resnet50", "--device", dev, "--dtype", "f16", "--image", "64", "--batch", "1",
+            "--input", path("x.npy"), "--output", path(f"{dev}.npy")]
+    if dev == "emu":
+        args += ["--gpu", "h100"]
+    kt.kiln(*args)
+r = kt.rel(np.load(path("emu.npy")), np.load(path("cpu.npy")))
+print(f"resnet50 f16 image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
+kt.check(r < 1e-2, f"resnet50 f16: emu differs from cpu by {r}")
+
+kt.finish()
