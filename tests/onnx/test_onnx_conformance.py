@@ -45,7 +45,7 @@ SUPPORTED = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePo
              "Gemm", "MatMul", "Add", "Concat", "Flatten", "Reshape", "Squeeze", "Relu", "Clip", "Resize",
              "Upsample", "Softmax", "Identity", "Dropout", "Constant", "Shape", "Gather", "Unsqueeze", "Cast",
              "Slice", "Sub", "Mul", "Div", "HardSwish", "HardSigmoid", "Sigmoid", "Erf", "Gelu",
-             "ReduceMean", "LayerNormalization", "Transpose", "Split", "ReduceMax"}
+             "ReduceMean", "LayerNormalization", "Transpose", "Split", "ReduceMax", "ReduceSum"}
 
 
 def categorize(reason):

@@ -12,7 +12,8 @@ extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, re
     add_lowering, concat_lowering, flatten_lowering, upsample2d_lowering, softmax_lowering,
     fold_lowering, unfold_lowering, hardswish_lowering, clip_lowering, hardsigmoid_lowering,
     sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering,
-    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering;
+    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering, reduce_sum_lowering,
+    reduce_mean_lowering, reduce_max_lowering;
 } // namespace lowering
 
 namespace {
@@ -44,6 +45,9 @@ const std::array kRules{
     &lowering::layernorm_lowering,
     &lowering::channel_shuffle_lowering,
     &lowering::channel_slice_lowering,
+    &lowering::reduce_sum_lowering,
+    &lowering::reduce_mean_lowering,
+    &lowering::reduce_max_lowering,
 };
 
 } // namespace
