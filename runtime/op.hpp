@@ -44,6 +44,9 @@ enum class OpKind {
   layernorm,        // over the channels of each position (ONNX LayerNormalization), weight and bias
   channel_shuffle,  // ShuffleNet's: [N, g, C/g, H, W] transposed to [N, C/g, g, H, W], groups = g
   channel_slice,    // channels [begin, end) of x (ONNX Split / Slice on axis 1)
+  reduce_sum,       // sum over any of C, H, W (reduce_c/h/w), keepdims as ONNX ReduceSum
+  reduce_mean,      // mean over any of C, H, W
+  reduce_max,       // max over any of C, H, W (gradient to the first maximum)
 };
 
 // clang-format off
@@ -54,7 +57,8 @@ inline constexpr OpKind all_ops[] = {
     OpKind::softmax,    OpKind::fold,           OpKind::unfold,             OpKind::hardswish,
     OpKind::clip,       OpKind::hardsigmoid,    OpKind::sigmoid,            OpKind::silu,
     OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul,                OpKind::conv_transpose2d,
-    OpKind::pad,        OpKind::layernorm,      OpKind::channel_shuffle,    OpKind::channel_slice};
+    OpKind::pad,        OpKind::layernorm,      OpKind::channel_shuffle,    OpKind::channel_slice,
+    OpKind::reduce_sum, OpKind::reduce_mean,    OpKind::reduce_max};
 // clang-format on
 
 std::string_view op_name(OpKind op);
@@ -95,6 +99,7 @@ struct Attrs {
   int64_t begin = 0, end = 0;    // channel_slice: channels [begin, end)
   double min = 0, max = 6;       // clip (required in a model: no default bound)
   double alpha = 1.0 / 6, beta = 0.5; // hardsigmoid (PyTorch's; ONNX's default alpha is 0.2)
+  bool reduce_c = false, reduce_h = false, reduce_w = false, keepdims = true; // reduce_*
   bool operator==(const Attrs&) const = default;
 };
 

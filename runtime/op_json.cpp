@@ -51,6 +51,10 @@ bool* bool_field(Attrs& a, std::string_view n) {
   if (n == "bias") return &a.bias;
   if (n == "ceil_mode") return &a.ceil_mode;
   if (n == "count_include_pad") return &a.count_include_pad;
+  if (n == "reduce_c") return &a.reduce_c;
+  if (n == "reduce_h") return &a.reduce_h;
+  if (n == "reduce_w") return &a.reduce_w;
+  if (n == "keepdims") return &a.keepdims;
   return nullptr;
 }
 

@@ -89,9 +89,15 @@ enum class Fn {
   channel_slice_forward,         // x -> y (channels [begin, end) of x)
   channel_slice_backward,        // dy -> dx (dy in channels [begin, end), zeros elsewhere)
   tensor_map_encode,             // -> map: a TMA tensor map of a named buffer (TensorMapEncode)
+  reduce_sum_forward,            // x -> y
+  reduce_sum_backward,           // dy -> dx (dy spread over the reduced axes)
+  reduce_mean_forward,           // x -> y
+  reduce_mean_backward,          // dy -> dx (dy / count spread over the reduced axes)
+  reduce_max_forward,            // x -> y
+  reduce_max_backward,           // x, dy -> dx (dy at each output's first maximum, 0 elsewhere)
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::tensor_map_encode) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::reduce_max_backward) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -88,6 +88,16 @@ template <class T>
 void layernorm_backward_params(CView<T> x, CView<T> dy, const T* mean, const T* invstd, T* dweight,
                                T* dbias, bool accumulate);
 
+// Reductions of [N, C, H, W] (or [N, C]) over any of the axes C, H, W that a.reduce_c/h/w
+// name; y holds the outputs in [N, C', H', W'] order whatever its rank (keepdims or not).
+// Sums in double in (c, h, w) order; max's gradient goes to the first maximum of each
+// output in that order (as PyTorch), x given; sum and mean do not read x (null).
+enum class Reduce { sum, mean, max };
+template <class T> void reduce(Reduce r, const Attrs& a, CView<T> x, View<T> y);
+template <class T>
+void reduce_backward(Reduce r, const Attrs& a, const T* x, CView<T> dy, View<T> dx,
+                     bool accumulate);
+
 // Pooling ([N, C, H, W]). Max: the gradient goes to the first maximum of each window in
 // row-major window order (as PyTorch). Average: PyTorch's divisor rules, including
 // count_include_pad and ceil_mode windows clipped at the padded border.

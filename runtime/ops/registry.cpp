@@ -25,6 +25,7 @@
   X(layernorm)                                                                                     \
   X(channel_shuffle)                                                                               \
   X(channel_slice)                                                                                 \
+  X(reduce)                                                                                        \
   X(maxpool2d)                                                                                     \
   X(avgpool2d)                                                                                     \
   X(adaptive_avgpool2d)                                                                            \

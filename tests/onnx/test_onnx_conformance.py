@@ -44,7 +44,8 @@ SUPPORTED = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePo
              "Gemm", "MatMul", "Add", "Concat", "Flatten", "Reshape", "Squeeze", "Relu", "Clip", "Resize",
              "Upsample", "Softmax", "Identity", "Dropout", "Constant", "Shape", "Gather", "Unsqueeze", "Cast",
              "Slice", "Sub", "Mul", "Div", "HardSwish", "HardSigmoid", "Sigmoid", "Erf", "Gelu",
-             "ReduceMean", "LayerNormalization", "Transpose", "Split", "ReduceMax", "Pad"}
+             "ReduceMean", "LayerNormalization", "Transpose", "Split", "ReduceMax", "Pad",
+             "ReduceSum"}
 
 
 def categorize(reason):

@@ -97,8 +97,8 @@ expect("product.onnx", conv_model(sq, out="t"), 'node "product" (Mul)', "multipl
        "[N, C, H, W] by its [N, C, 1, 1]")
 erf2 = [helper.make_node("Erf", ["c"], ["e"], name="erf"), helper.make_node("Relu", ["e"], ["t"], name="r")]
 expect("erf.onnx", conv_model(erf2, out="t"), 'node "r" (Relu)', 'comes from node "erf" (Erf)', "only inside GELU")
-rm = [helper.make_node("ReduceMean", ["c"], ["t"], name="rm", axes=[1], keepdims=1)]
-expect("reduce_c.onnx", conv_model(rm, out="t"), 'node "rm" (ReduceMean)', "reduces axes [1]", "over H and W")
+rm = [helper.make_node("ReduceMean", ["c"], ["t"], name="rm", axes=[0, 1], keepdims=1)]
+expect("reduce_n.onnx", conv_model(rm, out="t"), 'node "rm" (ReduceMean)', "reduces axes [0, 1]", "never N")
 half = [helper.make_node("Constant", [], ["k"], value=helper.make_tensor("k", TensorProto.FLOAT, [], [0.5])),
         helper.make_node("Mul", ["c", "k"], ["h"], name="halve"),
         helper.make_node("Relu", ["h"], ["t"], name="r")]

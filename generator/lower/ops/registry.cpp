@@ -13,7 +13,8 @@ extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, re
     fold_lowering, unfold_lowering, hardswish_lowering, clip_lowering, hardsigmoid_lowering,
     sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering,
     layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering,
-    conv_transpose2d_lowering, pad_lowering;
+    conv_transpose2d_lowering, pad_lowering, reduce_sum_lowering, reduce_mean_lowering,
+    reduce_max_lowering;
 } // namespace lowering
 
 namespace {
@@ -47,6 +48,9 @@ const std::array kRules{
     &lowering::channel_slice_lowering,
     &lowering::conv_transpose2d_lowering,
     &lowering::pad_lowering,
+    &lowering::reduce_sum_lowering,
+    &lowering::reduce_mean_lowering,
+    &lowering::reduce_max_lowering,
 };
 
 } // namespace

@@ -14,6 +14,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"GlobalAveragePool", convert_global_average_pool},
       {"ReduceMean", convert_reduce_mean},
       {"ReduceMax", convert_reduce_max},
+      {"ReduceSum", convert_reduce_sum},
       {"BatchNormalization", convert_batch_norm},
       {"LayerNormalization", convert_layer_norm},
       {"Transpose", convert_transpose},

@@ -25,8 +25,9 @@ void convert_conv_transpose(Converter&, const onnx::NodeProto&);
 void convert_max_pool(Converter&, const onnx::NodeProto&);
 void convert_average_pool(Converter&, const onnx::NodeProto&);
 void convert_global_average_pool(Converter&, const onnx::NodeProto&);
-void convert_reduce_mean(Converter&, const onnx::NodeProto&);
 // ops_reduce.cpp
+void convert_reduce_sum(Converter&, const onnx::NodeProto&);
+void convert_reduce_mean(Converter&, const onnx::NodeProto&);
 void convert_reduce_max(Converter&, const onnx::NodeProto&);
 // ops_dense.cpp
 void convert_batch_norm(Converter&, const onnx::NodeProto&);

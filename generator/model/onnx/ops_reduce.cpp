@@ -1,6 +1,11 @@
-// ReduceMax over H and W of [N, C, H, W] (a global max pool): kiln's maxpool2d with the
-// whole image as its window, then a flatten when keepdims is 0. Axes are an attribute up to
-// opset 17 and an input from 18 (with noop_with_empty_axes). Other axes are refused.
+// ReduceSum, ReduceMean and ReduceMax over any non-empty set of the axes C, H, W of
+// [N, C, H, W] (C of [N, C]): kiln's reduce_sum / reduce_mean / reduce_max, with keepdims
+// either way (the output rank ONNX gives). ReduceMean and ReduceMax over exactly H and W of
+// [N, C, H, W] stay global pools (global_avgpool, maxpool2d over the whole image, then a
+// flatten without keepdims): those kernels are faster. Axes are an attribute up to opset 12
+// (ReduceSum) or 17 (ReduceMean, ReduceMax) and an input after, with noop_with_empty_axes
+// (no axes: the input unchanged). Negative axes count from the end; no axes (without noop)
+// means every axis, the batch axis included: refused, as is any set naming N.
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
@@ -9,46 +14,89 @@
 
 namespace kiln::onnx_import {
 
-void convert_reduce_max(Converter& c, const onnx::NodeProto& n) {
-  const bool v18 = c.opset >= 18;
+namespace {
+
+std::string axes_str(const std::vector<int64_t>& axes) {
+  if (axes.empty()) return "all";
+  std::string r;
+  for (int64_t a : axes)
+    r += (r.empty() ? "" : ", ") + std::to_string(a);
+  return r;
+}
+
+// The node under another name and output, for a layer before the node's own.
+onnx::NodeProto renamed(const onnx::NodeProto& n, const std::string& suffix) {
+  onnx::NodeProto r = n;
+  r.set_name(n.name().empty() ? "" : n.name() + suffix);
+  r.set_output(0, n.output(0) + suffix);
+  return r;
+}
+
+void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_input_from) {
+  const bool as_input = c.opset >= axes_input_from;
   const NodeAttrs at(
-      n, v18 ? std::initializer_list<std::string_view>{"keepdims", "noop_with_empty_axes"}
-             : std::initializer_list<std::string_view>{"axes", "keepdims"});
+      n, as_input ? std::initializer_list<std::string_view>{"keepdims", "noop_with_empty_axes"}
+                  : std::initializer_list<std::string_view>{"axes", "keepdims"});
   const int x = c.activation(n, 0);
   const Shape s = c.shape_of(x);
+  const int64_t rank = int64_t(s.size());
   std::vector<int64_t> axes;
-  if (!v18)
+  if (!as_input)
     axes = at.get_ints("axes").value_or(std::vector<int64_t>{});
   else if (c.has_input(n, 1))
     axes = const_ints(n, c.constant(n, 1, "axes"), "axes");
-  if (axes.empty() && v18 && at.get_int("noop_with_empty_axes", 0) != 0)
-    throw Error("", node_label(n), "reduces no axis (noop_with_empty_axes): not supported");
-  std::vector<int64_t> norm;
-  for (int64_t a : axes)
-    norm.push_back(a < 0 ? a + int64_t(s.size()) : a);
-  std::sort(norm.begin(), norm.end());
-  if (s.size() != 4 || norm != std::vector<int64_t>{2, 3}) {
-    std::string list;
-    for (int64_t a : axes)
-      list += (list.empty() ? "" : ", ") + std::to_string(a);
-    throw Error("", node_label(n),
-                cat("reduces axes [", axes.empty() ? std::string("all") : list, "] of ",
-                    shape_str(s),
-                    ": kiln imports ReduceMax over H and W of [N, C, H, W] (a global max pool)"));
-  }
-  Attrs a;
-  a.kernel = {s[2], s[3]};
-  a.stride = {s[2], s[3]};
-  if (at.get_int("keepdims", 1)) {
-    c.add_layer(n, OpKind::maxpool2d, a, {x});
+  if (axes.empty() && as_input && at.get_int("noop_with_empty_axes", 0) != 0) {
+    c.set_output(n, 0, c.raw_input(n, 0)); // reduces nothing: the input itself
+    ++c.dropped;
     return;
   }
-  // [N, C] without the unit axes: the pool, then kiln's flatten under the node's name.
-  onnx::NodeProto pool = n;
-  pool.set_name(n.name().empty() ? "" : n.name() + ".pool");
-  pool.set_output(0, n.output(0) + ".pool");
-  const int g = c.add_layer(pool, OpKind::maxpool2d, a, {x});
-  c.add_layer(n, OpKind::flatten, {}, {g});
+  const int64_t keep = at.get_int("keepdims", 1);
+  if (keep != 0 && keep != 1)
+    throw Error("", node_label(n), cat("keepdims is ", keep, ": expected 0 or 1"));
+  std::vector<int64_t> norm;
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank)
+      throw Error("", node_label(n),
+                  cat("axis ", a, " is out of range for ", shape_str(s), " (rank ", rank, ")"));
+    norm.push_back(a < 0 ? a + rank : a);
+  }
+  std::sort(norm.begin(), norm.end());
+  if (std::adjacent_find(norm.begin(), norm.end()) != norm.end())
+    throw Error("", node_label(n), cat("axes [", axes_str(axes), "] name an axis twice"));
+  const bool fits = (rank == 4 || rank == 2) && !norm.empty() && norm[0] >= 1;
+  if (!fits)
+    throw Error("", node_label(n),
+                cat("reduces axes [", axes_str(axes), "] of ", shape_str(s), ": kiln imports ",
+                    n.op_type(), " over any of C, H, W of [N, C, H, W] or C of [N, C], never N"));
+  if (op != OpKind::reduce_sum && rank == 4 && norm == std::vector<int64_t>{2, 3}) {
+    Attrs a; // a global pool: the whole image as one window
+    a.kernel = {s[2], s[3]};
+    a.stride = {s[2], s[3]};
+    const OpKind pool = op == OpKind::reduce_mean ? OpKind::global_avgpool : OpKind::maxpool2d;
+    if (pool == OpKind::global_avgpool) a = {};
+    if (keep) return void(c.add_layer(n, pool, a, {x}));
+    // [N, C] without the unit axes: the pool, then kiln's flatten under the node's name.
+    const int g = c.add_layer(renamed(n, ".pool"), pool, a, {x});
+    c.add_layer(n, OpKind::flatten, {}, {g});
+    return;
+  }
+  Attrs a;
+  for (int64_t d : norm)
+    (d == 1 ? a.reduce_c : d == 2 ? a.reduce_h : a.reduce_w) = true;
+  a.keepdims = keep != 0;
+  c.add_layer(n, op, a, {x});
+}
+
+} // namespace
+
+void convert_reduce_sum(Converter& c, const onnx::NodeProto& n) {
+  convert_reduce(c, n, OpKind::reduce_sum, 13);
+}
+void convert_reduce_mean(Converter& c, const onnx::NodeProto& n) {
+  convert_reduce(c, n, OpKind::reduce_mean, 18);
+}
+void convert_reduce_max(Converter& c, const onnx::NodeProto& n) {
+  convert_reduce(c, n, OpKind::reduce_max, 18);
 }
 
 } // namespace kiln::onnx_import

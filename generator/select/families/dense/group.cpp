@@ -6,6 +6,7 @@
 #include "generator/select/families/dense/channel_move.hpp"
 #include "generator/select/families/dense/layernorm.hpp"
 #include "generator/select/families/dense/linear.hpp"
+#include "generator/select/families/dense/reduce.hpp"
 #include "generator/select/families/dense/softmax.hpp"
 #include "generator/select/families/groups.hpp"
 
@@ -20,8 +21,9 @@ std::vector<const Family*> dense_families() {
   static const dense::SoftmaxXentFamily softmax_xent;
   static const dense::LayernormFamily layernorm;
   static const dense::ChannelMoveFamily channel_move;
-  return {&batchnorm_forward, &batchnorm_train, &linear_gemm, &linear_dot,
-          &softmax,           &softmax_xent,    &layernorm,   &channel_move};
+  static const dense::ReduceFamily reduce;
+  return {&batchnorm_forward, &batchnorm_train, &linear_gemm,  &linear_dot, &softmax,
+          &softmax_xent,      &layernorm,       &channel_move, &reduce};
 }
 
 } // namespace kiln
