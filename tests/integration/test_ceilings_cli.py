@@ -15,7 +15,9 @@ args = ["resnet50", "--gpu", "h100", "--dtype", "f16", "--batch", "32"]
 out, _ = kt.kiln("inspect", *args, "--json")
 j = json.loads(out)
 gemm = [r for r in j["layers"] if "implicit_gemm" in r["kernel"]]
-kt.check(len(gemm) >= 40, f"resnet50's convs on tensor cores: {len(gemm)}")
+hopper = [r for r in j["layers"] if "hopper_wgmma" in r["kernel"]]
+kt.check(len(gemm) + len(hopper) >= 40, f"resnet50's convs on tensor cores: {len(gemm)} + {len(hopper)}")
+kt.check(len(hopper) >= 12, f"resnet50's 3x3 convs on the Hopper family: {len(hopper)}")
 for r in j["layers"]:
     kt.check(r["limiter"] in LIMITERS, f"{r['node']}: limiter {r['limiter']}")
     c = r["ceilings"]
@@ -24,8 +26,11 @@ for r in j["layers"]:
     kt.check(abs(r["ceiling"] - min(c.values())) < 1e-3, f"{r['node']}: ceiling is the minimum")
 small = [r for r in gemm if "_64x32x32_" in r["kernel"] and not r["kernel"].startswith("linear")]
 kt.check(len(small) == 0, f"no conv on 64x32 tiles: {[r['node'] for r in small]}")
+# The FLOP-weighted ceiling covers kernels whose family describes its main loop (mma.sync);
+# on the H100 that is now the 1x1 convs the Hopper family leaves, most of them DRAM-bound,
+# and its peak is wgmma's (mma.sync reaches about half of it).
 ceiling = j["tensor_core_flop_weighted_ceiling"]
-kt.check(ceiling >= 0.45, f"FLOP-weighted static ceiling {ceiling} (0.22 before)")
+kt.check(ceiling >= 0.25, f"FLOP-weighted static ceiling {ceiling}")
 text, _ = kt.kiln("inspect", *args)
 kt.check("FLOP-weighted static ceiling of the tensor-core kernels" in text, text[-300:])
 

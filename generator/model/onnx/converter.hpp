@@ -81,6 +81,7 @@ public:
   // The constant at input i; an activation there is an error naming `role`.
   const Tensor& constant(const onnx::NodeProto& n, int i, std::string_view role) const;
   bool all_inputs_const(const onnx::NodeProto& n) const;
+  // A reference into the model: adding a layer may move it, so callers that add one keep a copy.
   const Shape& shape_of(int ref) const { return model.shape_of(ref); }
   // The nodes (and graph outputs) that read the activation `ref` through any value holding
   // it, less the aliases themselves (a bias Add, a Transpose, Identity: each read the one

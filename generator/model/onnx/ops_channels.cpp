@@ -42,7 +42,7 @@ void slice_output(Converter& c, const onnx::NodeProto& n, int out, int x, int64_
 
 Shape onnx_shape(const Converter& c, const Value& v) {
   if (v.is_const) return v.constant.shape();
-  const Shape& s = c.shape_of(v.ref);
+  const Shape s = c.shape_of(v.ref);
   if (v.groups > 0) {
     const int64_t g = v.groups_transposed ? s[1] / v.groups : v.groups;
     return {s[0], g, s[1] / g, s[2], s[3]};
@@ -72,7 +72,7 @@ void refuse_grouped_reader(const Converter& c, const onnx::NodeProto& n) {
 }
 
 bool reshape_groups(Converter& c, const onnx::NodeProto& n, const Value& v, const Shape& target) {
-  const Shape& s = c.shape_of(v.ref);
+  const Shape s = c.shape_of(v.ref);
   if (v.groups > 0) {
     if (target != s)
       throw Error("", node_label(n),
@@ -124,7 +124,7 @@ void transpose_groups(Converter& c, const onnx::NodeProto& n, const Value& v,
 void gather_flat(Converter& c, const onnx::NodeProto& n, const Value& v) {
   const NodeAttrs at(n, {"axis"});
   const Tensor& idx_t = c.constant(n, 1, "indices");
-  const Shape& s = c.shape_of(v.ref);
+  const Shape s = c.shape_of(v.ref);
   bool in_order = at.get_int("axis", 0) == 0 && idx_t.shape() == s;
   if (in_order) {
     const std::vector<int64_t> idx = const_ints(n, idx_t, "indices");
@@ -145,7 +145,7 @@ void gather_flat(Converter& c, const onnx::NodeProto& n, const Value& v) {
 void slice_activation(Converter& c, const onnx::NodeProto& n, int x, std::vector<int64_t> starts,
                       std::vector<int64_t> ends, std::vector<int64_t> axes,
                       std::vector<int64_t> steps) {
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   const int64_t rank = int64_t(s.size());
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i)
@@ -179,7 +179,7 @@ void slice_activation(Converter& c, const onnx::NodeProto& n, int x, std::vector
 void convert_split(Converter& c, const onnx::NodeProto& n) {
   const NodeAttrs at(n, {"axis", "split", "num_outputs"});
   const int x = c.activation(n, 0, "input");
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   const int64_t rank = int64_t(s.size());
   const int64_t axis0 = at.get_int("axis", 0), axis = axis0 < 0 ? axis0 + rank : axis0;
   if (axis != 1)

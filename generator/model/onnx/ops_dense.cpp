@@ -114,7 +114,7 @@ void convert_gemm(Converter& c, const onnx::NodeProto& n) {
 // [N, H, W, C] x [C, K]: a bias-less 1x1 conv with weight [K, C, 1, 1].
 void matmul_as_conv(Converter& c, const onnx::NodeProto& n) {
   const int x = c.activation(n, 0, "A");
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   const Tensor& b = c.constant(n, 1, "B");
   if (b.shape().size() != 2 || b.shape()[0] != s[1])
     throw Error("", node_label(n),

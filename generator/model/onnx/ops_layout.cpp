@@ -21,7 +21,7 @@ void convert_layer_norm(Converter& c, const onnx::NodeProto& n) {
   c.require_unused_outputs(n, 1); // Mean, InvStdDev
   const int x = c.activation(n, 0, "X");
   const bool last = c.channels_last(n, 0);
-  const Shape& s = c.shape_of(x);
+  const Shape s = c.shape_of(x);
   const int64_t rank = int64_t(s.size());
   int64_t axis = at.get_int("axis", -1);
   if (axis < 0) axis += rank;
@@ -93,7 +93,7 @@ void scale_channels(Converter& c, const onnx::NodeProto& n, int k, bool reciproc
   const int ref = c.activation(n, ai);
   const bool last = c.channels_last(n, ai);
   const Tensor& t = c.constant(n, k, "scale");
-  const Shape& s = c.shape_of(ref);
+  const Shape s = c.shape_of(ref);
   const auto vals = per_channel_values(t, s, last);
   const auto refuse = [&](const std::string& why) {
     return Error("", node_label(n),
@@ -140,7 +140,7 @@ void shift_channels(Converter& c, const onnx::NodeProto& n, int k, double sign) 
   const int ref = c.activation(n, ai);
   const bool last = c.channels_last(n, ai);
   const Tensor& t = c.constant(n, k, "bias");
-  const Shape& s = c.shape_of(ref);
+  const Shape s = c.shape_of(ref);
   const int64_t ch = s[1];
   std::optional<std::vector<double>> vals = per_channel_values(t, s, last);
   if (!vals && t.numel() == 1) vals = std::vector<double>(static_cast<size_t>(ch), t.get(0));

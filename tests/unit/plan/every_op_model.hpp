@@ -33,7 +33,7 @@ inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t 
     {"name": "shuf", "op": "channel_shuffle", "groups": 2, "inputs": ["ln"]},
     {"name": "half", "op": "channel_slice", "begin": 1, "end": 3},
     {"name": "rest", "op": "channel_slice", "begin": 0, "end": 2, "inputs": ["shuf"]},
-    {"name": "joined", "op": "concat", "inputs": ["rest", "half", "rmc"]},
+    {"name": "joined", "op": "concat", "inputs": ["rest", "half", "rmc", "rmc"]},
     {"name": "mp", "op": "maxpool2d", "kernel": 2, "ceil_mode": true},
     {"name": "up", "op": "upsample2d", "scale": 2},
     {"name": "bl", "op": "resize", "mode": "linear", "coordinate_transformation_mode": "half_pixel", "scale": [0.5, 0.55]},

@@ -10,6 +10,9 @@
 
 namespace kiln {
 
+// The share of a Hopper's tensor peak (wgmma's) that mma.sync can reach at all.
+constexpr double kMmaSyncShareOfWgmmaPeak = 0.5;
+
 namespace {
 
 constexpr int kPadWords = 4;     // per shared row: 16-byte aligned, conflict-free fragment loads
@@ -230,6 +233,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       // The tile's shape prices itself through its main loop's ceilings; the efficiency
       // keeps what lies outside the loop and the work the tiles' padding wastes.
       v.loop = igemm_main_loop({tile, int(es), stages, vec_a, vec_b, kLdmatrix});
+      // On Hopper the descriptor's peak is wgmma's; mma.sync (HMMA) reaches about half of it
+      // (the FlashAttention-2 against -3 on an H100: 35% against 75% of peak).
+      // Stated, not measured: kiln tune's per-family calibration replaces it on a GPU.
+      if (s.gpu.compute_capability() >= 90) v.loop.peak_fraction = kMmaSyncShareOfWgmmaPeak;
       v.efficiency =
           kOutsideLoopEfficiency * tile_utilisation(M, O, (K + S - 1) / S, tile.bm, tile.bn, bk);
       v.note = fmt::format(
