@@ -112,6 +112,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& model_di
     throw Error("", where,
                 cat("holds ", held, " values, its shape ", shape_str(shape), " needs ", *count));
   Tensor out(layout->dtype, shape);
+  if (*count == 0) return out; // an empty tensor: no bytes to copy (memcpy from null is UB)
   switch (t.data_type()) {
   case TP::FLOAT: std::memcpy(out.bytes(), t.float_data().data(), out.nbytes()); break;
   case TP::DOUBLE: std::memcpy(out.bytes(), t.double_data().data(), out.nbytes()); break;

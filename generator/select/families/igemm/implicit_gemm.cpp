@@ -226,7 +226,11 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       v.registers_per_thread = std::min<int>(255, regs + (idx64 ? 12 : 0));
       // Element loads hold more per-thread state; near a launch bound's limit ptxas may
       // trade a few bytes of spills for the occupancy promised.
-      v.promises_no_spills = vec_a && !(pre90 && tile.spills_pre90);
+      // tf32 on the 128x128 tiles holds twice the fragment registers: under the launch
+      // bound's cap ptxas spills some sm_90 instances (models_compile found a 128x128 w2x4
+      // split-K conv); the fragment rework of issue 18's point 2 is the fix.
+      v.promises_no_spills =
+          vec_a && !(pre90 && tile.spills_pre90) && !(es == 4 && tile.bm * tile.bn >= 128 * 128);
       v.flops = 2.0 * double(M) * double(O) * double(K);
       v.bytes = bytes;
       v.math = math;
