@@ -1,29 +1,91 @@
 #!/bin/bash
-# The next lent GPU session's run, prepared without a GPU (device time is 15 minutes a
-# session, all tries together: each part has a time limit, the most telling first).
+# A lent GPU session's run, prepared without a GPU (device time is 15 minutes a session, all
+# tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
-#   bench/gpu_session.sh DIR OUT        (OUT: where the logs go; $OUT under the run tool)
-# Order: the Hopper family on hardware (its layouts were written from the PTX ISA and checked
-# only on the emulator), the cuDNN peer plan (fixed without a GPU), the gpu suite, then the
-# conv families against cuDNN and resnet50 inference against PyTorch.
+#   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
+# PARTS (default: hopper models check r50 families):
+#   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
+#   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
+#   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
+#   models_rest (the gpu suite from densenet121 on), vgg16 (its tf32 kernels checked, and the
+#   whole network's error beside cuDNN's);
+#   timed, one after another on a quiet GPU: r50 (resnet50 inference against PyTorch), r50_f32
+#   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
+#   families (conv families against cuDNN: every variant, long), tune (the gpu tune suite),
+#   folded, schedules, sparse.
+# Everything lands in OUT/summary.txt and OUT/results.tgz (re-packed after every part, so a
+# run stopped at its limit still brings back what finished): the tool returns 8 files at most.
 set -u
 dir=$1 out=$2
+shift 2
+parts=${*:-hopper models check r50 families}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
-export PYTHONUNBUFFERED=1 PYTHONPATH=$B/tests/gpu XDG_CACHE_HOME=/tmp/kcache
+W=/tmp/kiln_session
+mkdir -p $W
+export PYTHONUNBUFFERED=1 PYTHONPATH=$B/tests/gpu:$B/bench XDG_CACHE_HOME=/tmp/kcache
 S=$out/summary.txt
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; $K --version; $K gpu detect; } > "$S" 2>&1
-part() { # NAME SECONDS CMD...: runs CMD under a limit, its output in OUT/NAME.log
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  $K --version
+  $K gpu detect -o $W/gpu.json && cat $W/gpu.json
+} >> "$S" 2>&1
+pack() { tar -C $W -czf "$out/.r$BASHPID" --exclude='work*' --exclude='generated' . && mv "$out/.r$BASHPID" "$out/results.tgz"; }
+part() { # NAME SECONDS CMD...: runs CMD in the bundle under a limit, its output in W/NAME.log
   local name=$1 limit=$2 t0=$(date +%s)
   shift 2
-  (cd "$B" && timeout "$limit" "$@") > "$out/$name.log" 2>&1
-  echo "$name rc $? in $(( $(date +%s) - t0 )) s" >> "$S"
+  (cd "$B" && timeout "$limit" "$@") > "$W/$name.log" 2>&1
+  echo "$name rc $? in $(($(date +%s) - t0)) s (limit $limit)" >> "$S"
+  pack
 }
-part gpu_hopper 90 env KILN_HOPPER_CONV_SOURCE=tests/gpu/conv_instances.cpp bin/kiln-env tests/gpu/gpu_hopper_conv
-part gpu_models 300 python3 tests/gpu/test_gpu.py "$K"
-part gpu_tune 100 python3 tests/gpu/test_gpu_tune.py "$K"
-part conv_families 200 python3 bench/conv_families.py "$K" --models resnet50 --dtypes f16 --batches 32 \
-  --runs 20 --out "$out/conv_families"
-part r50 120 python3 bench/resnet50_inference.py "$K" --batches 1,32 --dtypes f16,f32 --runs 20 --out "$out/r50"
+check_r50() {
+  local rc=0
+  for dt in f16 f32; do
+    $K generate resnet50 --gpu $W/gpu.json --dtype $dt --batch 32 -o $W/work_r50_$dt || rc=1
+    $K check $W/work_r50_$dt --device gpu || rc=1
+  done
+  return $rc
+}
+vgg16_tf32() { # vgg16 in f32 (tf32 on tensor cores): every kernel's error, and cuDNN's whole-network error
+  local rc=0
+  $K generate vgg16 --gpu $W/gpu.json -o $W/work_vgg16 && $K check $W/work_vgg16 --device gpu || rc=1
+  python3 -c 'import numpy as np; np.save("/tmp/xv.npy", np.random.RandomState(0).standard_normal((1,3,224,224)).astype(np.float32))'
+  $K run vgg16 --device cpu --input /tmp/xv.npy --output /tmp/yc.npy || rc=1
+  for k in kiln cudnn; do
+    $K run vgg16 --device gpu --gpu $W/gpu.json --kernels $k --input /tmp/xv.npy --output /tmp/y_$k.npy || rc=1
+    python3 -c "import numpy as np; g, c = np.load('/tmp/y_$k.npy'), np.load('/tmp/yc.npy'); print('vgg16 --kernels $k: relative error', np.linalg.norm(g - c) / np.linalg.norm(c))"
+  done
+  return $rc
+}
+export -f check_r50 vgg16_tf32
+export K W
+has() { [[ " $parts " == *" $1 "* ]]; }
+# Correctness side by side.
+has hopper && part gpu_hopper 90 env KILN_HOPPER_CONV_SOURCE=tests/gpu/conv_instances.cpp bin/kiln-env \
+  tests/gpu/gpu_hopper_conv &
+has models && part gpu_models 170 python3 tests/gpu/test_gpu.py "$K" &
+has check && part check_r50 120 bash -c check_r50 &
+has models_rest && part gpu_models_rest 170 python3 tests/gpu/test_gpu.py "$K" --models \
+  densenet121,densenet201,resnet32,resnet1202,unet,noscope_coral,noscope_roundabout &
+has vgg16 && part vgg16_tf32 120 bash -c vgg16_tf32 &
+wait
+pack
+# Timed, one at a time.
+has r50 && part r50 75 python3 bench/resnet50_inference.py "$K" --batches 1,32 --dtypes f16,f32 --runs 20 \
+  --out $W/resnet50_inference
+has r50_f32 && part r50_f32 80 python3 bench/resnet50_inference.py "$K" --batches 1,32 --dtypes f32 --runs 20 \
+  --out $W/resnet50_inference_f32
+has bench_r50 && part bench_r50 90 $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
+  -o $W/bench_r50_f16
+has families && part conv_families 110 python3 bench/conv_families.py "$K" --models resnet50 --dtypes f16 \
+  --batches 32 --runs 20 --timeout 100 --out $W/conv_families
+has tune && part gpu_tune 60 python3 tests/gpu/test_gpu_tune.py "$K"
+has folded && part folded 90 python3 bench/folded.py "$K" --models noscope --factors 1,4 --no-compile \
+  --runs 20 --out $W/folded
+has schedules && part schedules 90 python3 bench/training_schedules.py "$K" --models resnet152 --batch 32 \
+  --budgets 100,50 --runs 3 --out $W/training_schedules
+has sparse && part sparse 90 python3 bench/sparse_conv.py "$K" --layers small --densities 0.2,0.5,0.8 \
+  --runs 20 --network-batches 1,32 --out $W/sparse_conv
 cat "$S"

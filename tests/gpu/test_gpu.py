@@ -36,8 +36,16 @@ NET_TOL = 4e-3
 MODELS = [("resnet18", 2, 224), ("resnet50", 2, 224), ("resnet152", 1, 224), ("vgg16", 1, 224),
           ("densenet121", 1, 224), ("densenet201", 1, 224), ("resnet32", 4, 32), ("resnet1202", 2, 32),
           ("unet", 1, 256), ("noscope_coral", 8, 50), ("noscope_roundabout", 8, 50)]
-if len(sys.argv) > 2 and sys.argv[2] == "--quick":
+# --quick: three models; --models a,b: those only; --only-models: the models, none of the rest.
+opts = sys.argv[2:]
+if "--quick" in opts:
     MODELS = MODELS[:1] + MODELS[-2:]
+if "--models" in opts:
+    wanted = opts[opts.index("--models") + 1].split(",")
+    unknown = set(wanted) - {m[0] for m in MODELS}
+    if unknown:
+        sys.exit(f"--models: unknown {sorted(unknown)}; known: {[m[0] for m in MODELS]}")
+    MODELS = [m for m in MODELS if m[0] in wanted]
 
 rng = np.random.RandomState(0)
 for name, batch, image in MODELS:
@@ -49,6 +57,10 @@ for name, batch, image in MODELS:
     rel = np.linalg.norm(g - c) / np.linalg.norm(c)
     print(f"{name}: inference relative error {rel:.2e}")
     kt.check(np.isfinite(g).all() and rel < NET_TOL, f"{name}: relative error {rel}")
+
+if "--only-models" in opts:
+    kt.finish()
+    sys.exit(0)
 
 # A training step under rotor at half the store-all peak.
 x = rng.standard_normal((2, 3, 64, 64)).astype(np.float32)
