@@ -14,4 +14,13 @@ namespace kiln {
 // plan is finished (laid out). Returns the number of encode steps added.
 int insert_tensor_maps(Plan& p, const Assigned& assigned);
 
+// Step s as its layer is before kernel assignment: without the maps bound to it (what
+// selection and the tuning key see; kiln bench and tune sweep from a finished plan).
+Step without_tensor_maps(const Plan& p, const Step& s);
+
+// Step s bound to the maps variant v reads instead of those of the kernel chosen for it
+// (none where v is no Hopper kernel): their buffers and encode steps are added to p. A
+// sweep checks and times each variant through it.
+Step with_tensor_maps_of(Plan& p, const Step& s, const Variant& v);
+
 } // namespace kiln

@@ -1,5 +1,6 @@
 #include "generator/tune/sweep.hpp"
 
+#include "generator/emit/tensor_maps.hpp"
 #include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
 
@@ -13,7 +14,9 @@ std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc&
   std::map<std::string, std::vector<WorkItem>> by_key;
   for (size_t ph = 0; ph < plan.phases.size(); ++ph)
     for (size_t i = 0; i < plan.phases[ph].steps.size(); ++i) {
-      const Step& s = plan.phases[ph].steps[i];
+      // The layer as selection saw it: a chosen Hopper kernel's tensor maps are no part of
+      // its key, and would make every variant but that family's look wrong.
+      const Step s = without_tensor_maps(plan, plan.phases[ph].steps[i]);
       if (!tunable(s.fn) || s.kind == StepKind::free) continue;
       TuneKey key = tune_key(plan, s, layout);
       auto it = by_key.find(key.id);
@@ -62,8 +65,9 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
   for (; n < mine.size() && !(hooks.stop && hooks.stop()); ++n) {
     const WorkItem& w = items[mine[n]];
     if (hooks.progress) hooks.progress(n, mine.size(), w);
-    const Step& step = plan.phases[w.phase].steps[w.step];
-    const Plan p = with_variant_layouts(plan, step, w.variant);
+    const Step& chosen = plan.phases[w.phase].steps[w.step];
+    Plan p = with_variant_layouts(plan, chosen, w.variant);
+    const Step step = with_tensor_maps_of(p, chosen, w.variant);
     const Kernel k = kernel_of(w.variant);
     SweepRow row;
     row.item = mine[n];
@@ -83,7 +87,7 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
       note = cudnn_unsupported(step);
       if (note.empty()) {
         try {
-          Plan peer = single_step_plan(plan, step, nullptr, false);
+          Plan peer = single_step_plan(plan, without_tensor_maps(plan, chosen), nullptr, false);
           Step& ps = peer.phases[0].steps[0];
           ps.kind = StepKind::library;
           ps.library = "cudnn";
