@@ -86,6 +86,8 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
   return changed;
 }
 
+} // namespace
+
 // What a cuDNN step needs: its legacy API computes only when every image tensor of a call
 // (x, w, y and their gradients) has one format, so all take the layout of the image the step
 // writes (the plan's activation layout); a network input read as NCHW by an NHWC plan's first
@@ -101,8 +103,6 @@ Variant library_layouts(const Plan& p, const Step& s) {
     if (p.buffers[a.buffer].shape.size() == 4) v.layouts.push_back({a.role, p.buffers[written].layout});
   return v;
 }
-
-} // namespace
 
 Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only,
                         const SelectionHints* hints) {

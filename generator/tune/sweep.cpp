@@ -1,5 +1,6 @@
 #include "generator/tune/sweep.hpp"
 
+#include "generator/emit/assign_kernels.hpp"
 #include "generator/emit/tensor_maps.hpp"
 #include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
@@ -87,7 +88,11 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
       note = cudnn_unsupported(step);
       if (note.empty()) {
         try {
-          Plan peer = single_step_plan(plan, without_tensor_maps(plan, chosen), nullptr, false);
+          // cuDNN as a plan would call it: every image in the layout of the one it writes
+          // (a network input read as NCHW by an NHWC kernel had no algorithm on the H200).
+          const Step bare = without_tensor_maps(plan, chosen);
+          const Plan lib = with_variant_layouts(plan, bare, library_layouts(plan, bare));
+          Plan peer = single_step_plan(lib, bare, nullptr, false);
           Step& ps = peer.phases[0].steps[0];
           ps.kind = StepKind::library;
           ps.library = "cudnn";

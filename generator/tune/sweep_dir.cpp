@@ -8,6 +8,7 @@
 #include "runtime/progress.hpp"
 
 #include <fmt/format.h>
+#include <set>
 
 namespace kiln {
 
@@ -55,8 +56,15 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     });
   };
   size_t finished = 0;
+  std::set<std::string> told; // shapes whose cuDNN peer could not be timed, said once
   hooks.done = [&](const SweepRow& row) {
     const WorkItem& w = r.items[row.item];
+    if (!row.cudnn_ms && !row.cudnn_note.empty() && told.insert(w.key.id).second) {
+      line.clear();
+      fmt::print(stderr, "kiln: {}: no cuDNN time for {}: {}\n",
+                 o.log_as.empty() ? "sweep" : o.log_as, w.layers.empty() ? w.key.id : w.layers.front(),
+                 row.cudnn_note);
+    }
     if (o.done) o.done(w, row);
     ++finished;
     if (o.log_as.empty() || line.active()) return;

@@ -80,6 +80,9 @@ std::string sweep_report_html(const std::string& title, const std::string& devic
       table += fmt::format("<tr><td>cuDNN</td><td>best of cudnnFind</td><td></td><td></td>"
                            "<td>{}</td><td></td><td></td></tr>\n",
                            ms(*rs.front()->cudnn_ms));
+    else if (!rs.front()->cudnn_note.empty())
+      table += fmt::format("<tr><td>cuDNN</td><td colspan=\"6\">not timed: {}</td></tr>\n",
+                           escape(rs.front()->cudnn_note));
     std::vector<Series> series;
     if (device != "emu") series.push_back(measured);
     series.push_back(predicted);

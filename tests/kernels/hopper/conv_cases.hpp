@@ -176,6 +176,8 @@ const Instance kInstances[] = {
      false,
      false,
      false},
+    {"TF32_T8x16_BN64_S2_C2", 2, 1, 64, 10, 12, 64, 3, 3, 1, 1, 1, 1, 8, 16, 64, 2, 2, true,
+     false, true}
 };
 
 // A tensor of the instance's element type, as bytes.
@@ -277,17 +279,20 @@ struct Problem {
   }
   static unsigned threads(const Instance& in) { return unsigned(128 * (1 + in.CONSUMERS)); }
   static std::size_t smem(const Instance& in) {
-    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * 128 + 16 * in.STAGES);
+    const int barriers = 8 * (2 + (in.dtype == 2 ? in.CONSUMERS : 0)); // tf32: one per consumer
+    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * 128 + barriers * in.STAGES);
   }
 
   // max |y - ref| / (|ref| + 1) over y, against the float64 convolution; every y finite.
   double error(const Instance& in) const {
-    // What the tensor cores multiply: f16 and bf16 operands as they are; a float's top 19
-    // bits for tf32 (its low 13 mantissa bits ignored), so the products here are the kernel's
-    // and the tolerance covers float accumulation and y's rounding only.
-    auto operand = [&](double v) {
+    // What the tensor cores multiply: f16 and bf16 operands as they are; for tf32, x rounded
+    // to 10 mantissa bits, ties away (the kernel's cvt.rna before its wgmmas), w's top 19 bits
+    // (wgmma drops the low 13), so the products here are the kernel's and the tolerance
+    // covers float accumulation and y's rounding only.
+    auto operand = [&](double v, bool round) {
       if (in.dtype != 2) return v;
-      return double(std::bit_cast<float>(std::bit_cast<std::uint32_t>(float(v)) & 0xffffe000u));
+      const std::uint32_t u = std::bit_cast<std::uint32_t>(float(v));
+      return double(std::bit_cast<float>((round ? u + 0x1000u : u) & 0xffffe000u));
     };
     double worst = 0;
     for (int n = 0; n < in.N; ++n)
@@ -300,8 +305,9 @@ struct Problem {
                 const int h = in.SH * p - in.PH + r, ww = in.SW * q - in.PW + s;
                 if (h < 0 || h >= in.H || ww < 0 || ww >= in.W) continue;
                 for (int ci = 0; ci < in.C; ++ci)
-                  acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci)) *
-                         operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci));
+                  acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci),
+                                 true) *
+                         operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci), false);
               }
             const std::size_t at = ((std::size_t(n) * OH + p) * OW + q) * in.O + o;
             if (in.bias) acc += bias.get(std::size_t(o));

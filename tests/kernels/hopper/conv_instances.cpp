@@ -87,6 +87,17 @@ struct BF16_T8x16_BN128_S2_C2_STRIDE2 {
 
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
+// 3x3 pad 1 over 10x12, 64 -> 64 channels in f32 with two consumers: each rounds its own
+// A rows to tf32 behind its own barrier (the other's rows and B are not its to touch).
+struct TF32_T8x16_BN64_S2_C2 {
+  using T = float;
+  static constexpr int N = 1, C = 64, H = 10, W = 12, O = 64, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 10, OW = 12, TP = 8, TQ = 16, BN = 64, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
   extern "C" __global__ void __launch_bounds__(hopper_conv::Geometry<Cfg>::THREADS, 1)             \
       conv_hopper_##Cfg(KernelArgs args) {                                                         \
@@ -100,3 +111,4 @@ KILN_HOPPER_CONV(TF32_T8x8_BN128_S3_C1)
 KILN_HOPPER_CONV(F16_T8x16_BN128_S4_C2)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_STRIDE2)
 KILN_HOPPER_CONV(BF16_T8x16_BN128_S2_C2_STRIDE2)
+KILN_HOPPER_CONV(TF32_T8x16_BN64_S2_C2)

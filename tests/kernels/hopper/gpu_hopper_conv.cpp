@@ -3,7 +3,7 @@
 // buffers, each instance run on fresh random inputs with y poisoned, against the float64
 // reference the emulator test uses; then timed (median of 50 launches, events). This is
 // what confirms on hardware the layouts the emulator assumes (TMA swizzle, wgmma
-// descriptors and accumulator fragments, tf32 truncation).
+// descriptors and accumulator fragments, tf32 operands rounded in shared memory).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "generator/compile/nvrtc.hpp"
 #include "runtime/cuda/tensor_map.hpp"

@@ -28,7 +28,12 @@ constexpr int kMaxStages = 4;
 // convs are all of this kind). Two consumer warpgroups keep one wgmma group in flight each
 // while the other waits: 0.8; one consumer: 0.7. Stated, not measured (no GPU was lent):
 // kiln bench/tune replace it.
-double efficiency_prior(int consumers) { return consumers == 2 ? 0.8 : 0.7; }
+// tf32 kernels round their A rows in shared memory before their wgmmas (the template's
+// ROUND_TF32: an extra read and write of A, a third more shared-memory traffic than the
+// wgmmas' own at BN 128): priced at 0.9 of that, stated until measured.
+double efficiency_prior(int consumers, bool tf32) {
+  return (consumers == 2 ? 0.8 : 0.7) * (tf32 ? 0.9 : 1.0);
+}
 
 // The cost model (generator/cost/kernel_cost.cpp, today) multiplies a variant's efficiency by
 // a latency-hiding factor from its resident warps, min(1, 0.25 + 1.5 * warps / SM's warps):
@@ -87,7 +92,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
     for (int bn : kBns) {
       if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
       const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * 128;
-      const int64_t stages = std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + 16));
+      const int64_t barriers = 8 * (2 + (es == 4 ? pt.consumers : 0)); // template's BARRIERS
+      const int64_t stages =
+          std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + barriers));
       if (stages < 2) continue;
       const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
       const int64_t o_blocks = (O + bn - 1) / bn, tiles = N * tiles_p * tiles_q * o_blocks;
@@ -127,7 +134,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
       v.block = {threads, 1, 1};
       v.grid = {tiles, 1, 1}; // one block per output tile (the template is persistent below)
-      v.dynamic_smem = 1024 + stages * stage + 16 * stages;
+      v.dynamic_smem = 1024 + stages * stage + barriers * stages;
       // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
       // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
       // (ptxas' report, NVRTC 13 for sm_90a).
@@ -138,11 +145,12 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       const double util = double(OH) / double(tiles_p * pt.tp) * double(OW) /
                           double(tiles_q * pt.tq) * double(O) / double(o_blocks * bn);
       v.efficiency =
-          efficiency_prior(pt.consumers) * util / warp_hiding_the_model_applies(s.gpu, threads);
+          efficiency_prior(pt.consumers, es == 4) * util / warp_hiding_the_model_applies(s.gpu, threads);
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
-          "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map",
-          M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW);
+          "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map{}",
+          M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW,
+          es == 4 ? "; A rounded to tf32 in shared memory" : "");
       out.push_back(std::move(v));
     }
   return out;
