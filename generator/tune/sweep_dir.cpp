@@ -62,8 +62,8 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     if (!row.cudnn_ms && !row.cudnn_note.empty() && told.insert(w.key.id).second) {
       line.clear();
       fmt::print(stderr, "kiln: {}: no cuDNN time for {}: {}\n",
-                 o.log_as.empty() ? "sweep" : o.log_as, w.layers.empty() ? w.key.id : w.layers.front(),
-                 row.cudnn_note);
+                 o.log_as.empty() ? "sweep" : o.log_as,
+                 w.layers.empty() ? w.key.id : w.layers.front(), row.cudnn_note);
     }
     if (o.done) o.done(w, row);
     ++finished;

@@ -110,8 +110,7 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
 // tf32: thread t of a consumer warpgroup rounds its share of the group's 64 A rows of a
 // landed stage to tf32 in place; the async-proxy fence and the group's `rounded` barrier
 // order those stores before the group's wgmmas read them.
-template <class Cfg>
-KILN_FN void round_rows(Shared<u8> a, Shared<u64> rounded, int t, u32 parity) {
+template <class Cfg> KILN_FN void round_rows(Shared<u8> a, Shared<u64> rounded, int t, u32 parity) {
   const Shared<u32> words = view_as<u32>(a);
   for (int i = t; i < 64 * 128 / 4; i += 128)
     words[i] = float_to_tf32(__uint_as_float(words[i]));

@@ -176,9 +176,27 @@ const Instance kInstances[] = {
      false,
      false,
      false},
-    {"TF32_T8x16_BN64_S2_C2", 2, 1, 64, 10, 12, 64, 3, 3, 1, 1, 1, 1, 8, 16, 64, 2, 2, true,
-     false, true}
-};
+    {"TF32_T8x16_BN64_S2_C2",
+     2,
+     1,
+     64,
+     10,
+     12,
+     64,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     64,
+     2,
+     2,
+     true,
+     false,
+     true}};
 
 // A tensor of the instance's element type, as bytes.
 struct Elems {
@@ -305,9 +323,9 @@ struct Problem {
                 const int h = in.SH * p - in.PH + r, ww = in.SW * q - in.PW + s;
                 if (h < 0 || h >= in.H || ww < 0 || ww >= in.W) continue;
                 for (int ci = 0; ci < in.C; ++ci)
-                  acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci),
-                                 true) *
-                         operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci), false);
+                  acc +=
+                      operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci), true) *
+                      operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci), false);
               }
             const std::size_t at = ((std::size_t(n) * OH + p) * OW + q) * in.O + o;
             if (in.bias) acc += bias.get(std::size_t(o));

@@ -144,8 +144,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.math = *math;
       const double util = double(OH) / double(tiles_p * pt.tp) * double(OW) /
                           double(tiles_q * pt.tq) * double(O) / double(o_blocks * bn);
-      v.efficiency =
-          efficiency_prior(pt.consumers, es == 4) * util / warp_hiding_the_model_applies(s.gpu, threads);
+      v.efficiency = efficiency_prior(pt.consumers, es == 4) * util /
+                     warp_hiding_the_model_applies(s.gpu, threads);
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
           "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map{}",
