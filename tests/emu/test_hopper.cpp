@@ -196,8 +196,9 @@ struct WgmmaResult {
   double max_rel = 0; // against a float64 product
 };
 
-// kind 0 f16, 1 bf16, 2 tf32 (values exact in tf32); flags as the kernel's.
-WgmmaResult run_wgmma(int N, int kind, unsigned W, unsigned flags = 0) {
+// kind 0 f16, 1 bf16, 2 tf32 (values exact in tf32); flags as the kernel's. `cross`: the
+// two-warpgroup kernel wgmma_cross_n64 (N 64, f16) instead of wgmma_nN.
+WgmmaResult run_wgmma(int N, int kind, unsigned W, unsigned flags = 0, bool cross = false) {
   const int e = kind == 2 ? 4 : 2, K = 64 / e; // two k steps of 32 bytes
   const std::size_t a_bytes = operand_bytes(W, 64), b_base = (a_bytes + 1023) / 1024 * 1024;
   const std::size_t a_col = a_bytes / 2, b_col = operand_bytes(W, N) / 2;
@@ -238,8 +239,9 @@ WgmmaResult run_wgmma(int N, int kind, unsigned W, unsigned flags = 0) {
   for (float& c : C)
     c = u(rng);
   WgmmaResult res;
-  res.report = try_launch("wgmma_n" + std::to_string(N),
-                          config({1, 1, 1}, {128, 1, 1}, KILN_EMU_CHECK_ALL, 1, total),
+  res.report = try_launch(cross ? std::string("wgmma_cross_n64") : "wgmma_n" + std::to_string(N),
+                          config({1, 1, 1}, {cross ? 256u : 128u, 1, 1}, KILN_EMU_CHECK_ALL, 1,
+                                 (total + 7) / 8 * 8 + (cross ? 16 : 0)),
                           {buf(img, "image"), buf(C, "C"), buf(D, "D"), buf(p, "params")});
   if (!res.report.empty()) return res;
   const bool zero = flags & 1024;
@@ -294,6 +296,17 @@ TEST_CASE("planted bugs: wgmma without the async-proxy fence; an accumulator rea
   const WgmmaResult early = run_wgmma(32, 1, 64, 512);
   INFO(early.report);
   CHECK(contains(early.report, "accessed before the wgmma_wait"));
+}
+
+TEST_CASE("one warpgroup's stores read by another's wgmma: released by an mbarrier, or a race") {
+  // The Hopper conv's tf32 kernels round B, which both consumers read, each a share of it.
+  const WgmmaResult ok = run_wgmma(64, 0, 128, 0, true);
+  INFO(ok.report);
+  CHECK(ok.report.empty());
+  CHECK(ok.max_rel < 1e-5);
+  const WgmmaResult planted = run_wgmma(64, 0, 128, 2048, true);
+  INFO(planted.report);
+  CHECK(contains(planted.report, "a wgmma reads it, thread"));
 }
 
 TEST_CASE("planted bug: a stage released to the producer before its wgmmas completed") {

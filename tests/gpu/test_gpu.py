@@ -28,8 +28,7 @@ kt.kiln("gpu", "detect", "-o", gpu_json)
 
 # (model, batch, image): f32 models on tensor cores run tf32. A tf32 step's error is up to
 # 5e-4 of its output's norm (kernel_check's per-step tolerance: the inputs rounded to a 10-bit
-# mantissa; 1e-3 for the Hopper family, which rounds x but lets wgmma truncate w); unbiased
-# errors add up about as the square root of the number of layers, so a
+# mantissa); unbiased errors add up about as the square root of the number of layers, so a
 # whole network is held to 4e-3 (16 layers at 5e-4 each, doubled). On the H200: vgg16
 # 9.2e-4 with mma.sync kernels only (bench/results/h200_2026-11-26); 6.46e-3 once the Hopper
 # family let wgmma truncate f32 to tf32 (7 layers at 6.9e-4 each, all one sign: they add up),

@@ -2,8 +2,8 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer2.0.conv2+layer2.0.bn2+layer2.0.add+layer2.0.relu2 (conv2d.forward)
 // node: layer2.1.conv2+layer2.1.bn2+layer2.1.add+layer2.1.relu2 (conv2d.forward)
-// variant: conv2d_hopper_wgmma: implicit GEMM M=784 N=128 K=1152 on wgmma m64n64k8 tf32: 8x8 pixel tile, 1 consumer warpgroup(s), 4 TMA stages (128-byte swizzle), 1 x-map(s) + a w-map; A rounded to tf32 in shared memory
-// chosen: cheapest of 21 valid variants: est. 6.0 us (floor 0.5 us), 1 blocks/SM (registers bound), fill 24%
+// variant: conv2d_hopper_wgmma: implicit GEMM M=784 N=128 K=1152 on wgmma m64n64k8 tf32: 8x8 pixel tile, 1 consumer warpgroup(s), 4 TMA stages (128-byte swizzle), 1 x-map(s) + a w-map; operands rounded to tf32 in shared memory
+// chosen: cheapest of 21 valid variants: est. 6.5 us (floor 0.5 us), 1 blocks/SM (registers bound), fill 24%
 #include "conv/hopper/igemm_wgmma.cuh"
 
 struct conv2d_hopper_wgmma_f32_nhwc_t8x8_bn64_s4_c1_n1c128h28w28_o128k3x3s1x1p1x1_bias_res_relu_sm90a_cfg {

@@ -99,6 +99,10 @@ void mbar_arrive(void* p, long long tx) {
     fail("mbarrier_arrive: more arrivals than the barrier's count (%u) in one phase", m.count);
   m.tx += tx;
   --m.pending;
+  Fiber& me = *self();
+  const int slot = int(&m - b.hop.bars);
+  me.hop.arrived_phase[slot] = m.phases;
+  me.hop.arrived_fences[slot] = me.hop.proxy_fences;
   complete_phase_if_done(m);
   // A plain arrival (a consumer releasing a stage) lets the others run before this thread
   // goes on: one that releases a stage before its own wgmma_wait then finds the producer has

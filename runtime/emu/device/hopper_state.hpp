@@ -26,6 +26,11 @@ struct HopperFiber {
   std::uint32_t wg_open;      // wgmma groups committed by this thread (the open one's id)
   std::uint32_t wg_done;      // wgmma groups below this id have completed (wait_group)
   std::uint32_t maxnreg;      // setmaxnreg's last value (0: none)
+  // Per mbarrier slot, this thread's last arrival: the phase it arrived in and its
+  // proxy_fences then (0: none). An arrival releases the thread's earlier stores to whoever
+  // waits for that phase (mbarrier.arrive is a release, the wait an acquire).
+  std::uint32_t arrived_phase[kMaxMbarriers];
+  std::uint32_t arrived_fences[kMaxMbarriers];
 };
 
 // Per shared byte, in `tag` (race checks only): 0 not tracked; kTagAsync | slot << 24 |

@@ -47,12 +47,11 @@ template <class Cfg> struct Geometry {
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
   // f32 operands: wgmma reads them as tf32 by dropping 13 mantissa bits (towards zero), a
   // bias of about 2^-11 of each operand that adds up layer by layer (vgg16's seven such layers
-  // gave 6.5e-3 on the H200, each within 7e-4). Each consumer rounds its own A rows of a
-  // landed stage in shared memory first (cvt.rna, as mma.sync's tf32 kernels do) and its
-  // warps meet at a barrier of their own; B, which both consumers read, stays truncated.
+  // gave 6.5e-3 on the H200, each within 7e-4). The consumers round each landed stage in
+  // shared memory first (cvt.rna, as mma.sync's tf32 kernels do): each its own A rows and a
+  // share of B, then all meet at a third barrier per stage before their wgmmas.
   static constexpr bool ROUND_TF32 = sizeof(T) == 4;
-  // Per stage: full, empty (and with ROUND_TF32 one `rounded` per consumer).
-  static constexpr int BARRIERS = 2 + (ROUND_TF32 ? CONSUMERS : 0);
+  static constexpr int BARRIERS = ROUND_TF32 ? 3 : 2; // per stage: full, empty(, rounded)
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);
   static constexpr int TILES = Cfg::N * TILES_P * TILES_Q * O_BLOCKS; // output tiles
@@ -107,13 +106,17 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
   }
 }
 
-// tf32: thread t of a consumer warpgroup rounds its share of the group's 64 A rows of a
-// landed stage to tf32 in place; the async-proxy fence and the group's `rounded` barrier
-// order those stores before the group's wgmmas read them.
-template <class Cfg> KILN_FN void round_rows(Shared<u8> a, Shared<u64> rounded, int t, u32 parity) {
-  const Shared<u32> words = view_as<u32>(a);
+// tf32: thread t of consumer warpgroup g rounds, in place, its share of the group's 64 A rows
+// and its share (of 128 * CONSUMERS) of B; the async-proxy fence and the `rounded` barrier,
+// which every consumer thread reaches, order those stores before any consumer's wgmma.
+template <class Cfg>
+KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u32 parity) {
+  using G = Geometry<Cfg>;
+  const Shared<u32> a = view_as<u32>(stage + g * 64 * 128), b = view_as<u32>(stage + G::A_BYTES);
   for (int i = t; i < 64 * 128 / 4; i += 128)
-    words[i] = float_to_tf32(__uint_as_float(words[i]));
+    a[i] = float_to_tf32(__uint_as_float(a[i]));
+  for (int i = g * 128 + t; i < G::B_BYTES / 4; i += 128 * G::CONSUMERS)
+    b[i] = float_to_tf32(__uint_as_float(b[i]));
   fence_proxy_async();
   mbarrier_arrive(rounded);
   mbarrier_wait(rounded, parity);
@@ -125,15 +128,16 @@ template <class Cfg> KILN_FN void round_rows(Shared<u8> a, Shared<u64> rounded, 
 template <class Cfg>
 KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
                      int g, int& ring_it) {
-  const Shared<u64> rounded = empty + Cfg::STAGES * (1 + g); // tf32 only: this group's
+  const Shared<u64> rounded = empty + Cfg::STAGES; // tf32 only
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
     const int it = ring_it, s = it % G::STAGES;
     mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
-    const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * 128;
     if constexpr (G::ROUND_TF32)
-      round_rows<Cfg>(a, rounded + s, thread_linear() % 128, u32((it / G::STAGES) & 1));
+      round_stage<Cfg>(ring + s * G::STAGE_BYTES, rounded + s, g, thread_linear() % 128,
+                       u32((it / G::STAGES) & 1));
+    const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * 128;
     const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
     wgmma_fence();
 #pragma unroll
@@ -208,9 +212,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     for (int s = 0; s < G::STAGES; ++s) {
       mbarrier_init(full + s, 1);
       mbarrier_init(empty + s, 128 * G::CONSUMERS);
-      if constexpr (G::ROUND_TF32)
-        for (int g = 0; g < G::CONSUMERS; ++g)
-          mbarrier_init(empty + G::STAGES * (1 + g) + s, 128);
+      if constexpr (G::ROUND_TF32) mbarrier_init(empty + G::STAGES + s, 128 * G::CONSUMERS);
     }
     fence_barrier_init();
   }

@@ -76,6 +76,50 @@ template <int N> KILN_FN void wgmma_image(const KernelArgs& args) {
   for (int r = 0; r < N / 2; ++r)
     D[t * (N / 2) + r] = acc[r];
 }
+// Two warpgroups: group 0 copies the image (as wgmma_image) into shared memory with ordinary
+// stores and a fence, then arrives on an mbarrier; group 1 waits for that phase and computes
+// D = A B^T + C (f16, N = 64) from it. Flag bit 11 (planted): group 0 arrives on nothing and
+// group 1 waits on a barrier of its own, so nothing orders group 0's stores before its wgmma.
+KILN_FN void wgmma_cross(const KernelArgs& args) {
+  const auto img = arg<const u32>(args, 0);
+  const auto C = arg<const float>(args, 1);
+  const auto D = arg<float>(args, 2);
+  const auto p = arg<const u64>(args, 3);
+  const int words = int(p[5]);
+  const bool planted = p[4] & 2048;
+  const auto s = dynamic_shared<u32>(0);
+  const Shared<u64> bars = view_as<u64>(dynamic_shared<u8>(0) + (words * 4 + 7) / 8 * 8);
+  const int t = int(threadIdx.x);
+  if (t == 0) {
+    mbarrier_init(bars, 128);
+    mbarrier_init(bars + 1, 128);
+    fence_barrier_init();
+  }
+  sync_threads();
+  if (t < 128) {
+    for (int i = t; i < words; i += 128)
+      s[i] = img[i];
+    fence_proxy_async();
+    if (!planted) mbarrier_arrive(bars);
+    return;
+  }
+  if (planted) mbarrier_arrive(bars + 1);
+  mbarrier_wait(bars + (planted ? 1 : 0), 0);
+  const int u = t - 128;
+  WgmmaAcc<64> acc;
+  for (int r = 0; r < 32; ++r)
+    acc[r] = C[u * 32 + r];
+  wgmma_fence();
+  for (int k = 0; k < 2; ++k)
+    wgmma(acc, p[2 * k], p[2 * k + 1], true, f16{});
+  wgmma_commit();
+  wgmma_wait<0>();
+  for (int r = 0; r < 32; ++r)
+    D[u * 32 + r] = acc[r];
+}
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_cross_n64(KernelArgs args) {
+  wgmma_cross(args);
+}
 extern "C" __global__ void wgmma_n16(KernelArgs args) { wgmma_image<16>(args); }
 extern "C" __global__ void wgmma_n32(KernelArgs args) { wgmma_image<32>(args); }
 extern "C" __global__ void wgmma_n64(KernelArgs args) { wgmma_image<64>(args); }

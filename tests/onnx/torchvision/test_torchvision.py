@@ -57,8 +57,8 @@ def input_shape(path):
 # Device tokens of expected.txt: the kiln options and the tolerance. `emu` runs the kernels
 # generated for a T4 (f32 computed in f32: the conformance tolerance holds); `emu-tf32` those
 # for an H100, whose f32 convs run on tensor cores in tf32: up to 5e-4 per step (kernel_check's
-# tf32 tolerance; 1e-3 for the Hopper family, whose weights wgmma still truncates), about
-# sqrt(layers) of it through a network, so 4e-3 (as the gpu suite).
+# tf32 tolerance; operands rounded to nearest), about sqrt(layers) of it through a network,
+# so 4e-3 (as the gpu suite).
 DEVICES = {"cpu": (["--device", "cpu"], TOL),
            "emu": (["--device", "emu", "--gpu", "t4"], TOL),
            "emu-tf32": (["--device", "emu", "--gpu", "h100"], 4e-3)}

@@ -28,11 +28,11 @@ constexpr int kMaxStages = 4;
 // convs are all of this kind). Two consumer warpgroups keep one wgmma group in flight each
 // while the other waits: 0.8; one consumer: 0.7. Stated, not measured (no GPU was lent):
 // kiln bench/tune replace it.
-// tf32 kernels round their A rows in shared memory before their wgmmas (the template's
-// ROUND_TF32: an extra read and write of A, a third more shared-memory traffic than the
-// wgmmas' own at BN 128): priced at 0.9 of that, stated until measured.
+// tf32 kernels round each stage in shared memory before their wgmmas (the template's
+// ROUND_TF32: an extra read and write of A and B, about as much shared-memory traffic again
+// as the wgmmas' own at BN 128): priced at 0.8 of that, stated until measured.
 double efficiency_prior(int consumers, bool tf32) {
-  return (consumers == 2 ? 0.8 : 0.7) * (tf32 ? 0.9 : 1.0);
+  return (consumers == 2 ? 0.8 : 0.7) * (tf32 ? 0.8 : 1.0);
 }
 
 // The cost model (generator/cost/kernel_cost.cpp, today) multiplies a variant's efficiency by
@@ -92,7 +92,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
     for (int bn : kBns) {
       if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
       const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * 128;
-      const int64_t barriers = 8 * (2 + (es == 4 ? pt.consumers : 0)); // template's BARRIERS
+      const int64_t barriers = es == 4 ? 24 : 16; // per stage: the template's BARRIERS
       const int64_t stages =
           std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + barriers));
       if (stages < 2) continue;
@@ -150,7 +150,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
           "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
           "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map{}",
           M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW,
-          es == 4 ? "; A rounded to tf32 in shared memory" : "");
+          es == 4 ? "; operands rounded to tf32 in shared memory" : "");
       out.push_back(std::move(v));
     }
   return out;
