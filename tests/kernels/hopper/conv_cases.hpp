@@ -323,9 +323,8 @@ struct Problem {
                 const int h = in.SH * p - in.PH + r, ww = in.SW * q - in.PW + s;
                 if (h < 0 || h >= in.H || ww < 0 || ww >= in.W) continue;
                 for (int ci = 0; ci < in.C; ++ci)
-                  acc +=
-                      operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci)) *
-                      operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci));
+                  acc += operand(x.get(((std::size_t(n) * in.H + h) * in.W + ww) * in.C + ci)) *
+                         operand(w.get(std::size_t(o) * K + (r * in.KW + s) * in.C + ci));
               }
             const std::size_t at = ((std::size_t(n) * OH + p) * OW + q) * in.O + o;
             if (in.bias) acc += bias.get(std::size_t(o));
