@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -52,11 +53,14 @@ rng = np.random.RandomState(0)
 for name, batch, image in MODELS:
     x = rng.standard_normal((batch, 3, image, image)).astype(np.float32)
     np.save(path("x.npy"), x)
+    t0 = time.time()
     kt.kiln("run", name, "--device", "gpu", "--gpu", gpu_json, "--input", path("x.npy"), "--output", path("g.npy"))
+    t1 = time.time()
     kt.kiln("run", name, "--device", "cpu", "--input", path("x.npy"), "--output", path("c.npy"))
+    t2 = time.time()
     g, c = np.load(path("g.npy")), np.load(path("c.npy"))
     rel = np.linalg.norm(g - c) / np.linalg.norm(c)
-    print(f"{name}: inference relative error {rel:.2e}")
+    print(f"{name}: inference relative error {rel:.2e} (kiln run: gpu {t1 - t0:.1f} s, cpu {t2 - t1:.1f} s)")
     kt.check(np.isfinite(g).all() and rel < NET_TOL, f"{name}: relative error {rel}")
 
 if "--only-models" in opts:
