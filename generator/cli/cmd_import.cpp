@@ -34,11 +34,16 @@ void import(const ImportArgs& a) {
   if (!a.weights_out.empty()) io::write_file_atomic(a.weights_out, weights);
   io::write_file_atomic(a.output, text);
   const Model& m = im.model;
+  const std::string lns = im.layer_norms_written_out
+                              ? fmt::format(", {} written-out LayerNorm(s) as one layer each",
+                                            im.layer_norms_written_out)
+                              : "";
   fmt::print("imported {} (opset {}): {} ONNX nodes -> {} layers ({} computed at import, {} "
-             "dropped), input {} {}, {} parameters, {} MACs; wrote {}{}\n",
-             a.model, im.opset, im.onnx_nodes, m.nodes.size(), im.folded, im.dropped, m.input_name,
-             shape_str(m.input_shape), with_commas(m.total_params()), human_count(m.total_macs()),
-             a.output, a.weights_out.empty() ? "" : " and " + a.weights_out);
+             "dropped{}), input {} {}, {} parameters, {} MACs; wrote {}{}\n",
+             a.model, im.opset, im.onnx_nodes, m.nodes.size(), im.folded, im.dropped, lns,
+             m.input_name, shape_str(m.input_shape), with_commas(m.total_params()),
+             human_count(m.total_macs()), a.output,
+             a.weights_out.empty() ? "" : " and " + a.weights_out);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "generator/emit/assign_kernels.hpp"
 
 #include "generator/rewrite/layouts.hpp"
+#include "generator/select/library_layouts.hpp"
 #include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
 
@@ -87,22 +88,6 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
 }
 
 } // namespace
-
-// What a cuDNN step needs: its legacy API computes only when every image tensor of a call
-// (x, w, y and their gradients) has one format, so all take the layout of the image the step
-// writes (the plan's activation layout); a network input read as NCHW by an NHWC plan's first
-// conv is converted, and a weight's conversion moves to the prepare phase with the folding.
-Variant library_layouts(const Plan& p, const Step& s) {
-  Variant v;
-  if (s.fn == Fn::convert) return v; // changes the layout: cudnnTransformTensor
-  int written = -1;
-  for (std::string_view w : fn_signature(s.fn).writes)
-    if (const int b = s.arg(w); written < 0 && b >= 0 && p.buffers[b].shape.size() == 4) written = b;
-  if (written < 0) return v;
-  for (const Arg& a : s.args)
-    if (p.buffers[a.buffer].shape.size() == 4) v.layouts.push_back({a.role, p.buffers[written].layout});
-  return v;
-}
 
 Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only,
                         const SelectionHints* hints) {

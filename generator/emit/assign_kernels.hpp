@@ -30,10 +30,6 @@ struct Assigned {
   std::vector<LibraryRecord> library_steps;
 };
 
-// The layouts a cuDNN call of step s takes: every image (x, w, y and their gradients) in the
-// layout of the image it writes (cuDNN computes only when one format serves them all).
-Variant library_layouts(const Plan& p, const Step& s);
-
 // With `cudnn_only`, every step cuDNN computes becomes a library call (the peer plan of
 // benchmarks); the rest keep generated kernels. `hints`: measured winners (kiln tune).
 Assigned assign_kernels(Plan& p, const GpuDesc& g, bool keep_alternatives, bool cudnn_only = false,

@@ -1,7 +1,7 @@
 #include "generator/tune/sweep.hpp"
 
-#include "generator/emit/assign_kernels.hpp"
-#include "generator/emit/tensor_maps.hpp"
+#include "generator/select/families/hopper/tensor_map_binding.hpp"
+#include "generator/select/library_layouts.hpp"
 #include "runtime/cuda/cudnn_support.hpp"
 #include "runtime/error.hpp"
 

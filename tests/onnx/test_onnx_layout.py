@@ -36,16 +36,41 @@ P = {"stem.weight": r(CH, 3, 2, 2) * 0.5, "stem.bias": r(CH), "dw.weight": r(CH,
      "head_norm.weight": pos(CH), "head_norm.bias": r(CH), "fc.weight": r(5, CH) * 0.5, "fc.bias": r(5)}
 
 
-def convnext(opset, gelu_op, head_2d):
+def written_ln(tag, x, out, axis, scale=None, bias=None, eps=1e-6, square="Pow", scale_first=False):
+    """LayerNorm as exporters wrote it before opset 17: ReduceMean, Sub, Pow (or Mul(d, d)),
+    ReduceMean, Add eps, Sqrt, Div, then optionally Mul by the scale and Add the bias."""
+    t = lambda s: f"{tag}_{s}"
+    nodes = [helper.make_node("ReduceMean", [x], [t("m")], axes=[axis]),
+             helper.make_node("Sub", [x, t("m")], [t("d")])]
+    if square == "Pow":
+        nodes += [F(t("two"), 2.0), helper.make_node("Pow", [t("d"), t("two")], [t("sq")])]
+    else:
+        nodes.append(helper.make_node("Mul", [t("d"), t("d")], [t("sq")]))
+    y = t("n") if scale or bias else out
+    nodes += [helper.make_node("ReduceMean", [t("sq")], [t("v")], axes=[axis]), F(t("eps"), eps),
+              helper.make_node("Add", [t("v"), t("eps")], [t("ve")]), helper.make_node("Sqrt", [t("ve")], [t("s")]),
+              helper.make_node("Div", [t("d"), t("s")], [y])]
+    if scale:
+        y2 = t("sc") if bias else out
+        nodes.append(helper.make_node("Mul", [scale, y] if scale_first else [y, scale], [y2], name=tag))
+        y = y2
+    if bias:
+        nodes.append(helper.make_node("Add", [y, bias], [out], name=tag + "_bias"))
+    return nodes
+
+
+def convnext(opset, gelu_op, head_2d, written=False):
     """A ConvNeXt stem, one block and its head. gelu_op: the Gelu operator (opset 20) or GELU
     written out as the TorchScript exporter does; head_2d: the head's layer norm on [N, C]
-    (axis 1, no bias) instead of torchvision's LayerNorm2d (transposes around [N, C, 1, 1])."""
+    (axis 1, no bias) instead of torchvision's LayerNorm2d (transposes around [N, C, 1, 1]);
+    written: both layer norms written out as exporters before opset 17 did."""
     nodes = [
         helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem", strides=[2, 2]),
         helper.make_node("Conv", ["s", "dw.weight", "dw.bias"], ["dw"], name="dw", pads=[3, 3, 3, 3], group=CH),
         helper.make_node("Transpose", ["dw"], ["t1"], name="to_last", perm=[0, 2, 3, 1]),
-        helper.make_node("LayerNormalization", ["t1", "norm.weight", "norm.bias"], ["ln"], name="norm",
-                         axis=-1, epsilon=1e-6),
+        *(written_ln("norm", "t1", "ln", -1, "norm.weight", "norm.bias") if written else
+          [helper.make_node("LayerNormalization", ["t1", "norm.weight", "norm.bias"], ["ln"], name="norm",
+                            axis=-1, epsilon=1e-6)]),
         helper.make_node("MatMul", ["ln", "pw1_w"], ["m1"], name="pw1"),
         helper.make_node("Add", ["m1", "pw1_b"], ["a1"], name="pw1_bias"),
     ]
@@ -65,9 +90,10 @@ def convnext(opset, gelu_op, head_2d):
         helper.make_node("GlobalAveragePool", ["res"], ["gap"], name="gap"),
     ]
     if head_2d:
-        nodes += [helper.make_node("Flatten", ["gap"], ["fl"], name="flat"),
-                  helper.make_node("LayerNormalization", ["fl", "head_norm.weight"], ["hn"], name="head_norm",
-                                   axis=1, epsilon=1e-6)]
+        nodes.append(helper.make_node("Flatten", ["gap"], ["fl"], name="flat"))
+        nodes += (written_ln("head_norm", "fl", "hn", 1, "head_norm.weight", square="Mul", scale_first=True)
+                  if written else [helper.make_node("LayerNormalization", ["fl", "head_norm.weight"], ["hn"],
+                                                    name="head_norm", axis=1, epsilon=1e-6)])
     else:
         nodes += [helper.make_node("Transpose", ["gap"], ["h1"], perm=[0, 2, 3, 1]),
                   helper.make_node("LayerNormalization", ["h1", "head_norm.weight", "head_norm.bias"], ["h2"],
@@ -99,8 +125,9 @@ def ref(x, head_2d):
     return g @ p["fc.weight"].T + p["fc.bias"]
 
 
-for name, opset, gelu_op, head_2d in [("h17", 17, False, False), ("h20", 20, True, True)]:
-    m = convnext(opset, gelu_op, head_2d)
+for name, opset, gelu_op, head_2d, written in [("h17", 17, False, False, False), ("h20", 20, True, True, False),
+                                               ("h16", 16, False, True, True)]:
+    m = convnext(opset, gelu_op, head_2d, written)
     if opset <= onnx.defs.onnx_opset_version():  # Debian's onnx 1.12 checks opsets up to 17
         onnx.checker.check_model(m)
     onnx.save(m, path(name + ".onnx"))
@@ -129,6 +156,31 @@ for name, opset, gelu_op, head_2d in [("h17", 17, False, False), ("h20", 20, Tru
         kt.check(not man.get("library_steps"), f"{name} on {gpu}: cuDNN steps {man.get('library_steps')}")
         fams = {k["family"] for k in man["kernels"] if k.get("chosen", True)}
         kt.check("layernorm_forward" in fams, f"{name} on {gpu}: a layernorm kernel: {sorted(fams)}")
+
+# ---- LayerNorm2d over the channels of an NCHW activation, written out (ConvNeXt's own
+# "channels_first" LayerNorm: mean over axis 1, scale and bias [C, 1, 1]): one layernorm.
+L = {"stem.weight": P["stem.weight"], "stem.bias": P["stem.bias"], "w_c": pos(CH, 1, 1), "b_c": r(CH, 1, 1)}
+nodes_l = ([helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem", strides=[2, 2])] +
+           written_ln("ln2d", "s", "l", 1, "w_c", "b_c", eps=1e-5, scale_first=True) +
+           [helper.make_node("Relu", ["l"], ["out"])])
+ml = om.model(nodes_l, [om.init(k, v) for k, v in L.items()], "x", "out", 13, name="ln2d",
+              input_shape=(2, 3, 10, 10), output_shape=("N", CH, 5, 5))
+onnx.checker.check_model(ml)
+onnx.save(ml, path("l.onnx"))
+xl = rng.randn(2, 3, 10, 10).astype(np.float32)
+np.save(path("l_x.npy"), xl)
+pl = {k: v.astype(np.float64) for k, v in L.items()}
+sl = om.conv(xl.astype(np.float64), pl["stem.weight"], pl["stem.bias"], stride=(2, 2))
+want = np.maximum(layernorm(sl, pl["w_c"], pl["b_c"], 1e-5, 1), 0)
+for dev in ("cpu", "emu"):
+    kt.kiln("run", path("l.onnx"), "--device", dev, "--input", path("l_x.npy"), "-o", path(f"l_{dev}.npy"))
+    if os.path.exists(path(f"l_{dev}.npy")):
+        err = kt.rel(np.load(path(f"l_{dev}.npy")), want)
+        print(f"written-out NCHW layer norm on {dev}: relative error {err:.2e} (tolerance {TOL})")
+        kt.check(err < TOL, f"written-out NCHW layer norm on {dev}: output differs from NumPy: {err}")
+kt.kiln("import", path("l.onnx"), "-o", path("l.json"))
+ops = [l["op"] for l in json.load(open(path("l.json")))["layers"]]
+kt.check(ops == ["conv2d", "layernorm", "relu"], f"written-out NCHW layer norm: one layernorm: {ops}")
 
 # ---- Per-channel constants folded into the layer before them: Add into a conv that has a
 # bias, Sub of [1, C, 1, 1], Div by [C, 1, 1], Sub of a scalar after the classifier.

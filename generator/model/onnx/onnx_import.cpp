@@ -4,6 +4,7 @@
 #include "generator/model/onnx/converter.hpp"
 #include "generator/model/onnx/graph_order.hpp"
 #include "generator/model/onnx/import_problems.hpp"
+#include "generator/model/onnx/layer_norm_pattern.hpp"
 #include "generator/model/onnx/model_proto.hpp"
 #include "generator/model/onnx/names_utf8.hpp"
 #include "generator/model/onnx/node_attrs.hpp"
@@ -81,9 +82,11 @@ std::string onnx_supported_ops() { return oi::supported_op_list(); }
 ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::string& file,
                                 const std::string& model_dir, int64_t batch) {
   try {
-    const onnx::ModelProto proto = oi::parse_model_proto(bytes, file);
+    onnx::ModelProto proto = oi::parse_model_proto(bytes, file);
     ImportedModel r;
     r.opset = oi::default_opset(proto);
+    const int file_nodes = proto.graph().node_size();
+    r.layer_norms_written_out = oi::fuse_layer_norm_patterns(*proto.mutable_graph(), r.opset);
     const onnx::GraphProto& g = proto.graph();
     oi::check_graph_names(g);
     if (g.sparse_initializer_size() > 0)
@@ -148,7 +151,7 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
       c.set_unavailable(n);
     }
     if (!problems.empty()) throw problems.error(g.node_size(), oi::supported_op_list());
-    r.onnx_nodes = g.node_size();
+    r.onnx_nodes = file_nodes;
     r.folded = c.folded;
     r.dropped = c.dropped;
 

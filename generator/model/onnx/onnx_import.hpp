@@ -22,6 +22,7 @@ struct ImportedModel {
   int onnx_nodes = 0; // nodes in the ONNX graph
   int folded = 0;     // computed at import time (constants, shape arithmetic)
   int dropped = 0;    // Identity, Dropout, no-op reshapes
+  int layer_norms_written_out = 0; // LayerNorm chains of several nodes imported as one layer
 };
 
 // True for a path kiln reads as ONNX (by its extension, .onnx).

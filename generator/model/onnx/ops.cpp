@@ -71,6 +71,9 @@ const std::map<std::string, std::string>& limited_ops() {
       {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)); by a per-channel "
               "constant: folded into the layer before it)"},
       {"Erf", " (on activations: in GELU)"},
+      {"LayerNormalization", " (also written out as exporters before opset 17 did: ReduceMean, "
+                             "Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then Mul and Add by "
+                             "constants; over the channels of NCHW too)"},
       {"Transpose", " (on activations: (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back, "
                     "around LayerNormalization, MatMul, Add and elementwise ops; "
                     "(0, 2, 1, 3, 4) in a channel shuffle)"},

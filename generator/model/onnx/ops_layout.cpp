@@ -2,68 +2,16 @@
 // channels, which is ONNX's LayerNormalization over the last axis of a channels-last
 // activation (ConvNeXt: after Transpose(0, 2, 3, 1)), or over axis 1 (= -1) of [N, C].
 // ONNX normalises over every axis from `axis` on, so axis 1 of an NCHW [N, C, H, W] is a
-// different op (over C, H and W) unless H = W = 1.
+// different op (over C, H and W) unless H = W = 1. The node layer_norm_pattern.cpp makes of
+// an exporter's written-out LayerNorm normalises its one axis alone (kReducedAxisAttr): the
+// channels of an NCHW activation too; it may have no Scale (ones).
+#include "generator/model/onnx/layer_norm_pattern.hpp"
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
 #include <optional>
-
-namespace kiln::onnx_import {
-
-void convert_layer_norm(Converter& c, const onnx::NodeProto& n) {
-  const NodeAttrs at(n, {"axis", "epsilon", "stash_type"});
-  if (at.get_int("stash_type", 1) != 1)
-    throw Error("", node_label(n),
-                cat("attribute \"stash_type\" = ", at.get_int("stash_type", 1),
-                    ": kiln computes the statistics in float (stash_type 1) or wider"));
-  c.require_unused_outputs(n, 1); // Mean, InvStdDev
-  const int x = c.activation(n, 0, "X");
-  const bool last = c.channels_last(n, 0);
-  const Shape s = c.shape_of(x);
-  const int64_t rank = int64_t(s.size());
-  int64_t axis = at.get_int("axis", -1);
-  if (axis < 0) axis += rank;
-  // The ONNX axis that holds kiln's channels, and whether axes after it are all 1.
-  const int64_t channel_axis = last ? rank - 1 : 1;
-  bool trailing_ones = true;
-  if (!last)
-    for (int64_t d = 2; d < rank; ++d)
-      trailing_ones = trailing_ones && s[size_t(d)] == 1;
-  const bool over_channels = (rank == 4 || rank == 2) && axis == channel_axis && trailing_ones;
-  if (!over_channels)
-    throw Error("", node_label(n),
-                cat("attribute \"axis\" = ", at.get_int("axis", -1), " on ",
-                    last ? "a channels-last activation" : "an NCHW activation", " of shape ",
-                    shape_str(s),
-                    ": kiln's layernorm normalises over the channels alone (the last axis after "
-                    "Transpose(0, 2, 3, 1), or axis 1 of [N, C])"));
-  const int64_t ch = s[1];
-  const auto per_channel = [&](int i, std::string_view role) {
-    const Tensor& t = c.constant(n, i, role);
-    // [C] or C with leading ones (the normalised shape as ONNX broadcasts it).
-    bool ok = t.numel() == ch && !t.shape().empty() && t.shape().back() == ch;
-    if (!ok)
-      throw Error("", node_label(n),
-                  cat(role, " has shape ", shape_str(t.shape()), ", expected [", ch, "]"));
-    return as_f32(t).reshaped({ch});
-  };
-  Attrs a;
-  a.eps = at.get_float("epsilon", 1e-5f);
-  const int layer = c.add_layer(n, OpKind::layernorm, a, {x}, n.input(1));
-  c.add_param(layer, "weight", per_channel(1, "Scale"));
-  if (c.has_input(n, 2)) {
-    c.add_param(layer, "bias", per_channel(2, "B"));
-  } else {
-    Tensor zero(DType::f32, {ch});
-    for (int64_t i = 0; i < ch; ++i)
-      zero.set(i, 0);
-    c.add_param(layer, "bias", zero);
-  }
-}
-
-} // namespace kiln::onnx_import
 
 namespace kiln::onnx_import {
 
@@ -87,6 +35,82 @@ std::optional<std::vector<double>> per_channel_values(const Tensor& k, const Sha
 }
 
 } // namespace
+
+void convert_layer_norm(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {"axis", "epsilon", "stash_type", kReducedAxisAttr});
+  const bool one_axis = at.get_int(kReducedAxisAttr, 0) != 0;
+  if (at.get_int("stash_type", 1) != 1)
+    throw Error("", node_label(n),
+                cat("attribute \"stash_type\" = ", at.get_int("stash_type", 1),
+                    ": kiln computes the statistics in float (stash_type 1) or wider"));
+  c.require_unused_outputs(n, 1); // Mean, InvStdDev
+  const int x = c.activation(n, 0, "X");
+  const bool last = c.channels_last(n, 0);
+  const Shape s = c.shape_of(x);
+  const int64_t rank = int64_t(s.size());
+  int64_t axis = at.get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  // The ONNX axis that holds kiln's channels, and whether axes after it are all 1.
+  const int64_t channel_axis = last ? rank - 1 : 1;
+  bool trailing_ones = true;
+  if (!last)
+    for (int64_t d = 2; d < rank; ++d)
+      trailing_ones = trailing_ones && s[size_t(d)] == 1;
+  const bool over_channels =
+      (rank == 4 || rank == 2) && axis == channel_axis && (trailing_ones || one_axis);
+  if (!over_channels)
+    throw Error("", node_label(n),
+                cat("attribute \"axis\" = ", at.get_int("axis", -1), " on ",
+                    last ? "a channels-last activation" : "an NCHW activation", " of shape ",
+                    shape_str(s),
+                    ": kiln's layernorm normalises over the channels alone (the last axis after "
+                    "Transpose(0, 2, 3, 1), or axis 1 of [N, C])"));
+  const int64_t ch = s[1];
+  const auto per_channel = [&](int i, std::string_view role) {
+    const Tensor& t = c.constant(n, i, role);
+    if (one_axis) { // the written-out chain's Mul and Add: broadcast along the channel axis
+      const auto v = per_channel_values(t, s, last);
+      if (!v)
+        throw Error("", node_label(n),
+                    cat(role, " has shape ", shape_str(t.shape()),
+                        ": expected one value per channel, broadcast along the channel axis"));
+      Tensor r(DType::f32, {ch});
+      for (int64_t c2 = 0; c2 < ch; ++c2)
+        r.set(c2, (*v)[size_t(c2)]);
+      return r;
+    }
+    // [C] or C with leading ones (the normalised shape as ONNX broadcasts it).
+    bool ok = t.numel() == ch && !t.shape().empty() && t.shape().back() == ch;
+    if (!ok)
+      throw Error("", node_label(n),
+                  cat(role, " has shape ", shape_str(t.shape()), ", expected [", ch, "]"));
+    return as_f32(t).reshaped({ch});
+  };
+  Attrs a;
+  a.eps = at.get_float("epsilon", 1e-5f);
+  const bool ones = one_axis && !c.has_input(n, 1);
+  const int layer = c.add_layer(n, OpKind::layernorm, a, {x}, ones ? "" : n.input(1));
+  if (ones) {
+    Tensor one(DType::f32, {ch});
+    for (int64_t i = 0; i < ch; ++i)
+      one.set(i, 1);
+    c.add_param(layer, "weight", one);
+  } else {
+    c.add_param(layer, "weight", per_channel(1, "Scale"));
+  }
+  if (c.has_input(n, 2)) {
+    c.add_param(layer, "bias", per_channel(2, "B"));
+  } else {
+    Tensor zero(DType::f32, {ch});
+    for (int64_t i = 0; i < ch; ++i)
+      zero.set(i, 0);
+    c.add_param(layer, "bias", zero);
+  }
+}
+
+} // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
 
 void scale_channels(Converter& c, const onnx::NodeProto& n, int k, bool reciprocal) {
   const int ai = 1 - k;
