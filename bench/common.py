@@ -130,12 +130,22 @@ def write_model(path, name, shape, layers, dtype):
     return path
 
 
-def run_kiln(kiln, *args, timeout=1800):
-    """kiln's completed process (exit 124 and a message when it outlives `timeout`)."""
+def run_kiln(kiln, *args, timeout=1800, grace=60):
+    """kiln's completed process. Past `timeout` it is sent SIGTERM, on which kiln bench and
+    kiln tune finish the variant under way and save what they measured (exit 143); after
+    `grace` more seconds it is killed (exit 124 and a message)."""
+    p = subprocess.Popen([kiln, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        return subprocess.run([kiln, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
+        p.terminate()
+        try:
+            out, err = p.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
 def last_line(p):

@@ -2,6 +2,9 @@
 // steps, checked against the reference and timed beside cuDNN; a CSV and a report.
 #include "generator/cli/commands.hpp"
 #include "generator/cli/sweep_args.hpp"
+#include "generator/tune/stop_signal.hpp"
+
+#include <cstring>
 
 #include <fmt/format.h>
 #include <set>
@@ -11,7 +14,12 @@ namespace kiln::cli {
 namespace {
 
 void bench_cmd(const SweepArgs& a) {
-  const SweepResult r = run_sweep_command(a, "bench");
+  PreparedSweep p = prepare_sweep_command(a, "bench");
+  // SIGTERM or SIGINT (a time limit): the variant under way finishes, and sweep.csv and
+  // report.html are written with what was measured (exit 143 or 130), as kiln tune saves.
+  const StopSignal signals;
+  p.options.stop = [] { return StopSignal::stopped() != 0; };
+  const SweepResult r = run_prepared_sweep(p);
   size_t timed = 0;
   std::set<std::string> shapes;
   for (const SweepRow& row : r.rows) {
@@ -24,6 +32,11 @@ void bench_cmd(const SweepArgs& a) {
              shapes.size() == 1 ? "" : "s", r.gpu.name, r.device, r.rows.size() - r.failed,
              r.failed, r.device == "emu" ? "nothing timed (emu)" : fmt::format("{} timed", timed),
              r.dir, r.dir);
+  if (r.stopped)
+    throw Stopped(StopSignal::stopped(),
+                  fmt::format("{} after {} of {} items; sweep.csv and report.html hold them",
+                              strsignal(StopSignal::stopped()), r.rows.size(),
+                              r.shard_items - r.skipped));
   if (r.failed)
     throw CheckFailed(fmt::format("{} of {} variants differ from the reference (see {}/sweep.csv)",
                                   r.failed, r.rows.size(), r.dir));

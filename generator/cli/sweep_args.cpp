@@ -92,8 +92,4 @@ PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& comma
   return p;
 }
 
-SweepResult run_sweep_command(const SweepArgs& a, const std::string& command) {
-  return run_prepared_sweep(prepare_sweep_command(a, command));
-}
-
 } // namespace kiln::cli

@@ -31,9 +31,6 @@ struct SweepArgs {
 PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& command,
                                     bool lock = true);
 
-// Prepares and runs it.
-SweepResult run_sweep_command(const SweepArgs& a, const std::string& command);
-
 // The MODEL argument's help: a model or a layer spec.
 extern const char* const kSweepTargetHelp;
 

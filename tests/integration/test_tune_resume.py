@@ -2,7 +2,7 @@
 each other: a sweep killed with SIGKILL part way leaves a valid database of what it finished,
 and the same command run again completes it to exactly the database of an uninterrupted
 sweep; SIGTERM (Slurm's preemption signal) finishes the item under way, saves, says so and
-exits 143; three shards started at once without -o (each its own sweep directory), or
+exits 143, and so does kiln bench, its sweep.csv holding what it measured; three shards started at once without -o (each its own sweep directory), or
 adding to one database, merge to the full sweep; a second sweep into a directory in use is
 refused; --dry-run counts the work. No sleeps: the test follows the sweep's log lines."""
 import json
@@ -93,6 +93,24 @@ kt.check(re.search(rf"kiln: stopped: Terminated after {logged} of {n} items .* s
          f"SIGTERM message: {rest!r}")
 kt.kiln(*TUNE, "--db", path("term.json"))
 kt.check(load("term.json") == full, "stopped + rerun differs from the uninterrupted sweep")
+
+# --- kiln bench on SIGTERM: the item under way finishes, sweep.csv holds what was measured -----
+BITEM = re.compile(r"kiln: bench (\d+)/(\d+) ")
+p = subprocess.Popen([kt.KILN, "bench", path("model.json"), "--device", "emu", "--gpu", "h100", "-o",
+                      path("bench_term")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+for line in p.stderr:
+    if BITEM.match(line):
+        break
+p.send_signal(signal.SIGTERM)
+rest = p.stderr.read()
+p.wait()
+logged = 1 + len(BITEM.findall(rest))
+kt.check(p.returncode == 128 + signal.SIGTERM, f"bench SIGTERM: exit {p.returncode}, expected 143: {rest!r}")
+rows = open(path("bench_term/sweep.csv")).read().splitlines()[1:] if os.path.exists(path("bench_term/sweep.csv")) else []
+kt.check(len(rows) == logged < n, f"bench SIGTERM: {len(rows)} rows in sweep.csv, {logged} logged, {n} in all")
+kt.check(re.search(rf"kiln: stopped: Terminated after {logged} of {n} items; sweep.csv and report.html hold them",
+                   rest), f"bench SIGTERM message: {rest!r}")
+kt.check(os.path.exists(path("bench_term/report.html")), "bench SIGTERM: no report.html")
 
 # --- three shards at once, without -o: separate sweep directories, one shared kernel cache ----
 def shards(db_of):
