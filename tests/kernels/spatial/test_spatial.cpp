@@ -57,10 +57,19 @@ std::string window_label(const Window& w) {
 
 void pool_specs(std::vector<StepSpec>& s) {
   const std::vector<Window> windows = {
-      {{2, 3, 7, 9}, 2, 2, 2, 2, 0, 0, false},  {{2, 3, 13, 11}, 3, 3, 2, 2, 1, 1, true},
-      {{2, 3, 6, 5}, 3, 3, 1, 1, 1, 1, false},  {{2, 3, 7, 9}, 3, 2, 3, 2, 1, 0, true},
-      {{2, 3, 13, 11}, 3, 3, 3, 3, 0, 0, true}, {{2, 3, 6, 5}, 2, 3, 1, 2, 1, 1, true},
-      {{1, 37, 6, 5}, 3, 3, 2, 2, 1, 1, false}, {{2, 2, 9, 37}, 3, 3, 1, 1, 1, 1, false},
+      {{2, 3, 7, 9}, 2, 2, 2, 2, 0, 0, false},
+      {{2, 3, 13, 11}, 3, 3, 2, 2, 1, 1, true},
+      {{2, 3, 6, 5}, 3, 3, 1, 1, 1, 1, false},
+      {{2, 3, 7, 9}, 3, 2, 3, 2, 1, 0, true},
+      {{2, 3, 13, 11}, 3, 3, 3, 3, 0, 0, true},
+      {{2, 3, 6, 5}, 2, 3, 1, 2, 1, 1, true},
+      {{1, 37, 6, 5}, 3, 3, 2, 2, 1, 1, false},
+      {{2, 2, 9, 37}, 3, 3, 1, 1, 1, 1, false},
+      // Channels in 16 bytes (8 f16/bf16, 4 f32) and in 4 or 8 bytes: the vector forms in NHWC.
+      {{2, 24, 9, 7}, 3, 3, 2, 2, 1, 1, true},
+      {{1, 12, 6, 6}, 2, 2, 2, 2, 0, 0, false},
+      {{2, 16, 7, 7}, 3, 3, 2, 2, 1, 1, false},
+      {{1, 6, 5, 6}, 3, 2, 1, 2, 1, 0, true},
   };
   for (int i = 0; i < int(windows.size()); ++i) {
     const Window& w = windows[size_t(i)];
@@ -87,7 +96,7 @@ void pool_specs(std::vector<StepSpec>& s) {
                 {{"x", w.x, c.t, c.l}, {"dy", ym, c.t, c.l}, {"dx", w.x, c.t, c.l}}};
     mb.accumulate = acc;
     s.push_back(mb);
-    if (i >= 6) continue;
+    if (i == 6 || i == 7) continue; // (those two are maxpool.backward's tiles)
     // avgpool2d
     const Attrs aa = pool_attrs(w, cip);
     const Shape ya = out_shape(OpKind::avgpool2d, aa, w.x);

@@ -64,26 +64,50 @@ std::string name_stem(const std::string& fn, DType t, Layout l, const Shape& x, 
 // Windows containing one input element at most, along one axis.
 int64_t cover(int64_t k, int64_t s) { return (k + s - 1) / s; }
 
-Variant pool_forward(const StepInfo& s, const StepTypes& st, const PoolGeo& g, bool max) {
+// NHWC: the most channels one thread can load at once (16 bytes), dividing C; else 1.
+int64_t widest_vec(const PoolGeo& g, const StepTypes& st) {
+  if (st.layout != Layout::nhwc) return 1;
+  for (int64_t v = 16 / int64_t(dtype_size(st.dtype)); v > 1; v /= 2)
+    if (g.C % v == 0) return v;
+  return 1;
+}
+
+// vec: channels per thread (1: one element; NHWC only above).
+Variant pool_forward(const StepInfo& s, const StepTypes& st, const PoolGeo& g, bool max,
+                     int64_t vec) {
   const Attrs& a = s.step.attrs;
   const std::string op = max ? "maxpool2d" : "avgpool2d";
-  Variant v = make_variant(s, op, "pool/pool2d.cuh", "kiln::pool::pool2d_forward",
-                           name_stem(op + "_fwd", st.dtype, st.layout, s.shape("x"), a, !max) +
-                               fmt::format("_direct_t{}", kThreads));
+  Variant v = make_variant(
+      s, op, "pool/pool2d.cuh", "kiln::pool::pool2d_forward",
+      name_stem(op + "_fwd", st.dtype, st.layout, s.shape("x"), a, !max) +
+          fmt::format("_direct{}_t{}", vec > 1 ? fmt::format("_v{}", vec) : "", kThreads));
   cfg_type(v, "T", cpp_type(st.dtype));
   cfg_bool(v, "MAX", max);
   cfg_geometry(v, g, st.layout);
   if (!max) cfg_bool(v, "COUNT_PAD", a.count_include_pad);
+  cfg_int(v, "VEC", vec);
   cfg_int(v, "THREADS", kThreads);
   v.args = {"x", "y"};
   const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
-  grid_stride(v, s, out);
+  grid_stride(v, s, out / vec);
   v.registers_per_thread = registers(s, 32, 64);
   v.bytes = double((in + out) * int64_t(dtype_size(st.dtype)));
   v.flops = double(out * g.KH * g.KW);
-  // NCHW threads read along W with the stride's gaps; NHWC threads read whole channel runs.
-  v.efficiency = st.layout == Layout::nhwc ? 0.8 : 0.8 / double(std::min<int64_t>(g.SW, 2));
-  v.note = "one output per thread in memory order, window read from global memory (L1 reuse)";
+  // NCHW threads read along W with the stride's gaps; NHWC threads read whole channel runs,
+  // 16 bytes a thread when vectorised. One 2-byte element a thread moves a warp's 64 bytes per
+  // load: the H200 ran resnet50's f16 maxpool that way at 545 GB/s (0.11 of its DRAM rate
+  // over the bytes priced here), so it is priced at half the vector form's 0.8; 4-byte
+  // elements, 128 bytes a warp's load but 4 to 8 times the vector form's instructions, 0.7.
+  // Stated, until kiln tune measures them.
+  const double scalar = dtype_size(st.dtype) < 4 ? 0.4 : 0.7;
+  v.efficiency = st.layout != Layout::nhwc ? 0.8 / double(std::min<int64_t>(g.SW, 2))
+                 : vec > 1                 ? 0.8
+                                           : scalar;
+  v.note = vec > 1 ? fmt::format("{} channels per thread (one {}-byte load per window element), "
+                                 "window read from global memory (L1 reuse)",
+                                 vec, vec * int64_t(dtype_size(st.dtype)))
+                   : "one output per thread in memory order, window read from global memory "
+                     "(L1 reuse)";
   require_layout(v, s, st.layout);
   return v;
 }
@@ -213,7 +237,12 @@ std::vector<Variant> pool_candidates(const StepInfo& s, bool max) {
   const Shape& y = s.shape(forward ? "y" : "dy");
   const PoolGeo g = pool_geo(x, y, st.attrs);
   if (!servable(g, x, y)) return {};
-  if (forward) return {pool_forward(s, *types, g, max)};
+  if (forward) {
+    std::vector<Variant> r = {pool_forward(s, *types, g, max, 1)};
+    if (const int64_t vec = widest_vec(g, *types); vec > 1)
+      r.push_back(pool_forward(s, *types, g, max, vec));
+    return r;
+  }
   if (!max) return {avgpool_backward(s, *types, g)};
   std::vector<Variant> r = {maxpool_backward_direct(s, *types, g)};
   Variant tiled = maxpool_backward_tiled(s, *types, g);
