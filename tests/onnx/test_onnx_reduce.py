@@ -135,6 +135,24 @@ for gpu in ("h100", "t4"):
     kt.check("reduce" in fams, f"sum_fc on {gpu}: reduce kernels: {sorted(fams)}")
 
 
+# Inside a channels-last region (after Transpose(0, 2, 3, 1)) the axes are [N, H, W, C]'s:
+# over H, W with keepdims then back to NCHW; over the channels (-1) then back; over H, W
+# without keepdims to [N, C] (a ConvNeXt-style head), the model's output.
+T = lambda i, o, perm: helper.make_node("Transpose", [i], [o], perm=perm)
+sl = s.transpose(0, 2, 3, 1)
+for tag, op, axes, keep, back, want in [
+        ("cl_mean_hw", "ReduceMean", [1, 2], 1, True, sl.mean(axis=(1, 2), keepdims=True).transpose(0, 3, 1, 2)),
+        ("cl_max_c", "ReduceMax", [-1], 1, True, sl.max(axis=3, keepdims=True).transpose(0, 3, 1, 2)),
+        ("cl_sum_hw", "ReduceSum", [1, 2], 0, False, sl.sum(axis=(1, 2))),
+        ("cl_sum_wc", "ReduceSum", [2, 3], 1, True, sl.sum(axis=(2, 3), keepdims=True).transpose(0, 3, 1, 2))]:
+    nodes = [helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem", pads=[1, 1, 1, 1]),
+             T("s", "t", [0, 2, 3, 1]), I("axes", axes),
+             helper.make_node(op, ["t", "axes"], ["r" if back else "y"], name="red", keepdims=keep)]
+    if back:
+        nodes.append(T("r", "y", [0, 3, 1, 2]))
+    ops = run(tag, om.model(nodes, INITS, "x", "y", 18, input_shape=(N, 3, H, W)), want)
+    kt.check(any(o.startswith("reduce") or o in ("global_avgpool", "maxpool2d") for o in ops), f"{tag}: {ops}")
+
 # ---- What kiln cannot reduce is an error naming the node.
 def refused(tag, m, *fragments):
     onnx.save(m, path(tag + ".onnx"))

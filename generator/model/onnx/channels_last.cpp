@@ -12,7 +12,8 @@ namespace {
 
 // Operators whose converters read channels-last inputs correctly: elementwise ones (the
 // layout does not matter), LayerNormalization and MatMul (they take the last axis as the
-// channels), Add and Sub (a bias over the last axis), and Transpose.
+// channels), Add and Sub (a bias over the last axis), the reductions (their axes mapped),
+// and Transpose.
 const std::set<std::string>& region_ops() {
   static const std::set<std::string> s = {"Transpose", "LayerNormalization",
                                           "MatMul",    "Add",
@@ -21,7 +22,8 @@ const std::set<std::string>& region_ops() {
                                           "Relu",      "Clip",
                                           "Sigmoid",   "HardSigmoid",
                                           "HardSwish", "Identity",
-                                          "Dropout"};
+                                          "Dropout",   "ReduceMean",
+                                          "ReduceSum", "ReduceMax"};
   return s;
 }
 
@@ -87,7 +89,10 @@ void mark_channels_last(Converter& c, const onnx::NodeProto& n) {
   if (n.op_type() == "Transpose") return;
   for (int i = 0; i < n.output_size(); ++i) {
     auto it = c.values.find(n.output(i));
-    if (it != c.values.end() && !it->second.is_const && !it->second.unavailable)
+    // Only a 4-D activation has a channels-last order: [N, C] (a reduction over H and W
+    // without keepdims, say) is the same either way.
+    if (it != c.values.end() && !it->second.is_const && !it->second.unavailable &&
+        c.shape_of(it->second.ref).size() == 4)
       it->second.channels_last = true;
   }
 }

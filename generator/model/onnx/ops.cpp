@@ -75,7 +75,7 @@ const std::map<std::string, std::string>& limited_ops() {
                              "Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then Mul and Add by "
                              "constants; over the channels of NCHW too)"},
       {"Transpose", " (on activations: (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back, "
-                    "around LayerNormalization, MatMul, Add and elementwise ops; "
+                    "around LayerNormalization, MatMul, Add, reductions and elementwise ops; "
                     "(0, 2, 1, 3, 4) in a channel shuffle)"},
       {"Reshape", " (on activations: to [N, features]; to [N, g, C/g, H, W] and back in a "
                   "channel shuffle)"},

@@ -5,7 +5,8 @@
 // flatten without keepdims): those kernels are faster. Axes are an attribute up to opset 12
 // (ReduceSum) or 17 (ReduceMean, ReduceMax) and an input after, with noop_with_empty_axes
 // (no axes: the input unchanged). Negative axes count from the end; no axes (without noop)
-// means every axis, the batch axis included: refused, as is any set naming N.
+// means every axis, the batch axis included: refused, as is any set naming N. Inside a
+// channels-last region the axes are those of [N, H, W, C] (ConvNeXt-style heads).
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
@@ -38,8 +39,11 @@ void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_
       n, as_input ? std::initializer_list<std::string_view>{"keepdims", "noop_with_empty_axes"}
                   : std::initializer_list<std::string_view>{"axes", "keepdims"});
   const int x = c.activation(n, 0);
+  const bool last = c.channels_last(n, 0);
   const Shape s = c.shape_of(x);
   const int64_t rank = int64_t(s.size());
+  // ONNX's axis a of [N, H, W, C] is kiln's axis of [N, C, H, W].
+  const auto kiln_axis = [&](int64_t a) { return !last ? a : a == 0 ? 0 : a == 3 ? 1 : a + 1; };
   std::vector<int64_t> axes;
   if (!as_input)
     axes = at.get_ints("axes").value_or(std::vector<int64_t>{});
@@ -58,7 +62,7 @@ void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_
     if (a < -rank || a >= rank)
       throw Error("", node_label(n),
                   cat("axis ", a, " is out of range for ", shape_str(s), " (rank ", rank, ")"));
-    norm.push_back(a < 0 ? a + rank : a);
+    norm.push_back(kiln_axis(a < 0 ? a + rank : a));
   }
   std::sort(norm.begin(), norm.end());
   if (std::adjacent_find(norm.begin(), norm.end()) != norm.end())
@@ -66,8 +70,10 @@ void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_
   const bool fits = (rank == 4 || rank == 2) && !norm.empty() && norm[0] >= 1;
   if (!fits)
     throw Error("", node_label(n),
-                cat("reduces axes [", axes_str(axes), "] of ", shape_str(s), ": kiln imports ",
-                    n.op_type(), " over any of C, H, W of [N, C, H, W] or C of [N, C], never N"));
+                cat("reduces axes [", axes_str(axes), "] of ", shape_str(s),
+                    last ? " (seen channels-last: the axes of [N, H, W, C])" : "",
+                    ": kiln imports ", n.op_type(),
+                    " over any of C, H, W of [N, C, H, W] or C of [N, C], never N"));
   if (op != OpKind::reduce_sum && rank == 4 && norm == std::vector<int64_t>{2, 3}) {
     Attrs a; // a global pool: the whole image as one window
     a.kernel = {s[2], s[3]};
