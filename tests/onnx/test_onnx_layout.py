@@ -234,7 +234,45 @@ refused("nchw_ln", [helper.make_node("LayerNormalization", ["s", "norm.weight", 
                                      axis=1)], "y", 'node "ln" (LayerNormalization)', "axis")
 refused("nchw_matmul", [helper.make_node("MatMul", ["s", "norm.weight"], ["y"], name="mm")], "y",
         'node "mm" (MatMul)', "Transpose(0, 2, 3, 1)")
-refused("shared", [helper.make_node("Relu", ["s"], ["r"]),
-                   helper.make_node("Mul", ["r", "norm.weight_c"], ["m"], name="scale"),
-                   helper.make_node("Add", ["m", "r"], ["y"])], "y", 'node "scale" (Mul)', "folds a per-channel")
+refused("scale_nc", [helper.make_node("GlobalAveragePool", ["s"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+                     helper.make_node("Relu", ["f"], ["r"]),
+                     helper.make_node("Mul", ["r", "norm.weight"], ["y"], name="scale")], "y",
+        'node "scale" (Mul)', "[N, C]", out_shape=("N", CH))
+
+# ---- A per-channel scale or shift no layer before it can absorb runs as its own layer (a
+# 1x1 depthwise conv): the input's normalisation (x - mean) / std, and a scale of a value
+# something else reads too; the Div after the Sub folds into the layer the Sub made.
+A = {"mean": r(1, 3, 1, 1), "std": pos(1, 3, 1, 1), "c.weight": r(CH, 3, 3, 3) * 0.4, "c.bias": r(CH),
+     "k": r(CH, 1, 1), "t": r(1, CH, 1, 1)}
+nodes_a = [helper.make_node("Sub", ["x", "mean"], ["x1"], name="norm_sub"),
+           helper.make_node("Div", ["x1", "std"], ["x2"], name="norm_div"),
+           helper.make_node("Conv", ["x2", "c.weight", "c.bias"], ["c"], name="c", pads=[1, 1, 1, 1]),
+           helper.make_node("Relu", ["c"], ["r"]),
+           helper.make_node("Mul", ["r", "k"], ["m"], name="scale"),
+           helper.make_node("Add", ["m", "r"], ["s2"], name="residual"),
+           helper.make_node("Add", ["s2", "t"], ["out"], name="shift")]
+ma = om.model(nodes_a, [om.init(k, v) for k, v in A.items()], "x", "out", 13, name="affine",
+              input_shape=(2, 3, 6, 6), output_shape=("N", CH, 6, 6))
+onnx.checker.check_model(ma)
+onnx.save(ma, path("a.onnx"))
+xa = rng.randn(2, 3, 6, 6).astype(np.float32)
+np.save(path("a_x.npy"), xa)
+pa = {k: v.astype(np.float64) for k, v in A.items()}
+ya = np.maximum(om.conv((xa - pa["mean"]) / pa["std"], pa["c.weight"], pa["c.bias"], pads=(1, 1, 1, 1)), 0)
+want = ya * pa["k"] + ya + pa["t"]
+for dev in ("cpu", "emu"):
+    kt.kiln("run", path("a.onnx"), "--device", dev, "--input", path("a_x.npy"), "-o", path(f"a_{dev}.npy"))
+    if os.path.exists(path(f"a_{dev}.npy")):
+        err = kt.rel(np.load(path(f"a_{dev}.npy")), want)
+        print(f"standalone per-channel scale and shift on {dev}: relative error {err:.2e} (tolerance {TOL})")
+        kt.check(err < TOL, f"standalone per-channel affine on {dev}: output differs from NumPy: {err}")
+kt.kiln("import", path("a.onnx"), "-o", path("a.json"))
+layers = json.load(open(path("a.json")))["layers"]
+dw = [l["name"] for l in layers if l["op"] == "conv2d" and l.get("groups", 1) > 1]
+kt.check(len(dw) == 3, f"three 1x1 depthwise layers (normalisation, scale, shift): {[l['op'] for l in layers]}")
+for gpu in ("h100", "t4"):
+    out = path(f"gen_a_{gpu}")
+    kt.kiln("generate", path("a.onnx"), "--gpu", gpu, "--dtype", "f16", "-o", out)
+    man = json.load(open(os.path.join(out, "manifest.json")))
+    kt.check(not man.get("library_steps"), f"affine on {gpu}: cuDNN steps {man.get('library_steps')}")
 kt.finish()

@@ -61,15 +61,17 @@ const std::map<std::string, std::string>& limited_ops() {
       {"Constant", ""},
       {"Gather", ""},
       {"Sub", " (on activations: minus a scalar or per-channel constant, folded into the bias "
-              "of the layer before it)"},
+              "of the layer before it, else a 1x1 depthwise conv of its own)"},
       {"Slice", " (on activations: along the channel axis, step 1)"},
       {"Cast", " (on activations: to FLOAT only)"},
       {"Mul",
        " (of two activations: one shape, or [N, C, H, W] by its [N, C, 1, 1]; x * "
        "Sigmoid(x) is SiLU, x * HardSigmoid(x) HardSwish; by a scalar constant: in GELU; by a "
-       "per-channel one: folded into the layer before it)"},
+       "per-channel one: folded into the layer before it, else a 1x1 depthwise conv of its "
+       "own)"},
       {"Div", " (on activations: in GELU's x * 0.5 * (1 + Erf(x / sqrt 2)); by a per-channel "
-              "constant: folded into the layer before it)"},
+              "constant: folded into the layer before it, else a 1x1 depthwise conv of its "
+              "own)"},
       {"Erf", " (on activations: in GELU)"},
       {"LayerNormalization", " (also written out as exporters before opset 17 did: ReduceMean, "
                              "Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then Mul and Add by "

@@ -112,6 +112,38 @@ void convert_layer_norm(Converter& c, const onnx::NodeProto& n) {
 
 namespace kiln::onnx_import {
 
+namespace {
+
+// y[n, c] = scale[c] * x[n, c] + shift[c] where no layer before x can absorb it (x shared, a
+// pool, an add, the network input): a 1x1 depthwise conv2d (groups = C), which every conv
+// path runs, fuses and trains. x must be 4-D.
+void channel_affine_layer(Converter& c, const onnx::NodeProto& n, int ref,
+                          const std::vector<double>& scale, const std::vector<double>& shift) {
+  const int64_t ch = int64_t(scale.size());
+  Attrs a;
+  a.out_channels = ch;
+  a.kernel = {1, 1};
+  a.groups = ch;
+  a.bias = true;
+  const int layer = c.add_layer(n, OpKind::conv2d, a, {ref});
+  Tensor w(DType::f32, {ch, 1, 1, 1}), b(DType::f32, {ch});
+  for (int64_t i = 0; i < ch; ++i) {
+    w.set(i, scale[size_t(i)]);
+    b.set(i, shift[size_t(i)]);
+  }
+  c.add_param(layer, "weight", w);
+  c.add_param(layer, "bias", b);
+}
+
+bool foldable_into(const Converter& c, int ref) {
+  if (ref == kModelInput || c.readers(ref) != 1) return false;
+  const OpKind op = c.model.nodes[size_t(ref)].op;
+  return op == OpKind::conv2d || op == OpKind::linear || op == OpKind::batchnorm ||
+         op == OpKind::layernorm;
+}
+
+} // namespace
+
 void scale_channels(Converter& c, const onnx::NodeProto& n, int k, bool reciprocal) {
   const int ai = 1 - k;
   const int ref = c.activation(n, ai);
@@ -128,14 +160,18 @@ void scale_channels(Converter& c, const onnx::NodeProto& n, int k, bool reciproc
   if (!vals)
     throw refuse("kiln takes a per-channel constant ([C, 1, 1], [1, C, 1, 1]; [C] after "
                  "Transpose(0, 2, 3, 1)) or a scalar");
-  const OpKind foldable[] = {OpKind::conv2d, OpKind::linear, OpKind::batchnorm, OpKind::layernorm};
-  Node* layer = ref == kModelInput ? nullptr : &c.model.nodes[size_t(ref)];
-  if (!layer ||
-      std::find(std::begin(foldable), std::end(foldable), layer->op) == std::end(foldable) ||
-      c.readers(ref) != 1)
-    throw refuse("kiln folds a per-channel scale into the Conv, MatMul, Gemm, "
-                 "BatchNormalization or LayerNormalization right before it when nothing else "
-                 "reads that output (a standalone per-channel scale is not supported)");
+  if (!foldable_into(c, ref)) {
+    if (s.size() != 4)
+      throw refuse("kiln folds a per-channel scale of [N, C] into the Conv, MatMul, Gemm, "
+                   "BatchNormalization or LayerNormalization right before it when nothing else "
+                   "reads that output, and runs one of [N, C, H, W] as its own layer");
+    std::vector<double> scale = *vals, zero(vals->size(), 0.0);
+    if (reciprocal)
+      for (double& f : scale)
+        f = 1.0 / f;
+    return channel_affine_layer(c, n, ref, scale, zero);
+  }
+  Node* layer = &c.model.nodes[size_t(ref)];
   // y = scale[o] * (w[o] . x + b[o]): row o of the weight and the bias (batchnorm's and
   // layernorm's affine weight and bias) scaled.
   for (const char* suffix : {"weight", "bias"}) {
@@ -168,18 +204,22 @@ void shift_channels(Converter& c, const onnx::NodeProto& n, int k, double sign) 
   const int64_t ch = s[1];
   std::optional<std::vector<double>> vals = per_channel_values(t, s, last);
   if (!vals && t.numel() == 1) vals = std::vector<double>(static_cast<size_t>(ch), t.get(0));
+  if (vals && !foldable_into(c, ref) && s.size() == 4) { // its own layer
+    std::vector<double> shift = *vals;
+    for (double& f : shift)
+      f *= sign;
+    return channel_affine_layer(c, n, ref, std::vector<double>(shift.size(), 1.0), shift);
+  }
   Node* layer = ref == kModelInput ? nullptr : &c.model.nodes[size_t(ref)];
-  const OpKind foldable[] = {OpKind::conv2d, OpKind::linear, OpKind::batchnorm, OpKind::layernorm};
-  if (!vals || !layer ||
-      std::find(std::begin(foldable), std::end(foldable), layer->op) == std::end(foldable) ||
-      c.readers(ref) != 1)
+  if (!vals || !foldable_into(c, ref))
     throw Error("", node_label(n),
                 cat(n.op_type() == "Sub" ? "subtracts" : "adds", " a constant ",
                     shape_str(t.shape()), " to an activation ", shape_str(s),
                     last ? " (channels-last)" : "",
                     ": kiln's add takes two activations; a scalar or per-channel constant is "
                     "folded into the bias of the Conv, MatMul, Gemm, BatchNormalization or "
-                    "LayerNormalization right before it when nothing else reads that output"));
+                    "LayerNormalization right before it when nothing else reads that output, "
+                    "and runs as its own layer on [N, C, H, W]"));
   // y = w . x + b + sign * k: the bias (a zero one where the layer had none) shifted.
   const std::string name = layer->name + ".bias";
   if (!c.weights.count(name)) {
