@@ -106,17 +106,30 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
   }
 }
 
+// Four floats rounded to tf32 in place: one 16-byte shared load and store.
+struct alignas(16) Words4 {
+  u32 w[4];
+};
+KILN_FN void round4(Shared<Words4> p, int i) {
+  Words4 v = p[i];
+  for (int e = 0; e < 4; ++e)
+    v.w[e] = float_to_tf32(__uint_as_float(v.w[e]));
+  p[i] = v;
+}
+
 // tf32: thread t of consumer warpgroup g rounds, in place, its share of the group's 64 A rows
-// and its share (of 128 * CONSUMERS) of B; the async-proxy fence and the `rounded` barrier,
-// which every consumer thread reaches, order those stores before any consumer's wgmma.
+// and its share (of 128 * CONSUMERS) of B, 16 bytes at a time (consecutive threads, consecutive
+// chunks: no bank conflicts); the async-proxy fence and the `rounded` barrier, which every
+// consumer thread reaches, order those stores before any consumer's wgmma.
 template <class Cfg>
 KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u32 parity) {
   using G = Geometry<Cfg>;
-  const Shared<u32> a = view_as<u32>(stage + g * 64 * 128), b = view_as<u32>(stage + G::A_BYTES);
-  for (int i = t; i < 64 * 128 / 4; i += 128)
-    a[i] = float_to_tf32(__uint_as_float(a[i]));
-  for (int i = g * 128 + t; i < G::B_BYTES / 4; i += 128 * G::CONSUMERS)
-    b[i] = float_to_tf32(__uint_as_float(b[i]));
+  const Shared<Words4> a = view_as<Words4>(stage + g * 64 * 128);
+  const Shared<Words4> b = view_as<Words4>(stage + G::A_BYTES);
+  for (int i = t; i < 64 * 128 / 16; i += 128)
+    round4(a, i);
+  for (int i = g * 128 + t; i < G::B_BYTES / 16; i += 128 * G::CONSUMERS)
+    round4(b, i);
   fence_proxy_async();
   mbarrier_arrive(rounded);
   mbarrier_wait(rounded, parity);
