@@ -44,7 +44,8 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
       for (const Step& s : ph.steps)
         split = split || s.fn == Fn::conv2d_forward_partial || s.fn == Fn::linear_forward_partial;
     throw Error(p.model.file, "",
-                cat(r.command, ": no conv, linear or pooling layer with a generated kernel to sweep",
+                cat(r.command,
+                    ": no conv, linear or pooling layer with a generated kernel to sweep",
                     split ? " (the cost model splits this one along K into a partial GEMM and a "
                             "sum, which a sweep does not time yet; a larger --batch avoids the "
                             "split)"
