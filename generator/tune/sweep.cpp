@@ -17,8 +17,9 @@ std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc&
     for (size_t i = 0; i < plan.phases[ph].steps.size(); ++i) {
       // The layer as selection saw it: a chosen Hopper kernel's tensor maps are no part of
       // its key, and would make every variant but that family's look wrong.
-      const Step s = without_tensor_maps(plan, plan.phases[ph].steps[i]);
-      if (!tunable(s.fn) || s.kind == StepKind::free) continue;
+      const Step& full = plan.phases[ph].steps[i];
+      if (!tunable(full.fn) || full.kind == StepKind::free) continue;
+      const Step s = without_tensor_maps(plan, full);
       TuneKey key = tune_key(plan, s, layout);
       auto it = by_key.find(key.id);
       if (it != by_key.end()) {

@@ -62,6 +62,10 @@ struct bf16 {
   u16 bits;
 };
 
+// V elements loaded and stored as one: the alignment makes it one vector access (16 bytes at
+// most: LDG.E.128 / LDS.128).
+template <class T, int V> struct alignas(sizeof(T) * V) Pack { T e[V]; };
+
 } // namespace kiln
 
 #if defined(KILN_CUDA)

@@ -19,9 +19,6 @@
 
 namespace kiln::pool {
 
-// VEC elements loaded and stored as one (the alignment makes it one vector access).
-template <class T, int V> struct alignas(sizeof(T) * V) Pack { T e[V]; };
-
 template <class Cfg> KILN_FN void pool2d_forward_vec(const KernelArgs& a) {
   using T = typename Cfg::T;
   using X = PoolX<Cfg>;

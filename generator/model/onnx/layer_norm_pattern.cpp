@@ -17,8 +17,11 @@ public:
     for (int i = 0; i < g.node_size(); ++i) {
       for (const std::string& o : g.node(i).output())
         producer_[o] = i;
-      for (const std::string& in : g.node(i).input())
+      for (const std::string& in : g.node(i).input()) {
         ++uses_[in];
+        std::vector<int>& r = readers_[in];
+        if (r.empty() || r.back() != i) r.push_back(i);
+      }
     }
     for (const auto& o : g.output())
       ++uses_[o.name()];
@@ -38,16 +41,11 @@ public:
     const auto it = uses_.find(value);
     return it == uses_.end() ? 0 : it->second;
   }
-  // The readers of `value` (node indices).
-  std::vector<int> readers(const std::string& value) const {
-    std::vector<int> r;
-    for (int i = 0; i < g_.node_size(); ++i)
-      for (const std::string& in : g_.node(i).input())
-        if (in == value) {
-          r.push_back(i);
-          break;
-        }
-    return r;
+  // The nodes reading `value`, each once.
+  const std::vector<int>& readers(const std::string& value) const {
+    static const std::vector<int> none;
+    const auto it = readers_.find(value);
+    return it == readers_.end() ? none : it->second;
   }
 
   // The constant `value` (an initializer or a Constant node's), or nullopt.
@@ -80,6 +78,7 @@ private:
   }
   const onnx::GraphProto& g_;
   std::map<std::string, int> producer_, uses_;
+  std::map<std::string, std::vector<int>> readers_;
   std::map<std::string, const onnx::TensorProto*> init_;
 };
 
@@ -113,7 +112,7 @@ std::string other_input(const onnx::NodeProto& n, const std::string& value) {
 const onnx::NodeProto* only_reader(const onnx::GraphProto& g, const Graph& gr,
                                    const std::string& value, std::string_view op) {
   if (gr.uses(value) != 1) return nullptr;
-  const std::vector<int> r = gr.readers(value);
+  const std::vector<int>& r = gr.readers(value);
   if (r.size() != 1) return nullptr;
   const onnx::NodeProto& n = g.node(r[0]);
   return n.op_type() == op && n.domain().empty() ? &n : nullptr;

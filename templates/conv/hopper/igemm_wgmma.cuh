@@ -107,13 +107,10 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
 }
 
 // Four floats rounded to tf32 in place: one 16-byte shared load and store.
-struct alignas(16) Words4 {
-  u32 w[4];
-};
-KILN_FN void round4(Shared<Words4> p, int i) {
-  Words4 v = p[i];
+KILN_FN void round4(Shared<Pack<u32, 4>> p, int i) {
+  Pack<u32, 4> v = p[i];
   for (int e = 0; e < 4; ++e)
-    v.w[e] = float_to_tf32(__uint_as_float(v.w[e]));
+    v.e[e] = float_to_tf32(__uint_as_float(v.e[e]));
   p[i] = v;
 }
 
@@ -124,8 +121,8 @@ KILN_FN void round4(Shared<Words4> p, int i) {
 template <class Cfg>
 KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u32 parity) {
   using G = Geometry<Cfg>;
-  const Shared<Words4> a = view_as<Words4>(stage + g * 64 * 128);
-  const Shared<Words4> b = view_as<Words4>(stage + G::A_BYTES);
+  const Shared<Pack<u32, 4>> a = view_as<Pack<u32, 4>>(stage + g * 64 * 128);
+  const Shared<Pack<u32, 4>> b = view_as<Pack<u32, 4>>(stage + G::A_BYTES);
   for (int i = t; i < 64 * 128 / 16; i += 128)
     round4(a, i);
   for (int i = g * 128 + t; i < G::B_BYTES / 16; i += 128 * G::CONSUMERS)
