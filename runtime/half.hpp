@@ -60,4 +60,14 @@ inline float bf16_bits_to_float(uint16_t b) { return std::bit_cast<float>(uint32
 inline float round_to_half(float f) { return half_bits_to_float(float_to_half_bits(f)); }
 inline float round_to_bf16(float f) { return bf16_bits_to_float(float_to_bf16_bits(f)); }
 
+// cvt.rna.tf32.f32: round to nearest, ties away from zero, to 10 mantissa bits (the low 13
+// bits zero), as tf32 tensor-core operands hold them.
+inline uint32_t float_to_tf32_bits(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7f800000u) == 0x7f800000u) // inf stays, NaN stays NaN
+    return (x & 0x007fffffu) ? ((x & 0xffffe000u) | 0x00400000u) : x;
+  return (x + 0x1000u) & 0xffffe000u; // sign-magnitude: adding half an ulp rounds away
+}
+inline float round_to_tf32(float f) { return std::bit_cast<float>(float_to_tf32_bits(f)); }
+
 } // namespace kiln

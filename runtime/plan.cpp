@@ -133,6 +133,7 @@ ojson plan_to_json(const Plan& p) {
             {"bytes", b.bytes()}};
     if (b.view_of >= 0) o["view_of"] = name(b.view_of);
     if (b.layout != Layout::nchw) o["layout"] = layout_name(b.layout);
+    if (b.tf32) o["tf32"] = true;
     bufs.push_back(o);
   }
   j["buffers"] = bufs;
@@ -207,7 +208,8 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       const json& b = bufs[i];
       ju::expect_object(b, ptr);
       ju::reject_unknown_keys(
-          b, ptr, {"name", "shape", "dtype", "role", "offset", "bytes", "view_of", "layout"});
+          b, ptr,
+          {"name", "shape", "dtype", "role", "offset", "bytes", "view_of", "layout", "tf32"});
       Buffer buf;
       buf.name = ju::get_string(ju::require(b, "name", ptr), ptr + "/name");
       if (!index.emplace(buf.name, int(i)).second)
@@ -239,6 +241,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
           throw Error("", ptr + "/layout", cat("unknown layout \"", l, "\""));
         buf.layout = l == "nhwc" ? Layout::nhwc : Layout::nchw;
       }
+      if (b.contains("tf32")) buf.tf32 = ju::get_bool(b["tf32"], ptr + "/tf32");
       p.buffers.push_back(std::move(buf));
     }
     auto ref = [&](const json& v, const std::string& ptr) {

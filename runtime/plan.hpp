@@ -66,6 +66,10 @@ struct Buffer {
   int64_t offset = 0; // in the arena (a view: its base's offset)
   int view_of = -1;   // base buffer of a view (a base is never a view itself)
   Layout layout = Layout::nchw;
+  // f32 values rounded to tf32 (round_to_tf32) by the one step that writes them (a weight's
+  // conversion or batchnorm folding in the prepare phase): tf32 tensor-core kernels read them
+  // without rounding each operand again.
+  bool tf32 = false;
   int64_t bytes() const { return numel(shape) * int64_t(dtype_size(dtype)); }
 };
 

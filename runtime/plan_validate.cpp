@@ -79,6 +79,9 @@ void validate_plan(const Plan& p) {
     }
     if (b.layout == Layout::nhwc && b.shape.size() != 4)
       throw Error("", where, "only 4-D buffers have the nhwc layout");
+    // (f64: a reference plan's copy of an f32 one.)
+    if (b.tf32 && ((b.dtype != DType::f32 && b.dtype != DType::f64) || b.view_of >= 0))
+      throw Error("", where, "only an f32 buffer (not a view) holds tf32-rounded values");
     if (b.view_of >= 0) {
       const Buffer& base = p.buffers[b.view_of];
       const bool spatial_one = base.shape.size() == 4 && base.shape[2] == 1 && base.shape[3] == 1;
@@ -192,6 +195,12 @@ void validate_plan(const Plan& p) {
                       cat("the prepare phase reads only parameters, state and derived buffers, "
                           "not the ",
                           role_name(base_role), " \"", b.name, "\""));
+        // A tf32 buffer's writer rounds what it writes: the steps whose kernels can.
+        if (listed(sig.writes, a.role) && b.tf32 && s.fn != Fn::convert &&
+            s.fn != Fn::conv2d_fold_bn)
+          throw Error("", where,
+                      cat(def.name, " cannot write the tf32-rounded buffer \"", b.name,
+                          "\" (only convert and conv2d.fold_bn round what they write)"));
         if (!dtype_fits(def, a.role, b.dtype))
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
       }

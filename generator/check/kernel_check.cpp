@@ -4,6 +4,7 @@
 #include "runtime/cpu/ops.hpp"
 #include "runtime/error.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/half.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/layout_order.hpp"
@@ -65,7 +66,9 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
   const double span = role == "x" && is_activation_op(s.op) ? 8 : 1;
   for (int64_t i = 0; i < n; ++i) {
     const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
-    t.set(i, positive ? 0.5 + u : (role == "probs" ? u : span * (2 * u - 1)));
+    const double v = positive ? 0.5 + u : (role == "probs" ? u : span * (2 * u - 1));
+    // A tf32 buffer holds rounded values (its writer rounds them): its readers may rely on it.
+    t.set(i, b.tf32 ? double(round_to_tf32(float(v))) : v);
   }
   return t;
 }

@@ -8,6 +8,7 @@
 #include "generator/rewrite/fuse.hpp"
 #include "generator/rewrite/layouts.hpp"
 #include "generator/rewrite/prepare_phase.hpp"
+#include "generator/rewrite/tf32_weights.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
 #include "generator/select/families/hopper/conv_wgmma.hpp"
 #include "generator/tune/tuned_selection.hpp"
@@ -81,6 +82,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.conv_pool = plan_conv_pool(p, g);
     gen.split_k = plan_split_k(p, g);
   }
+  // f32 weights that only tf32 tensor-core convs read: rounded once when written (prepare).
+  if (!o.cudnn_only) gen.tf32_weights = round_tf32_weights(p, g);
   std::optional<TunedSelection> tuned;
   if (std::optional<TuningDb> db = load_tuning_for(g, o.tuning_db))
     tuned.emplace(std::move(*db), gen.layout);
@@ -170,6 +173,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   for (const SplitKDecision& d : gen.split_k)
     split.push_back(split_k_json(d));
   man["split_k"] = split;
+  man["tf32_weights"] = gen.tf32_weights;
   ojson pooled = ojson::array();
   for (const ConvPoolDecision& d : gen.conv_pool)
     pooled.push_back(conv_pool_json(d));

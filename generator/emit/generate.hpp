@@ -47,6 +47,7 @@ struct Generated {
   std::vector<SparseDecision> sparse;      // one per conv step the sparse family considered
   std::vector<ConvPoolDecision> conv_pool; // the convs fused with the max pool after them
   std::vector<SplitKDecision> split_k;     // the steps split over ranges of their reduction
+  int tf32_weights = 0; // weight buffers rounded to tf32 once, in the prepare phase
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content

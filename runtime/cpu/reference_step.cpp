@@ -137,6 +137,14 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
     go(double{});
   else
     go(float{});
+  // A buffer that holds tf32-rounded values (Buffer::tf32) is rounded as its writer's kernel
+  // rounds it.
+  for (const Arg& a : step.args) {
+    const Buffer& b = plan.buffers[a.buffer];
+    if (!b.tf32 || !fn_writes(step.fn, a.role)) continue;
+    for (int64_t i = 0, n = numel(b.shape); i < n; ++i) // f32, or a reference plan's f64
+      store(b, arena, i, double(round_to_tf32(float(load(b, arena, i)))));
+  }
 }
 
 } // namespace kiln::cpu

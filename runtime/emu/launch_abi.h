@@ -25,7 +25,8 @@ extern "C" {
 #define KILN_EMU_CHECK_BOUNDS 1u      /* global and shared accesses against their arrays */
 #define KILN_EMU_CHECK_SHARED_INIT 2u /* reads of shared bytes no thread of the block wrote */
 #define KILN_EMU_CHECK_RACE 4u        /* shared-memory races between barriers, cp.async waits */
-#define KILN_EMU_CHECK_ALL 7u
+#define KILN_EMU_CHECK_BANKS 8u       /* ldmatrix rows that fall on the same shared-memory banks */
+#define KILN_EMU_CHECK_ALL 15u
 
 /* Return codes of kiln_emu_launch. */
 #define KILN_EMU_OK 0

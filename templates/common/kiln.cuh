@@ -108,4 +108,12 @@ KILN_FN int thread_linear() {
 KILN_FN int lane_id() { return thread_linear() & 31; }
 KILN_FN int warp_id() { return thread_linear() >> 5; }
 
+// A tensor-core Cfg's B_TF32: its float weights arrive rounded to tf32 (the prepare phase's
+// conversion or batchnorm folding rounded them), so the kernel does not round them again.
+// Absent: false.
+template <class Cfg, class = void> struct b_tf32_of { static constexpr bool value = false; };
+template <class Cfg> struct b_tf32_of<Cfg, decltype(void(Cfg::B_TF32))> {
+  static constexpr bool value = Cfg::B_TF32;
+};
+
 } // namespace kiln

@@ -4,7 +4,8 @@
 //
 // Cfg: T (element type of every argument), O, I (input channels per group), KH, KW,
 //      OUT_NHWC (w_out stored [O][KH][KW][I], the nhwc layout of a weight; false: OIHW like w),
-//      HAS_BIAS, EPS (the batchnorm's epsilon), THREADS.
+//      HAS_BIAS, EPS (the batchnorm's epsilon), THREADS, ROUND_TF32 (a float w_out rounded to
+//      tf32: weights that tf32 tensor-core kernels then read without rounding them again).
 // Arguments, in order: w, [b], weight, bias, running_mean, running_var, w_out, b_out.
 // Grid: any; one thread per w_out element in w_out's memory order (grid-stride loop), and
 // the first O of them also write b_out.
@@ -41,7 +42,8 @@ template <class Cfg> KILN_FN void fold_bn(const KernelArgs& a) {
       o = int(e / (i64(I) * KK));
       from = e;
     }
-    w_out[e] = from_float<T>(to_float(w[from]) * bn_scale<Cfg>(a, o));
+    const float v = to_float(w[from]) * bn_scale<Cfg>(a, o);
+    w_out[e] = from_float<T>(Cfg::ROUND_TF32 ? __uint_as_float(float_to_tf32(v)) : v);
   }
   for (i64 o = first; o < Cfg::O; o += stride) {
     const float b = Cfg::HAS_BIAS ? to_float(arg<const T>(a, 1)[o]) : 0.f;

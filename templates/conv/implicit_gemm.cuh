@@ -9,6 +9,8 @@
 // Cfg:
 //   T                      element type of every tensor: kiln::f16 / kiln::bf16 (mma m16n8k16,
 //                          fp32 accumulate) or float (tf32 mma m16n8k8, operands rounded)
+//   B_TF32                 (optional) float weights that arrive rounded to tf32 (rounded once
+//                          in the prepare phase): only A's fragments are rounded
 //   N, C, H, W             input x [N][H][W][C]
 //   O, KH, KW              weights [O][KH][KW][C]
 //   SH, SW, PH, PW, DH, DW stride, padding, dilation
@@ -21,9 +23,13 @@
 //   STAGES                 shared-memory pipeline depth (>= 2; cp.async groups on sm_80+)
 //   VEC_A, VEC_B           16-byte cp.async loads of A (needs C % (16 / sizeof(T)) == 0) and
 //                          B (needs K % (16 / sizeof(T)) == 0); element loads otherwise
-//   PAD                    32-bit words of padding per shared row (4 keeps rows 16-byte
-//                          aligned and the fragment loads free of bank conflicts)
+//   SWIZZLE, PAD           how shared rows avoid bank conflicts: SWIZZLE (PAD 0) XORs a row's
+//                          16-byte chunks with its row within 8 (conv/igemm/geometry.cuh,
+//                          chunk_at); else PAD 32-bit words of padding per row (4 keeps rows
+//                          16-byte aligned and the fragment loads conflict-free)
 //   LDMATRIX               fragments by ldmatrix.x4 (else one 32-bit shared load per register)
+//   FRAG_BUFFERS           2: fragments double-buffered across k-steps (the next k-step's load
+//                          in flight behind this one's mmas); 1: loaded right before their mmas
 //   IDX64                  64-bit element offsets (tensors near 2^31 elements or more)
 //   X_NCHW                 x is stored NCHW (element loads only, !VEC_A): a network's first
 //                          conv reads its NCHW input, or a folded batch's view of it, into
@@ -46,16 +52,16 @@
 //   tile j = i % TILES, (j / NTN, j % NTN) with NTN = ceil(O / BN) (output-channel tiles
 //   fastest: neighbours share their A rows).
 // Block: THREADS threads. Dynamic shared memory: STAGES * (BM + BN) * (BK * sizeof(T) / 4 + PAD)
-//   32-bit words (more than 48 KiB needs the launch's opt-in).
+//   32-bit words, or POOL's staged tile of BM * (BN + 1) floats where that is more
+//   (Geometry::SMEM_WORDS; more than 48 KiB needs the launch's opt-in).
 //
 // Shared memory holds 32-bit words: two 16-bit elements (consecutive k) or one float per
 // word, the unit of the mma fragment registers; row r of a stage's A (or B) tile holds the
-// BK k-values of GEMM row m0 + r (or column o0 + r), PAD words apart, so that the eight rows
-// one fragment load touches fall in distinct banks (row pitch 20 or 36 words). Pipeline:
-// STAGES - 1 k tiles in flight (one cp.async group each) while one is multiplied; a k tile
-// is waited for, then a barrier, then the next load goes into the stage freed last.
-// Tuning knobs beyond the Cfg: the block raster (output-channel tiles fastest), PAD versus
-// an XOR swizzle, and a shared-memory-staged epilogue for 16-byte stores.
+// BK k-values of GEMM row m0 + r (or column o0 + r), its 16-byte chunks swizzled (or the rows
+// PAD words apart), so that the eight rows one fragment load touches fall in distinct banks.
+// Pipeline: STAGES - 1 k tiles in flight (one cp.async group each) while one is multiplied
+// (conv/igemm/mainloop.cuh says the order). Tuning knobs beyond the Cfg: the block raster
+// (output-channel tiles fastest) and a shared-memory-staged epilogue for 16-byte stores.
 //
 // The parts: conv/igemm/geometry.cuh (constants, block and warp tiles), load_global.cuh
 // (global -> shared), load_fragments.cuh (shared -> mma fragments, the mma), mainloop.cuh

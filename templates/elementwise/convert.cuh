@@ -2,7 +2,8 @@
 // between element types. One thread per output element, in output memory order.
 //
 // Cfg: TI, TO (element types), N, C, H, W (logical sizes; flat tensors use N = count,
-//      C = H = W = 1), IN_NHWC, OUT_NHWC, THREADS.
+//      C = H = W = 1), IN_NHWC, OUT_NHWC, THREADS, ROUND_TF32 (a float dst rounded to tf32:
+//      weights that tf32 tensor-core kernels then read without rounding them again).
 // Arguments: src, dst. Grid: any (grid-stride loop).
 #pragma once
 
@@ -19,7 +20,8 @@ template <class Cfg> KILN_FN void convert(const KernelArgs& a) {
   for (i64 o = i64(blockIdx.x) * Cfg::THREADS + threadIdx.x; o < Out::count; o += stride) {
     // Logical coordinates of output element o, then where the input holds them.
     const Coord4<i64> p = Out::coord(o);
-    dst[o] = from_float<typename Cfg::TO>(to_float(src[In::at(p.n, p.c, p.h, p.w)]));
+    const float v = to_float(src[In::at(p.n, p.c, p.h, p.w)]);
+    dst[o] = from_float<typename Cfg::TO>(Cfg::ROUND_TF32 ? __uint_as_float(float_to_tf32(v)) : v);
   }
 }
 

@@ -162,3 +162,34 @@ TEST_CASE("a tensor-core GEMM with fragments loaded from shared memory") {
   launch("mma_gemm_f16", config({1, 1, 1}, {128, 1, 1}), {buf(a, "A"), buf(bt, "Bt"), buf(C, "C")});
   CHECK(product_error(A, B, C0, C, M, N, K) < 1e-5);
 }
+
+TEST_CASE("ldmatrix: the fragment layout, and rows on the same banks reported") {
+  // A[r][c] = r * 16 + c as halves; register j of lane l holds row (j % 2) * 8 + l / 4 and
+  // halves (j / 2) * 8 + 2 * (l % 4) + {0, 1} (the m16n8k16 A fragment).
+  std::vector<std::uint16_t> a(256);
+  for (int i = 0; i < 256; ++i)
+    a[std::size_t(i)] = kiln::float_to_half_bits(float(i));
+  for (const char* kernel : {"ldmatrix_padded", "ldmatrix_swizzled"}) {
+    INFO(kernel);
+    std::vector<std::uint32_t> out(128, 0xffffffffu);
+    launch(kernel, config({1, 1, 1}, {32, 1, 1}), {buf(a, "A"), buf(out, "out")});
+    for (int l = 0; l < 32; ++l)
+      for (int j = 0; j < 4; ++j) {
+        const int r = (j % 2) * 8 + l / 4, c = (j / 2) * 8 + 2 * (l % 4);
+        const std::uint32_t v = out[std::size_t(l * 4 + j)];
+        CHECK(kiln::half_bits_to_float(std::uint16_t(v & 0xffffu)) == float(r * 16 + c));
+        CHECK(kiln::half_bits_to_float(std::uint16_t(v >> 16)) == float(r * 16 + c + 1));
+      }
+  }
+  std::vector<std::uint32_t> out(128, 0);
+  const std::string report = try_launch("ldmatrix_conflicting", config({1, 1, 1}, {32, 1, 1}),
+                                        {buf(a, "A"), buf(out, "out")});
+  INFO(report);
+  CHECK(contains(report, "bank conflict: ldmatrix matrix 0"));
+  CHECK(contains(report, "lanes 0 and 2"));
+  // Without the check it runs (a slow load, not a wrong one).
+  CHECK(try_launch("ldmatrix_conflicting",
+                   config({1, 1, 1}, {32, 1, 1}, KILN_EMU_CHECK_ALL & ~KILN_EMU_CHECK_BANKS),
+                   {buf(a, "A"), buf(out, "out")})
+            .empty());
+}

@@ -26,11 +26,14 @@ for r in j["layers"]:
     kt.check(abs(r["ceiling"] - min(c.values())) < 1e-3, f"{r['node']}: ceiling is the minimum")
 small = [r for r in gemm if "_64x32x32_" in r["kernel"] and not r["kernel"].startswith("linear")]
 kt.check(len(small) == 0, f"no conv on 64x32 tiles: {[r['node'] for r in small]}")
-# The FLOP-weighted ceiling covers kernels whose family describes its main loop (mma.sync);
-# on the H100 that is now the 1x1 convs the Hopper family leaves, most of them DRAM-bound,
-# and its peak is wgmma's (mma.sync reaches about half of it).
+# The FLOP-weighted ceiling covers kernels whose family describes its main loop (mma.sync,
+# and the Hopper family's wgmma): issue 18's target without a GPU is 0.6 of peak. The 1x1
+# convs' DRAM floor is the layer's, not the kernel's: the figure without it is given too.
 ceiling = j["tensor_core_flop_weighted_ceiling"]
-kt.check(ceiling >= 0.25, f"FLOP-weighted static ceiling {ceiling}")
+kernel_ceiling = j["tensor_core_flop_weighted_kernel_ceiling"]
+kt.check(ceiling >= 0.5, f"FLOP-weighted static ceiling {ceiling}")
+kt.check(kernel_ceiling >= 0.6 and kernel_ceiling >= ceiling,
+         f"FLOP-weighted ceiling without the DRAM floor {kernel_ceiling}")
 text, _ = kt.kiln("inspect", *args)
 kt.check("FLOP-weighted static ceiling of the tensor-core kernels" in text, text[-300:])
 
@@ -49,8 +52,8 @@ script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "t
                       "static_ceilings.py")
 p = subprocess.run([sys.executable, script, d], capture_output=True, text=True)
 kt.check(p.returncode == 0, p.stderr)
-kt.check(f"{ceiling:.3f} of peak" in p.stdout, f"the script agrees with inspect ({ceiling}):\n"
-         f"{p.stdout[-300:]}")
+kt.check(f"{ceiling:.3f} of peak" in p.stdout and f"DRAM floor: {kernel_ceiling:.3f}" in p.stdout,
+         f"the script agrees with inspect ({ceiling}, {kernel_ceiling}):\n{p.stdout[-300:]}")
 kt.expect_error(["inspect", *args, "--profile", "p.json"], "--profile")
 print(f"resnet50 f16 b32 on the H100: {len(gemm)} implicit-GEMM layers, FLOP-weighted "
       f"static ceiling {ceiling:.3f}")

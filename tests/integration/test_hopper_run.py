@@ -47,6 +47,21 @@ for dtype, image, batch, least in (("f16", 96, 4, 8), ("bf16", 96, 4, 8), ("f32"
     kt.check(not any(s.get("fn") == "tensor_map.encode" for s in plan["phases"]["forward"]),
              f"{dtype}: a tensor map encoded in the forward phase")
     kt.check(len(encodes) >= chosen, f"{dtype}: {len(encodes)} maps for {chosen} Hopper convs")
+    # f32: the weights the tf32 convs read are rounded once, by their batchnorm folding in
+    # the prepare phase (Buffer::tf32); the Hopper kernels round only x in shared memory.
+    rounded = [b for b in plan["buffers"] if b.get("tf32")]
+    kt.check(len(rounded) == man["tf32_weights"], f"{dtype}: {len(rounded)} tf32 buffers")
+    if dtype == "f32":
+        kt.check(man["tf32_weights"] >= chosen, f"f32: {man['tf32_weights']} weights rounded once")
+        kt.check(all(k["params"]["B_TF32"] and "_wtf32" in k["name"] for k in hopper),
+                 "f32: a Hopper conv rounds weights that arrive rounded")
+        folds = [k for k in man["kernels"] if k["family"] == "conv2d_fold_bn"]
+        kt.check(sum(k["params"]["ROUND_TF32"] for k in folds) >= 1, "f32: no folding rounds")
+        writers = {s["args"].get("w_out") or s["args"].get("dst") for s in prep
+                   if s.get("fn") in ("conv2d.fold_bn", "convert")}
+        kt.check(all(b["name"] in writers for b in rounded), "f32: a tf32 buffer not prepared")
+    else:
+        kt.check(man["tf32_weights"] == 0, f"{dtype}: weights rounded to tf32")
     out_check, _ = kt.kiln("check", out, "--device", "emu")
     print(f"{dtype} (image {image}, batch {batch}): {chosen} of {convs} convs on "
           f"{len(hopper)} Hopper kernels, {len(encodes)} tensor maps; kiln check --device emu ok")
@@ -78,5 +93,16 @@ for dev in ("emu", "cpu"):
 r = kt.rel(np.load(path("emu.npy")), np.load(path("cpu.npy")))
 print(f"resnet50 f16 image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
 kt.check(r < 1e-2, f"resnet50 f16: emu differs from cpu by {r}")
+# f32 as tf32, its weights rounded once in the prepare phase: resnet18 against the cpu
+# backend's exact f32 (the cpu runs the plan it is given: its own, unrounded).
+for dev in ("emu", "cpu"):
+    args = ["run", "resnet18", "--device", dev, "--image", "64", "--batch", "1",
+            "--input", path("x.npy"), "--output", path(f"{dev}32.npy")]
+    if dev == "emu":
+        args += ["--gpu", "h100"]
+    kt.kiln(*args)
+r = kt.rel(np.load(path("emu32.npy")), np.load(path("cpu32.npy")))
+print(f"resnet18 f32 (tf32) image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
+kt.check(r < 2e-3, f"resnet18 f32: emu differs from cpu by {r}")
 
 kt.finish()

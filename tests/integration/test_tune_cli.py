@@ -91,7 +91,10 @@ def gpu_db(identity, medians, version=None):
     return db
 
 ident = full["gpu"]["identity"]
-other = next(v for v in variants if v != default)
+# Not a variant named after a weight layout the swept plan had converted for the model's choice
+# (conv2d_direct's "_wohwi_"): selection sees the layer before that conversion, so such a
+# winner is not offered there (kiln warns and the cost model decides).
+other = next(v for v in variants if v != default and "_wohwi_" not in v)
 json.dump(gpu_db(ident, {default: 0.5, other: 0.3}), open(path("g1.json"), "w"))
 json.dump(gpu_db(ident, {other: 0.2}), open(path("g2.json"), "w"))
 json.dump(gpu_db("NVIDIA A100@deadbeef", {other: 0.1}), open(path("a100.json"), "w"))

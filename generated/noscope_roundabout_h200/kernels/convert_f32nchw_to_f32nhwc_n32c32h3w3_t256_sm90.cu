@@ -15,6 +15,7 @@ struct convert_f32nchw_to_f32nhwc_n32c32h3w3_t256_sm90_cfg {
   static constexpr bool IN_NHWC = false;
   static constexpr bool OUT_NHWC = true;
   static constexpr int THREADS = 256;
+  static constexpr bool ROUND_TF32 = false;
 };
 
 KILN_KERNEL(convert_f32nchw_to_f32nhwc_n32c32h3w3_t256_sm90, 256) { kiln::elementwise::convert<convert_f32nchw_to_f32nhwc_n32c32h3w3_t256_sm90_cfg>(kiln_args); }

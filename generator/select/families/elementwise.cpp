@@ -300,9 +300,10 @@ std::vector<Variant> ConvertFamily::candidates(const StepInfo& s) const {
   v.family = "convert";
   v.header = "elementwise/convert.cuh";
   v.function = "kiln::elementwise::convert";
-  v.name = fmt::format("convert_{}{}_to_{}{}_n{}c{}h{}w{}_t{}_{}", dtype_tag(src.dtype),
+  // A weight rounded for tf32 tensor-core readers (Buffer::tf32).
+  v.name = fmt::format("convert_{}{}_to_{}{}_n{}c{}h{}w{}{}_t{}_{}", dtype_tag(src.dtype),
                        layout_name(src.layout), dtype_tag(dst.dtype), layout_name(dst.layout),
-                       sh[0], sh[1], sh[2], sh[3], kThreads, s.arch_tag());
+                       sh[0], sh[1], sh[2], sh[3], dst.tf32 ? "_tf32" : "", kThreads, s.arch_tag());
   cfg_type(v, "TI", cpp_type(src.dtype));
   cfg_type(v, "TO", cpp_type(dst.dtype));
   cfg_int(v, "N", sh[0]);
@@ -312,6 +313,7 @@ std::vector<Variant> ConvertFamily::candidates(const StepInfo& s) const {
   cfg_bool(v, "IN_NHWC", src.layout == Layout::nhwc);
   cfg_bool(v, "OUT_NHWC", dst.layout == Layout::nhwc);
   cfg_int(v, "THREADS", kThreads);
+  cfg_bool(v, "ROUND_TF32", dst.tf32);
   v.args = {"src", "dst"};
   v.block = {kThreads, 1, 1};
   v.grid = {grid_stride_blocks(s.gpu, count, kThreads), 1, 1};

@@ -37,12 +37,7 @@ KILN_FN u16 float_to_half(float f) { return float_to_half_bits(f); }
 KILN_FN float bf16_to_float(u16 b) { return bf16_bits_to_float(b); }
 KILN_FN u16 float_to_bf16(float f) { return float_to_bf16_bits(f); }
 // cvt.rna.tf32.f32: round to nearest, ties away from zero, to 10 mantissa bits.
-KILN_FN u32 float_to_tf32(float f) {
-  const u32 x = std::bit_cast<u32>(f);
-  if ((x & 0x7f800000u) == 0x7f800000u) // inf stays, NaN stays NaN
-    return (x & 0x007fffffu) ? ((x & 0xffffe000u) | 0x00400000u) : x;
-  return (x + 0x1000u) & 0xffffe000u; // sign-magnitude: adding half an ulp rounds away
-}
+KILN_FN u32 float_to_tf32(float f) { return float_to_tf32_bits(f); }
 
 // ---- memory ----------------------------------------------------------------------------------
 template <class T> struct Global {
@@ -219,7 +214,10 @@ KILN_FN void ldmatrix_x4(u32 (&r)[4], Shared<T> row,
   const int lane = int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31;
   const unsigned long long mine = reinterpret_cast<unsigned long long>(row.p);
   for (int j = 0; j < 4; ++j) {
-    const unsigned long long src = __shfl_sync(0xffffffffu, mine, 8 * j + lane / 4, 32, w);
+    // The first exchange also checks the rows for bank conflicts.
+    const unsigned long long src =
+        j == 0 ? emu::warp_shuffle(emu::WarpOp::LdmatrixRows, 0xffffffffu, mine, lane / 4, 32, w)
+               : __shfl_sync(0xffffffffu, mine, 8 * j + lane / 4, 32, w);
     const Shared<u32> s{reinterpret_cast<u32*>(src), row.lo, row.hi, row.site, row.checks};
     r[j] = s[lane % 4];
   }

@@ -100,6 +100,7 @@ inline const char* op_name(WarpOp op) {
   case WarpOp::ShflXor: return "__shfl_xor_sync";
   case WarpOp::ShflDown: return "__shfl_down_sync";
   case WarpOp::Ballot: return "__ballot_sync";
+  case WarpOp::LdmatrixRows: return "ldmatrix";
   case WarpOp::MmaF16: return "mma.sync.m16n8k16.f16";
   case WarpOp::MmaBf16: return "mma.sync.m16n8k16.bf16";
   case WarpOp::MmaTf32: return "mma.sync.m16n8k8.tf32";

@@ -40,6 +40,7 @@ enum class WarpOp : std::uint8_t {
   ShflXor,
   ShflDown,
   Ballot,
+  LdmatrixRows, // ldmatrix: a shuffle of the row addresses, checked for bank conflicts
   MmaF16,
   MmaBf16,
   MmaTf32,

@@ -32,7 +32,8 @@ void complete_shuffle(Fiber* const* lane, int n, WarpOp op) {
     const int w = f.width, group = l & ~(w - 1);
     int src = l;
     switch (op) {
-    case WarpOp::ShflIdx: src = group + (f.param & (w - 1)); break;
+    case WarpOp::ShflIdx:
+    case WarpOp::LdmatrixRows: src = group + (f.param & (w - 1)); break;
     case WarpOp::ShflXor: src = l ^ f.param; break;
     case WarpOp::ShflDown: src = (l & (w - 1)) + f.param < w ? l + f.param : l; break;
     default: break;
@@ -102,6 +103,31 @@ void complete_mma(Fiber* const* lane, WarpOp op) {
   }
 }
 
+// An ldmatrix reads each 8x8 matrix (16 bytes from each of the 8 row addresses of lanes
+// 8j..8j+7) in one shared-memory wavefront only when the rows fall on distinct groups of 4
+// banks: the rows' 16-byte units, taken mod 8, differ (two lanes at the same address share a
+// broadcast). Otherwise the hardware replays the load, which the kernels' row layouts
+// (padding or an XOR swizzle) exist to avoid.
+void check_ldmatrix_banks(Fiber* const* lane, int n, const char* arena, int w) {
+  for (int j = 0; j < n / 8; ++j) {
+    u64 unit_of_group[8];
+    int lane_of_group[8];
+    for (int g = 0; g < 8; ++g)
+      lane_of_group[g] = -1;
+    for (int r = 0; r < 8; ++r) {
+      const int l = 8 * j + r;
+      const u64 unit = (lane[l]->value - u64(reinterpret_cast<uptr>(arena))) >> 4;
+      const int g = int(unit & 7);
+      if (lane_of_group[g] >= 0 && unit_of_group[g] != unit)
+        fail("bank conflict: ldmatrix matrix %d of warp %d (%s:%d): the rows of lanes %d and %d "
+             "(shared bytes %llu and %llu) fall on the same banks; pad or swizzle the rows",
+             j, w, lane[l]->site.file, lane[l]->site.line, lane_of_group[g], l,
+             (unsigned long long)(unit_of_group[g] << 4), (unsigned long long)(unit << 4));
+      lane_of_group[g] = l, unit_of_group[g] = unit;
+    }
+  }
+}
+
 bool is_mma(WarpOp op) {
   return op == WarpOp::MmaF16 || op == WarpOp::MmaBf16 || op == WarpOp::MmaTf32;
 }
@@ -120,6 +146,8 @@ inline void complete_warp(Block& b, int w) {
            describe_waits(b, first, first + n).c_str());
   if (is_mma(lane[0]->op))
     complete_mma(lane, lane[0]->op);
+  else if (lane[0]->op == WarpOp::LdmatrixRows && (b.checks & KILN_EMU_CHECK_BANKS))
+    check_ldmatrix_banks(lane, n, b.arena, w), complete_shuffle(lane, n, lane[0]->op);
   else
     complete_shuffle(lane, n, lane[0]->op);
   for (int l = 0; l < n; ++l)

@@ -24,8 +24,9 @@
 //
 // Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW; TP, TQ
 // (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
-// HAS_RESIDUAL, ACT / RELU. Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map ph *
-// SW + pw), M w's tensor map, then x, w (what the maps read; named so the buffers stay
+// HAS_RESIDUAL, ACT / RELU; B_TF32 (optional: float weights that arrive rounded to tf32, so
+// only A is rounded in shared memory). Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
+// ph * SW + pw), M w's tensor map, then x, w (what the maps read; named so the buffers stay
 // arguments), y, and bias, residual when present.
 #pragma once
 
@@ -125,8 +126,9 @@ KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u3
   const Shared<Pack<u32, 4>> b = view_as<Pack<u32, 4>>(stage + G::A_BYTES);
   for (int i = t; i < 64 * 128 / 16; i += 128)
     round4(a, i);
-  for (int i = g * 128 + t; i < G::B_BYTES / 16; i += 128 * G::CONSUMERS)
-    round4(b, i);
+  if constexpr (!b_tf32_of<Cfg>::value) // B_TF32: the weights arrive rounded (prepare phase)
+    for (int i = g * 128 + t; i < G::B_BYTES / 16; i += 128 * G::CONSUMERS)
+      round4(b, i);
   fence_proxy_async();
   mbarrier_arrive(rounded);
   mbarrier_wait(rounded, parity);

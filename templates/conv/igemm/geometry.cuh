@@ -49,7 +49,19 @@ template <class Cfg> struct Geometry {
   static constexpr int WPR = BK * ES / 4;                      // data words per shared row
   static constexpr int CPR = WPR / 4;                          // 16-byte chunks per shared row
   static constexpr int ROW = WPR + Cfg::PAD;                   // words per shared row
-  static constexpr int A_STAGE = BM * ROW, B_STAGE = BN * ROW; // words per pipeline stage
+  // SWIZZLE: row r's 16-byte chunk c sits at chunk c ^ ((r / LINE_ROWS) % CPR), so the eight
+  // rows one fragment load (or one ldmatrix matrix) reads at the same chunk fall on eight
+  // distinct 16-byte bank groups without padding; the pattern repeats every 8 rows.
+  static constexpr bool SWIZZLE = Cfg::SWIZZLE;
+  static constexpr int LINE_ROWS = 128 / (WPR * 4 > 128 ? 128 : WPR * 4); // rows per 128 bytes
+  KILN_FN static int chunk_at(int r, int c) { return SWIZZLE ? c ^ ((r / LINE_ROWS) % CPR) : c; }
+  static constexpr int KS = WPR / 8;                           // mma k-steps per k tile
+  static constexpr int A_STAGE = BM * ROW, B_STAGE = BN * ROW; // words of a stage's tiles
+  // A stage is its A tile then its B tile: one offset (a multiple of STAGE) places both.
+  static constexpr int STAGE = A_STAGE + B_STAGE;
+  // Dynamic shared memory: the pipeline, or POOL's staged tile (BN + 1 floats a row) if larger.
+  static constexpr int SMEM_WORDS = STAGES * STAGE > (POOL ? BM * (BN + 1) : 0) ? STAGES* STAGE
+                                                                                : BM*(BN + 1);
   static constexpr int NTN = (O + BN - 1) / BN;                // output-channel tiles
   static constexpr int SPLIT = Cfg::SPLIT;
   static constexpr I TILES = (M + BM - 1) / BM * NTN;
@@ -59,12 +71,16 @@ template <class Cfg> struct Geometry {
   static constexpr int kArgNnz = kArgRes + (Cfg::HAS_RESIDUAL ? 1 : 0);
   static constexpr int kArgY = kArgNnz + (Cfg::GUARD ? 1 : 0);
 
-  static_assert(BK * ES % 32 == 0, "a k tile is whole mma k-steps of 32 bytes");
+  static_assert(BK * ES % 64 == 0, "a k tile is an even number of mma k-steps of 32 bytes "
+                                   "(the main loop's two fragment buffers alternate in it)");
   static_assert(WTM % 16 == 0 && WTN % 8 == 0 && WTM * Cfg::WM == BM && WTN * Cfg::WN == BN,
                 "warp tiles are whole 16x8 mma tiles");
   static_assert(STAGES >= 2, "at least double buffering");
   static_assert(!Cfg::LDMATRIX || NT % 2 == 0, "ldmatrix loads B for two n tiles at once");
   static_assert(Cfg::PAD % 4 == 0, "shared rows stay 16-byte aligned");
+  static_assert(!SWIZZLE || (Cfg::PAD == 0 && 8 % CPR == 0 && (THREADS / CPR) % 8 == 0),
+                "a swizzled row is unpadded, a power-of-two number of chunks up to 128 bytes; "
+                "a thread's rows share one swizzle (they lie a multiple of 8 rows apart)");
   static_assert(!Cfg::VEC_A || C % VEC == 0, "16-byte A loads need C % VEC == 0");
   static_assert(!Cfg::VEC_A || !Cfg::X_NCHW, "an NCHW x is loaded element by element");
   static_assert(!Cfg::VEC_B || K % VEC == 0, "16-byte B loads need K % VEC == 0");
@@ -74,9 +90,8 @@ template <class Cfg> struct Geometry {
   static_assert(SPLIT == 1 || (!Cfg::HAS_BIAS && !Cfg::HAS_RESIDUAL &&
                                act_of<Cfg>::value == Act::none && !Cfg::GUARD),
                 "partial sums carry no epilogue (partial.sum applies it)");
-  static_assert(!POOL || (SPLIT == 1 && !Cfg::HAS_RESIDUAL && !Cfg::GUARD &&
-                          PT::FH * PT::FW <= BM && BM * (BN + 1) <= STAGES * (BM + BN) * ROW),
-                "a pooled tile's footprint fits the block's rows, its staging the pipeline");
+  static_assert(!POOL || (SPLIT == 1 && !Cfg::HAS_RESIDUAL && !Cfg::GUARD && PT::FH * PT::FW <= BM),
+                "a pooled tile's footprint fits the block's rows");
 };
 
 // The block's tile and range of k: block i reduces range i / TILES of tile j = i % TILES,

@@ -1,7 +1,10 @@
 // The implicit GEMM's loads from shared memory to mma fragments, and the mma itself: one
 // k-step (8 words of k) of a warp's MT x NT tiles of 16 x 8 outputs. Fragments come by
-// ldmatrix.x4 (LDMATRIX) or one 32-bit shared load per register; fp32 operands are rounded
-// to tf32 on the way.
+// ldmatrix.x4 (LDMATRIX) or one 32-bit shared load per register, from rows swizzled or
+// padded (Geometry::chunk_at); fp32 operands are rounded to tf32 on the way (the weights
+// not where they arrive rounded: B_TF32). Loading and
+// multiplying are separate so that the main loop can load the next k-step's fragments while
+// this one's mmas run.
 #pragma once
 
 #include "conv/igemm/geometry.cuh"
@@ -16,56 +19,75 @@ template <class T> KILN_FN void mma(float (&d)[4], const u32 (&a)[4], const u32 
     mma_m16n8k16(d, a, b, d, T{});
 }
 
+// One k-step's operands of a warp tile: MT A fragments, NT B fragments.
+template <class Cfg> struct Fragments { u32 a[Geometry<Cfg>::MT][4], b[Geometry<Cfg>::NT][2]; };
+
 template <class Cfg> struct FragmentLoader {
   using G = Geometry<Cfg>;
   static constexpr int MT = G::MT, NT = G::NT, ROW = G::ROW, WTM = G::WTM, WTN = G::WTN;
 
-  Shared<u32> a_smem, b_smem; // stage 0 of the A and B tiles
-  WarpTile<Cfg> wt;
-  int a_lane, b_lane;
+  Shared<u32> a_smem, b_smem; // the warp's first rows of the A and B tiles of stage 0
+  // The lane's word offsets in its rows for k-step 0 (ldmatrix: one per operand; 32-bit
+  // loads: words t and t + 4). k-step ks is 8 words on: with swizzled rows that is chunk
+  // c ^ 2 ks (a row's chunks pair up per k-step), so offset ^ 8 ks; padded, offset + 8 ks.
+  int a_col[2], b_col[2];
 
-  KILN_FN FragmentLoader(Shared<u32> a, Shared<u32> b, const WarpTile<Cfg>& warp)
-      : a_smem(a), b_smem(b), wt(warp) {
-    // ldmatrix row addresses: lane l reads row l % 8 of matrix l / 8; A's matrices are the
-    // fragment's quarters (rows +8 first, then words +4), B's the two k halves of two n tiles.
-    const int lane = lane_id();
-    a_lane = ((lane >> 3 & 1) * 8 + (lane & 7)) * ROW + (lane >> 4) * 4;
-    b_lane = ((lane >> 4) * 8 + (lane & 7)) * ROW + (lane >> 3 & 1) * 4;
+  KILN_FN static int step_col(int col, int ks) {
+    return G::SWIZZLE ? col ^ (8 * ks) : col + 8 * ks;
   }
 
-  // acc += A x B over k-step ks of pipeline stage `stage`.
-  KILN_FN void multiply(int stage, int ks, float (&acc)[MT][NT][4]) const {
-    u32 af[MT][4], bf[NT][2];
+  KILN_FN FragmentLoader(Shared<u32> a, Shared<u32> b, const WarpTile<Cfg>& wt) {
+    // Fragment rows start at multiples of 8 (warp tiles, 16-row A and 8-row B tiles), where
+    // the swizzle pattern repeats: the lane's row within its 8 decides its chunks.
+    const int lane = lane_id();
+    int a_row, b_row, a_chunk, b_chunk;
     if constexpr (Cfg::LDMATRIX) {
-      const Shared<u32> as =
-          a_smem + stage * G::A_STAGE + (wt.warp_m * WTM) * ROW + a_lane + ks * 8;
-      const Shared<u32> bs =
-          b_smem + stage * G::B_STAGE + (wt.warp_n * WTN) * ROW + b_lane + ks * 8;
+      // Lane l gives the address of row l % 8 of matrix l / 8; A's matrices are the
+      // fragment's quarters (rows +8 first, then words +4), B's the two k halves of two n
+      // tiles.
+      a_row = (lane >> 3 & 1) * 8 + (lane & 7), a_chunk = lane >> 4;
+      b_row = (lane >> 4) * 8 + (lane & 7), b_chunk = lane >> 3 & 1;
+    } else {
+      a_row = b_row = wt.g, a_chunk = b_chunk = 0;
+    }
+    a_smem = a + (wt.warp_m * WTM + a_row) * ROW;
+    b_smem = b + (wt.warp_n * WTN + b_row) * ROW;
+    const int word = Cfg::LDMATRIX ? 0 : wt.t;
+    KILN_IGEMM_UNROLL
+    for (int h = 0; h < 2; ++h) { // 32-bit loads: the k-step's two chunks
+      a_col[h] = G::chunk_at(a_row, Cfg::LDMATRIX ? a_chunk : h) * 4 + word;
+      b_col[h] = G::chunk_at(b_row, Cfg::LDMATRIX ? b_chunk : h) * 4 + word;
+    }
+  }
+
+  // The fragments of k-step ks of the pipeline stage at word offset `stage`.
+  KILN_FN void load(int stage, int ks, Fragments<Cfg>& f) const {
+    const Shared<u32> as = a_smem + stage;
+    const Shared<u32> bs = b_smem + stage;
+    const int a0 = step_col(a_col[0], ks), a1 = step_col(a_col[1], ks);
+    const int b0 = step_col(b_col[0], ks), b1 = step_col(b_col[1], ks);
+    if constexpr (Cfg::LDMATRIX) {
       KILN_IGEMM_UNROLL
       for (int i = 0; i < MT; ++i)
-        ldmatrix_x4(af[i], as + i * 16 * ROW);
+        ldmatrix_x4(f.a[i], as + i * 16 * ROW + a0);
       KILN_IGEMM_UNROLL
       for (int j = 0; j < NT; j += 2) {
         u32 r[4];
-        ldmatrix_x4(r, bs + j * 8 * ROW);
-        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
+        ldmatrix_x4(r, bs + j * 8 * ROW + b0);
+        f.b[j][0] = r[0], f.b[j][1] = r[1], f.b[j + 1][0] = r[2], f.b[j + 1][1] = r[3];
       }
     } else {
-      const Shared<u32> as =
-          a_smem + stage * G::A_STAGE + (wt.warp_m * WTM + wt.g) * ROW + wt.t + ks * 8;
-      const Shared<u32> bs =
-          b_smem + stage * G::B_STAGE + (wt.warp_n * WTN + wt.g) * ROW + wt.t + ks * 8;
       KILN_IGEMM_UNROLL
       for (int i = 0; i < MT; ++i) {
-        af[i][0] = as[i * 16 * ROW];
-        af[i][1] = as[i * 16 * ROW + 8 * ROW];
-        af[i][2] = as[i * 16 * ROW + 4];
-        af[i][3] = as[i * 16 * ROW + 8 * ROW + 4];
+        f.a[i][0] = as[i * 16 * ROW + a0];
+        f.a[i][1] = as[i * 16 * ROW + 8 * ROW + a0];
+        f.a[i][2] = as[i * 16 * ROW + a1];
+        f.a[i][3] = as[i * 16 * ROW + 8 * ROW + a1];
       }
       KILN_IGEMM_UNROLL
       for (int j = 0; j < NT; ++j) {
-        bf[j][0] = bs[j * 8 * ROW];
-        bf[j][1] = bs[j * 8 * ROW + 4];
+        f.b[j][0] = bs[j * 8 * ROW + b0];
+        f.b[j][1] = bs[j * 8 * ROW + b1];
       }
     }
     if constexpr (G::TF32) {
@@ -73,20 +95,26 @@ template <class Cfg> struct FragmentLoader {
       for (int i = 0; i < MT; ++i) {
         KILN_IGEMM_UNROLL
         for (int r = 0; r < 4; ++r)
-          af[i][r] = float_to_tf32(__uint_as_float(af[i][r]));
+          f.a[i][r] = float_to_tf32(__uint_as_float(f.a[i][r]));
       }
-      KILN_IGEMM_UNROLL
-      for (int j = 0; j < NT; ++j) {
+      if constexpr (!b_tf32_of<Cfg>::value) { // weights rounded once, in the prepare phase
         KILN_IGEMM_UNROLL
-        for (int r = 0; r < 2; ++r)
-          bf[j][r] = float_to_tf32(__uint_as_float(bf[j][r]));
+        for (int j = 0; j < NT; ++j) {
+          KILN_IGEMM_UNROLL
+          for (int r = 0; r < 2; ++r)
+            f.b[j][r] = float_to_tf32(__uint_as_float(f.b[j][r]));
+        }
       }
     }
+  }
+
+  // acc += the k-step held in f.
+  KILN_FN void multiply(const Fragments<Cfg>& f, float (&acc)[MT][NT][4]) const {
     KILN_IGEMM_UNROLL
     for (int i = 0; i < MT; ++i) {
       KILN_IGEMM_UNROLL
       for (int j = 0; j < NT; ++j)
-        mma<typename G::T>(acc[i][j], af[i], bf[j]);
+        mma<typename G::T>(acc[i][j], f.a[i], f.b[j]);
     }
   }
 };

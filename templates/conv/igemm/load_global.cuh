@@ -2,7 +2,8 @@
 // of x) and of B (the weights) into a pipeline stage. Each thread owns fixed rows of the A
 // and B tiles and one 16-byte chunk of them (VEC consecutive k), the same in every k tile:
 // one cp.async per chunk with VEC_A / VEC_B, else VEC element loads (zero outside the image
-// and past this block's range of k) packed into 4 words.
+// and past this block's range of k) packed into 4 words; stored at the chunk's place in the
+// row (Geometry::chunk_at: swizzled or not).
 #pragma once
 
 #include "conv/igemm/geometry.cuh"
@@ -20,7 +21,7 @@ template <class Cfg> struct GlobalLoader {
 
   Global<const T> x, w;
   Global<const u32> x32, w32;
-  Shared<u32> a_smem, b_smem;     // stage 0 of the A and B tiles
+  Shared<u32> a_smem, b_smem;     // the A and B tiles of stage 0
   int col, row0;                  // the thread's chunk and first row
   int kb, ke;                     // the block's range of k
   I a_pix[A_ROWS];                // element offset of x[n][ih0][iw0][0] (may lie outside the image)
@@ -29,7 +30,7 @@ template <class Cfg> struct GlobalLoader {
 
   KILN_FN GlobalLoader(const KernelArgs& args, Shared<u32> smem, const BlockTile<Cfg>& bt)
       : x(arg<const T>(args, 0)), w(arg<const T>(args, 1)), x32(arg<const u32>(args, 0)),
-        w32(arg<const u32>(args, 1)), a_smem(smem), b_smem(smem + G::STAGES * G::A_STAGE) {
+        w32(arg<const u32>(args, 1)), a_smem(smem), b_smem(smem + G::A_STAGE) {
     const int tid = thread_linear();
     col = tid % G::CPR, row0 = tid / G::CPR;
     kb = bt.kb, ke = bt.ke;
@@ -69,12 +70,14 @@ template <class Cfg> struct GlobalLoader {
   // k in this block's range (chunks never straddle its bounds: VEC divides 16 and K).
   KILN_FN bool in_range(int k) const { return G::SPLIT == 1 ? k < G::K : k >= kb && k < ke; }
 
-  // Loads k tile kt into pipeline stage `stage` (cp.async: one group's worth; the caller
-  // commits it).
+  // Loads k tile kt into the pipeline stage at word offset `stage` (a multiple of
+  // Geometry::STAGE; cp.async: one group's worth, the caller commits it).
   KILN_FN void load(int stage, int kt) const {
     constexpr int ROW = G::ROW, VEC = G::VEC, EPW = G::EPW, C = G::C, H = G::H, W = G::W;
-    const Shared<u32> as = a_smem + stage * G::A_STAGE + row0 * ROW + col * 4;
-    const Shared<u32> bs = b_smem + stage * G::B_STAGE + row0 * ROW + col * 4;
+    // The thread's rows lie a multiple of 8 apart: one swizzled chunk for all of them.
+    const int at = row0 * ROW + G::chunk_at(row0, col) * 4;
+    const Shared<u32> as = a_smem + stage + at;
+    const Shared<u32> bs = b_smem + stage + at;
     const int k0 = kt * G::BK + col * VEC; // the chunk's first k
     // k = (kh, kw, c): the tap's offset from the pixel, then one element at a time.
     int c = k0 % C, kw = (k0 / C) % G::KW, kh = k0 / C / G::KW;

@@ -87,3 +87,30 @@ extern "C" __global__ void mma_gemm_f16(KernelArgs args) {
   C[(m0 + g + 8) * N + n0 + 2 * t] = acc[2];
   C[(m0 + g + 8) * N + n0 + 2 * t + 1] = acc[3];
 }
+
+// An A fragment (16 rows x 16 halves) by ldmatrix.x4 from rows PITCH halves apart, their
+// 16-byte chunks XOR-swizzled by (row / 2) % 4 when SWIZZLE: out[lane * 4 + j] = register j.
+// PITCH 32 unswizzled puts rows r and r + 2 on the same banks; PITCH 40 (padding) and PITCH 32
+// swizzled do not.
+template <int PITCH, bool SWIZZLE> KILN_FN void ldmatrix_rows(const KernelArgs& args) {
+  const auto A = arg<const f16>(args, 0);
+  const auto out = arg<u32>(args, 1);
+  KILN_SHARED_ARRAY(f16, As, 16 * PITCH);
+  const int lane = lane_id();
+  const auto at = [](int r, int c) { // element c of row r (c < 16)
+    const int chunk = SWIZZLE ? (c / 8) ^ ((r / 2) % 4) : c / 8;
+    return r * PITCH + chunk * 8 + c % 8;
+  };
+  for (int i = lane; i < 16 * 16; i += 32)
+    As[at(i / 16, i % 16)] = A[i];
+  sync_threads();
+  const int r = (lane >> 3 & 1) * 8 + (lane & 7), c = (lane >> 4) * 8;
+  u32 frag[4];
+  ldmatrix_x4(frag, view_as<u32>(As) + at(r, c) / 2);
+  for (int j = 0; j < 4; ++j)
+    out[lane * 4 + j] = frag[j];
+}
+
+extern "C" __global__ void ldmatrix_padded(KernelArgs args) { ldmatrix_rows<40, false>(args); }
+extern "C" __global__ void ldmatrix_swizzled(KernelArgs args) { ldmatrix_rows<32, true>(args); }
+extern "C" __global__ void ldmatrix_conflicting(KernelArgs args) { ldmatrix_rows<32, false>(args); }

@@ -103,9 +103,25 @@ Built with_shared_loads(Built b) {
   CfgValue* ldmatrix = find_cfg(b.variant, "LDMATRIX");
   REQUIRE(ldmatrix);
   *ldmatrix = false;
-  const size_t at = b.variant.name.find("_ldm_");
+  const size_t at = b.variant.name.find("_ldm");
   REQUIRE(at != std::string::npos);
-  b.variant.name.replace(at, 5, "_lds_");
+  b.variant.name.replace(at, 4, "_lds");
+  return b;
+}
+
+// The variant with its shared rows padded by 4 words instead of swizzled (the generator's
+// rows are swizzled): the other conflict-free layout, kept working for comparison.
+Built with_padded_rows(Built b) {
+  CfgValue* swizzle = find_cfg(b.variant, "SWIZZLE");
+  CfgValue* pad = find_cfg(b.variant, "PAD");
+  REQUIRE((swizzle && pad));
+  *swizzle = false;
+  *pad = int64_t(4);
+  const size_t at = b.variant.name.find("_swz_");
+  REQUIRE(at != std::string::npos);
+  b.variant.name.replace(at, 5, "_pad4_");
+  // 16 words a row become 20.
+  b.variant.dynamic_smem = std::max(b.variant.dynamic_smem, b.variant.dynamic_smem / 16 * 20);
   return b;
 }
 
@@ -152,6 +168,11 @@ TEST_CASE("implicit GEMM variants match the reference on the emulator") {
     }
     // The 32-bit shared-load fragment path (the variants use ldmatrix) on every third.
     if (i % 3 == 0) chosen.push_back(with_shared_loads(vs[(i + 1) % vs.size()]));
+    // Padded rows instead of swizzled ones, with either fragment path, on every third.
+    if (i % 3 == 1) {
+      Built padded = with_padded_rows(vs[(i + 1) % vs.size()]);
+      chosen.push_back(i % 2 ? padded : with_shared_loads(padded));
+    }
   }
   for (DType t : kTypes)
     for (const IgemmTile& tl : igemm_tiles()) {
@@ -186,6 +207,24 @@ std::vector<Built> nchw_input_variants(const std::vector<std::string>& gpus) {
 }
 
 } // namespace
+
+TEST_CASE("planted bug: the emulator reports implicit GEMM rows neither swizzled nor padded (bank "
+          "conflicts)") {
+  // 16-word rows put rows r and r + 2 of an ldmatrix on the same banks; the emulator's bank
+  // check reports it (the swizzled and padded variants above pass the same check).
+  std::vector<StepSpec> specs = {conv_spec("c32 3x3", emu_convs()[4].second, DType::f16)};
+  std::vector<Built> built = ours(all_variants(specs, {"h200"}));
+  REQUIRE(!built.empty());
+  Built b = with_padded_rows(built[0]);
+  *find_cfg(b.variant, "PAD") = int64_t(0);
+  b.variant.name.replace(b.variant.name.find("_pad4_"), 6, "_pad0_");
+  b.variant.dynamic_smem = built[0].variant.dynamic_smem;
+  const std::vector<KernelCheck> r = emu_checks({b}, temp_dir("kiln-igemm-banks"));
+  REQUIRE(r.size() == 1);
+  INFO(r[0].error);
+  CHECK_FALSE(r[0].pass);
+  CHECK(r[0].error.find("bank conflict: ldmatrix") != std::string::npos);
+}
 
 TEST_CASE("implicit GEMM reading an NCHW x compiles with NVRTC for sm_80 and sm_90") {
   const auto built = nchw_input_variants({"a100", "h200"});

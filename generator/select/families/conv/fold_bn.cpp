@@ -22,9 +22,10 @@ std::vector<Variant> ConvFoldBnFamily::candidates(const StepInfo& s) const {
   v.family = "conv2d_fold_bn";
   v.header = "conv/fold_bn.cuh";
   v.function = "kiln::conv::fold_bn";
-  v.name = fmt::format("conv2d_fold_bn_{}_{}_o{}i{}k{}x{}{}_eps{}_t{}_{}", dtype_tag(t),
+  const bool tf32 = s.arg("w_out").tf32; // rounded for tf32 tensor-core readers
+  v.name = fmt::format("conv2d_fold_bn_{}_{}_o{}i{}k{}x{}{}_eps{}{}_t{}_{}", dtype_tag(t),
                        layout_name(out_layout), w[0], w[1], w[2], w[3], bias ? "_bias" : "",
-                       name_number(st.fold_bn().eps), threads, s.arch_tag());
+                       name_number(st.fold_bn().eps), tf32 ? "_tf32" : "", threads, s.arch_tag());
   cfg_type(v, "T", cpp_type(t));
   cfg_int(v, "O", w[0]);
   cfg_int(v, "I", w[1]);
@@ -34,6 +35,7 @@ std::vector<Variant> ConvFoldBnFamily::candidates(const StepInfo& s) const {
   cfg_bool(v, "HAS_BIAS", bias);
   cfg_float(v, "EPS", st.fold_bn().eps);
   cfg_int(v, "THREADS", threads);
+  cfg_bool(v, "ROUND_TF32", tf32);
   v.args = {"w"};
   if (bias) v.args.push_back("b");
   for (const char* r : {"weight", "bias", "running_mean", "running_var", "w_out", "b_out"})

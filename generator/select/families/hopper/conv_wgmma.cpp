@@ -1,6 +1,7 @@
 // templates/conv/hopper/igemm_wgmma.cuh, seen from the generator.
 #include "generator/select/families/hopper/conv_wgmma.hpp"
 
+#include "generator/cost/main_loop.hpp"
 #include "generator/cost/roofline.hpp"
 #include "generator/select/epilogue.hpp"
 #include "runtime/error.hpp"
@@ -22,28 +23,57 @@ constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2}, {4, 32, 2}, {32, 4,
 constexpr int kBns[] = {256, 128, 64};
 constexpr int kMaxStages = 4;
 
-// Efficiency prior (the fraction of the tensor peak this family reaches, before tile
-// utilisation): warp-specialised TMA + wgmma kernels reach about 75% of an H100's dense peak
-// where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2; cuDNN 9's sm_90a
-// convs are all of this kind). Two consumer warpgroups keep one wgmma group in flight each
-// while the other waits: 0.8; one consumer: 0.7. Stated, not measured (no GPU was lent):
-// kiln bench/tune replace it.
-// tf32 kernels round each stage in shared memory before their wgmmas (the template's
-// ROUND_TF32: an extra read and write of A and B, about as much shared-memory traffic again
-// as the wgmmas' own at BN 128): priced at 0.8 of that, stated until measured.
-double efficiency_prior(int consumers, bool tf32) {
-  return (consumers == 2 ? 0.8 : 0.7) * (tf32 ? 0.8 : 1.0);
+// The main loop as the cost model sees it (cost/main_loop.hpp), per warp's share of one wgmma
+// (a warpgroup instruction: each of its 4 warps computes 16 of its 64 rows). A stage holds a
+// 128-byte slice of k of the block's BM = 64 * consumers pixel rows and BN weight rows: 4
+// wgmma k-steps, which each consumer warpgroup issues on its 64 rows.
+//
+// - Peak fraction: warp-specialised TMA + wgmma kernels reach about 75% of an H100's dense
+//   peak where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2; cuDNN 9's
+//   sm_90a convs are all of this kind). With the 0.8 the efficiency keeps for what lies
+//   outside the loop (as the mma.sync family's), two consumer warpgroups (one wgmma group in
+//   flight each while the other waits) are taken to run the loop at the peak, one at 0.875 of
+//   it (0.7 overall). Stated, not measured (kiln tune's calibration replaces it on a GPU).
+// - Shared memory: the TMA's stores of both tiles, and each consumer warpgroup's wgmma
+//   operand reads of its 64 A rows and all BN B rows (assumed read once per warpgroup; if
+//   each warp read B, BN 64 and 128 tiles would be slower still: a GPU's measurements
+//   decide), and with tf32 the rounding pass's read and write of every row. At the
+//   descriptor's 128 bytes per clock this caps BN 64 at 0.57 of peak, BN 128 at 0.8, BN 256
+//   at 1 (two consumers).
+// - Issue: per stage and warp, 4 wgmmas and about 8 synchronising instructions (fences,
+//   commit, wait, the stage's mbarrier wait and release); tf32's rounding pass about 7 per
+//   16-byte chunk a thread rounds (load, 4 cvt.rna, store, address).
+// - Latency: the producer warp keeps STAGES - 1 stages in flight; no consumer waits on its
+//   own loads, so nothing is exposed per step but what the ring's bytes do not cover.
+constexpr double kOutsideLoopEfficiency = 0.8;
+constexpr double kWgmmaKSteps = 4;   // per 128-byte stage
+constexpr double kSyncPerStage = 8;  // per warp
+constexpr double kRoundPerChunk = 7; // tf32 rounding pass, per 16-byte chunk a thread rounds
+
+MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32) {
+  const double bm = 64.0 * consumers, row = 128;         // bytes of k per row per stage
+  const double warp_mmas = kWgmmaKSteps * 4 * consumers; // per stage and block
+  const double stored = (bm + bn) * row;
+  const double read = consumers * (64 + bn) * row;
+  // tf32: every row read and written again, but B's where the weights arrive rounded; a
+  // consumer thread rounds its share of its 64 rows and of a 1 / consumers share of B.
+  const double b_rounded = b_tf32 ? 0 : bn;
+  const double rounded = es == 4 ? 2 * (bm + b_rounded) * row : 0;
+  const double chunks_per_thread = (64 + b_rounded / consumers) * row / 16 / 128;
+  MainLoop l;
+  l.mma_flops = 2.0 * 16 * bn * (32.0 / es);
+  l.peak_fraction = consumers == 2 ? 1.0 : 0.875;
+  l.smem_bytes_per_mma = (stored + read + rounded) / warp_mmas;
+  l.issue_per_mma =
+      (kWgmmaKSteps + kSyncPerStage + (es == 4 ? chunks_per_thread * kRoundPerChunk : 0)) /
+      kWgmmaKSteps;
+  l.mmas_per_step = kWgmmaKSteps;
+  l.exposed_clocks_per_step = 0;
+  l.global_bytes_in_flight_per_block = (stages - 1) * stored;
+  l.global_bytes_per_mma = stored / warp_mmas;
+  return l;
 }
 
-// The cost model (generator/cost/kernel_cost.cpp, today) multiplies a variant's efficiency by
-// a latency-hiding factor from its resident warps, min(1, 0.25 + 1.5 * warps / SM's warps):
-// 0.44-0.53 for this family's one block of 8-12 warps per SM. A TMA ring hides latency by
-// its stages in flight, not by warps, so the prior is divided by that factor here, making the
-// price the prior's fraction of peak. When the cost model prices pipeline depth itself, this
-// division goes (and the efficiency field returns to the plain prior).
-double warp_hiding_the_model_applies(const GpuDesc& g, int64_t threads) {
-  return std::min(1.0, 0.25 + 1.5 * double(threads) / double(g.max_threads_per_sm));
-}
 int64_t cfg_int_of(const Variant& v, std::string_view name) {
   for (const CfgEntry& e : v.cfg)
     if (e.name == name) return std::get<int64_t>(e.value);
@@ -82,6 +112,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   if (std::max({numel(x), numel(w), numel(y)}) >= (int64_t(1) << 31)) return {};
   const KernelEpilogue ep = epilogue_of(s);
   const int64_t M = N * OH * OW, K = KH * KW * C;
+  // tf32 weights rounded once in the prepare phase (Buffer::tf32): only A is rounded per stage.
+  const bool b_tf32 = es == 4 && s.arg("w").tf32;
   const std::string shape = fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W, O, KH,
                                         KW, SH, SW, a.padding[0], a.padding[1], ep.tag());
   const double bytes = double((numel(x) + numel(w) + (ep.bias ? O : 0)) * es) +
@@ -103,8 +135,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.family = std::string(name());
       v.header = "conv/hopper/igemm_wgmma.cuh";
       v.function = "kiln::hopper_conv::conv_fwd";
-      v.name = fmt::format("conv2d_hopper_wgmma_{}_nhwc_t{}x{}_bn{}_s{}_c{}_{}_sm90a", dtype_tag(t),
-                           pt.tp, pt.tq, bn, stages, pt.consumers, shape);
+      v.name =
+          fmt::format("conv2d_hopper_wgmma_{}_nhwc_t{}x{}_bn{}_s{}_c{}_{}{}_sm90a", dtype_tag(t),
+                      pt.tp, pt.tq, bn, stages, pt.consumers, shape, b_tf32 ? "_wtf32" : "");
       cfg_type(v, "T", cpp_type(t));
       for (auto [k, val] : {std::pair{"N", N},
                             {"C", C},
@@ -125,6 +158,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "BN", bn);
       cfg_int(v, "STAGES", stages);
       cfg_int(v, "CONSUMERS", pt.consumers);
+      cfg_bool(v, "B_TF32", b_tf32);
       ep.cfg(v);
       for (int64_t m = 0; m < SH * SW; ++m)
         v.args.push_back(fmt::format("xmap{}", m));
@@ -144,13 +178,15 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.math = *math;
       const double util = double(OH) / double(tiles_p * pt.tp) * double(OW) /
                           double(tiles_q * pt.tq) * double(O) / double(o_blocks * bn);
-      v.efficiency = efficiency_prior(pt.consumers, es == 4) * util /
-                     warp_hiding_the_model_applies(s.gpu, threads);
+      v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32);
+      v.efficiency = kOutsideLoopEfficiency * util;
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
           "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map{}",
           M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW,
-          es == 4 ? "; operands rounded to tf32 in shared memory" : "");
+          es == 4 ? (b_tf32 ? "; x rounded to tf32 in shared memory (w arrives rounded)"
+                            : "; operands rounded to tf32 in shared memory")
+                  : "");
       out.push_back(std::move(v));
     }
   return out;

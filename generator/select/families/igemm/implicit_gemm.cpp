@@ -15,7 +15,9 @@ constexpr double kMmaSyncShareOfWgmmaPeak = 0.5;
 
 namespace {
 
-constexpr int kPadWords = 4;     // per shared row: 16-byte aligned, conflict-free fragment loads
+// Shared rows unpadded, their 16-byte chunks XOR-swizzled: conflict-free fragment loads in
+// 20% less shared memory than 4 words of padding a row.
+constexpr bool kSwizzle = true;
 constexpr int kTileKBytes = 64;  // one k tile of a row: two mma k-steps
 constexpr bool kLdmatrix = true; // fragments by ldmatrix.x4 ("ldm"; "lds": 32-bit loads)
 // What the main loop's ceilings (loop_model.hpp) do not see: the prologue, the pipeline's
@@ -35,19 +37,22 @@ double tile_utilisation(int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn,
 } // namespace
 
 const std::vector<IgemmTile>& igemm_tiles() {
-  // Registers: the most ptxas reported for the tile over f16/bf16/f32 (NVRTC 13; for sm_90
-  // resnet50's instances, for sm_75/sm_80 every variant of resnet18 at 64x64 and batch 8):
-  // sm_90 up to 228, 128 (at two blocks), 148, 89 and 71 for the tiles in this order;
-  // sm_75/sm_80 255 (spilling), 253 (one block: unbounded), 206, 91 and 92. The census test holds
-  // sm_90's chosen kernels to these. The kernel's __launch_bounds__ promises the blocks per SM they
-  // give (select.cpp), so ptxas cannot take more: 256 threads at two blocks keep to 128 on sm_90,
-  // where element loads of x do not fit: that tile is offered with 16-byte loads only.
+  // Registers: the most ptxas allocated for the tile over f16 and f32 and every variant of
+  // resnet18 at 64x64 and batch 8, split-K included (NVRTC 13: `kiln generate resnet18 --gpu
+  // G --dtype D --batch 8 --image 64 --variants all`, `kiln compile`, the manifest's
+  // `compiled.registers`), fragments double-buffered (but in split-K and in the second tile):
+  // sm_90 255 (split-K spilling), 128, 168, 96 and 71 (element loads of x: 248, -, 168, 109,
+  // 80) for the tiles in this order; sm_80 255 (spilling), 206, 168, 96 and 69 (element loads
+  // 255, -, 168, 106, 78). Each is rounded up to what the blocks per SM it gives allow, which
+  // is what the kernel's __launch_bounds__ promises (select.cpp), so ptxas cannot take more:
+  // 256 threads at two blocks keep to 128, where element loads of x do not fit: that tile is
+  // offered with 16-byte loads only. The census test holds sm_90's chosen kernels to these.
   static const std::vector<IgemmTile> tiles = {
-      {128, 128, 2, 2, 3, 228, 228, 255, 255, true},
-      {128, 128, 2, 4, 3, 128, 0, 255, 0},
-      {128, 64, 2, 2, 4, 150, 152, 208, 152},
-      {64, 64, 2, 2, 4, 96, 96, 96, 96},
-      {64, 32, 2, 2, 4, 72, 72, 96, 72},
+      {128, 128, 2, 2, 3, 255, 255, 255, 255, true},
+      {128, 128, 2, 4, 3, 128, 0, 255, 0, false, 1},
+      {128, 64, 2, 2, 4, 168, 168, 208, 168},
+      {64, 64, 2, 2, 4, 128, 128, 128, 128},
+      {64, 32, 2, 2, 4, 72, 80, 96, 80},
   };
   return tiles;
 }
@@ -105,10 +110,14 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  const std::string shape = fmt::format(
-      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
-      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
-      ep.tag(), conv_family::guard_tag(st), split ? fmt::format("_split{}", S) : "");
+  // tf32 weights rounded once in the prepare phase (Buffer::tf32): only A is rounded per
+  // fragment.
+  const bool b_tf32 = es == 4 && s.arg("w").tf32;
+  const std::string shape =
+      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW,
+                  a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
+                  a.dilation[0], a.dilation[1], ep.tag(), conv_family::guard_tag(st),
+                  split ? fmt::format("_split{}", S) : "", b_tf32 ? "_wtf32" : "");
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
                        (split  ? 4.0 * double(numel(y))
                         : pool ? double(numel(s.shape("y")) * es)
@@ -141,7 +150,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       const char* loads = x_nchw ? "ldnchw" : vec_a ? "cp16" : vec_b ? "cp16w" : "ld";
       if (!vec_a && tile.registers_ld == 0) continue;
       const int stages = cc >= 80 ? tile.stages : 2;
-      const int64_t row_words = kTileKBytes / 4 + kPadWords;
+      // A split-K block's range of k is known only at run time: its loop state leaves no
+      // registers for a second fragment set (ptxas spills 88-296 bytes at the tiles' bounds).
+      const int frag_buffers = split ? 1 : tile.frag_buffers;
+      const int64_t row_words = kTileKBytes / 4;
       const int64_t threads = 32 * tile.wm * tile.wn;
       const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn) * S;
       if (blocks > 2147483647) continue; // all of them along grid.x
@@ -158,8 +170,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
                : "";
       v.name = fmt::format("{}_{}_nhwc_{}x{}x{}_w{}x{}_s{}_{}_{}_{}{}{}_{}", v.family, dtype_tag(t),
                            tile.bm, tile.bn, bk, tile.wm, tile.wn, stages, loads,
-                           kLdmatrix ? "ldm" : "lds", shape, pool_tag, idx64 ? "_i64" : "",
-                           s.arch_tag());
+                           fmt::format("{}{}_{}", kLdmatrix ? "ldm" : "lds", frag_buffers,
+                                       kSwizzle ? "swz" : "pad4"),
+                           shape, pool_tag, idx64 ? "_i64" : "", s.arch_tag());
       cfg_type(v, "T", cpp_type(t));
       cfg_int(v, "N", N);
       cfg_int(v, "C", C);
@@ -186,7 +199,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "STAGES", stages);
       cfg_bool(v, "VEC_A", vec_a);
       cfg_bool(v, "VEC_B", vec_b);
-      cfg_int(v, "PAD", kPadWords);
+      cfg_int(v, "PAD", 0);
+      cfg_bool(v, "SWIZZLE", kSwizzle);
+      cfg_int(v, "FRAG_BUFFERS", frag_buffers);
+      cfg_bool(v, "B_TF32", b_tf32);
       cfg_bool(v, "LDMATRIX", kLdmatrix);
       cfg_bool(v, "IDX64", idx64);
       cfg_bool(v, "X_NCHW", x_nchw);
@@ -216,8 +232,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       }
       v.block = {threads, 1, 1};
       v.grid = {blocks, 1, 1};
-      v.dynamic_smem = int64_t(stages) * (tile.bm + tile.bn) * row_words * 4;
-      if (pool && tile.bm * (tile.bn + 1) * 4 > v.dynamic_smem) continue; // the staged tile
+      // The pipeline, or a pooled conv's staged tile where that is larger (Geometry::SMEM_WORDS).
+      v.dynamic_smem = std::max<int64_t>(int64_t(stages) * (tile.bm + tile.bn) * row_words,
+                                         pool ? tile.bm * (tile.bn + 1) : 0) *
+                       4;
       v.static_smem = 0;
       const bool pre90 = cc < 90;
       const int regs =
@@ -225,18 +243,20 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
                 : (pre90 && tile.registers_ld_pre90 ? tile.registers_ld_pre90 : tile.registers_ld);
       v.registers_per_thread = std::min<int>(255, regs + (idx64 ? 12 : 0));
       // Element loads hold more per-thread state; near a launch bound's limit ptxas may
-      // trade a few bytes of spills for the occupancy promised.
-      // tf32 on the 128x128 tiles holds twice the fragment registers: under the launch
-      // bound's cap ptxas spills some sm_90 instances (models_compile found a 128x128 w2x4
-      // split-K conv); the fragment rework of issue 18's point 2 is the fix.
-      v.promises_no_spills =
-          vec_a && !(pre90 && tile.spills_pre90) && !(es == 4 && tile.bm * tile.bn >= 128 * 128);
+      // trade a few bytes of spills for the occupancy promised. The 128x128 tiles spill a
+      // little in tf32 (twice the fragment registers) and in split-K (a k range known only at
+      // run time): at their bounds ptxas spilled sm_90 instances of both (resnet18 b8: 108-296
+      // bytes of spill loads; models_compile found a 128x128 w2x4 split-K conv).
+      v.promises_no_spills = vec_a && !(pre90 && tile.spills_pre90) &&
+                             !((es == 4 || split) && tile.bm * tile.bn >= 128 * 128);
       v.flops = 2.0 * double(M) * double(O) * double(K);
       v.bytes = bytes;
       v.math = math;
       // The tile's shape prices itself through its main loop's ceilings; the efficiency
       // keeps what lies outside the loop and the work the tiles' padding wastes.
-      v.loop = igemm_main_loop({tile, int(es), stages, vec_a, vec_b, kLdmatrix});
+      IgemmTile looped = tile;
+      looped.frag_buffers = frag_buffers;
+      v.loop = igemm_main_loop({looped, int(es), stages, vec_a, vec_b, kLdmatrix, b_tf32});
       // On Hopper the descriptor's peak is wgmma's; mma.sync (HMMA) reaches about half of it
       // (the issue's FlashAttention-2 against -3 on an H100: 35% against 75% of peak).
       // Stated, not measured: kiln tune's per-family calibration replaces it on a GPU.
@@ -245,13 +265,14 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
           kOutsideLoopEfficiency * tile_utilisation(M, O, (K + S - 1) / S, tile.bm, tile.bn, bk);
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
-          "{}, {} shared stages{}, {} loads, {} fragments{}",
+          "{}, {} shared stages{}, {} loads, {} fragments{} from {} rows{}",
           M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
           math_name(math), stages, cc >= 80 ? " (cp.async)" : "",
           vec_a   ? "16-byte"
           : vec_b ? "element (x) and 16-byte (w)"
                   : "element",
           kLdmatrix ? "ldmatrix" : "32-bit shared load",
+          frag_buffers == 2 ? " (double-buffered)" : "", kSwizzle ? "swizzled" : "padded",
           split ? fmt::format("; split-K: {} ranges of k into fp32 partial sums", S) : "");
       out.push_back(std::move(v));
     }

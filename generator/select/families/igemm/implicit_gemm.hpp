@@ -15,6 +15,9 @@ struct IgemmTile {
   int registers_ld;   // element loads of x (C not a multiple of 16 bytes); 0: not offered
   int registers_pre90 = 0, registers_ld_pre90 = 0; // sm_75/sm_80 (0: as on sm_90)
   bool spills_pre90 = false; // ptxas spills some sm_75/sm_80 instances even at 255
+  // mma fragments in registers: 2 double-buffers them across k-steps (FRAG_BUFFERS), 1 where
+  // the launch bound leaves no room for a second set.
+  int frag_buffers = 2;
 };
 
 // The tiles offered on every GPU, largest first.

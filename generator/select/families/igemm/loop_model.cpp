@@ -6,18 +6,25 @@ namespace {
 
 // Per k tile (64 bytes of each row: KS = 2 mma k-steps of 8 words). Instruction counts per
 // thread (one warp instruction per warp) beside the MMAs and fragment loads, fitted to the
-// main loops of NVRTC 13 sm_90 instances of resnet50 (f16, batch 32; cuobjdump -sass, the
-// loop's instructions between its backward branch and target): 64x32 w2x2 69 per 8 HMMA,
-// 128x64 w2x2 137 per 32, 128x128 w2x4 117 per 32, 128x128 w2x2 196 per 64, the element
-// loads of 128x64 w2x2 from NCHW 610 per 32. The model gives 73, 138, 114, 196 and 618.
+// main loops of NVRTC 13 sm_90 instances (f16; cuobjdump -sass, the loop's instructions
+// between its backward branch and target). Single fragment set, padded rows (resnet50, batch
+// 32): 64x32 w2x2 69 per 8 HMMA, 128x64 w2x2 137 per 32, 128x128 w2x4 117 per 32, 128x128
+// w2x2 196 per 64, the element loads of 128x64 w2x2 from NCHW 610 per 32; the model gives
+// 73, 138, 114, 196 and 618. Double-buffered fragments from swizzled rows (resnet18's 3x3
+// c128 convs at batch 8): 109, 169, 123 (w2x4: single set), 221 and 64x64 123 per 16; the
+// model gives 103, 168, 114, 226 and 124.
 constexpr int kTileKBytes = 64, kStepWords = 8;
 constexpr double kTileOverhead = 24; // k0 / C, kw, kh, the tap; wait, barrier, commit, loop
 constexpr double kCpAsyncA = 12;     // ih, iw, bound tests, selects, 64-bit address, LDGSTS
 constexpr double kCpAsyncB = 11;     // row and range tests, address, LDGSTS
 constexpr double kElementLoad = 16;  // per element of x: position, bounds, LDG, shift, or
 constexpr double kWordStore = 1;     // STS of a packed word
-// Latencies a warp waits that its own MMAs do not cover: fragments are loaded right before
-// the MMAs of their k-step (not double-buffered), and every k tile begins at a barrier.
+// Double-buffered fragments: the loop rotated around the next tile's barrier, the lane's
+// swizzled fragment offsets recomputed (ptxas rematerialises them rather than hold them).
+constexpr double kDoubleBufferOverhead = 30;
+// Latencies a warp waits that its own MMAs do not cover: every k tile begins at a barrier;
+// with one fragment set, each k-step's fragments load right before its MMAs (double-buffered
+// fragments load a k-step ahead, behind the MMAs).
 constexpr double kSharedLoadClocks = 30, kBarrierClocks = 20;
 
 } // namespace
@@ -35,15 +42,16 @@ MainLoop igemm_main_loop(const IgemmLoopShape& s) {
   const double mmas_warp = mt * nt * ks; // per k tile
   const double mmas_block = mmas_warp * warps;
   // Fragment loads: ldmatrix.x4 per 16x8-word A fragment and per pair of B fragments, or one
-  // 32-bit load per register; tf32 rounds each register (cvt.rna).
+  // 32-bit load per register; tf32 rounds each register (cvt.rna), A's only where the
+  // weights arrive rounded.
   const double regs = 4 * mt + 2 * nt;
   const double frag_loads = s.ldmatrix ? mt + nt / 2 : regs;
-  const double cvt = tf32 ? regs : 0;
+  const double cvt = tf32 ? (s.b_tf32 ? 4 * mt : regs) : 0;
   const double vec = 16.0 / s.elem_bytes, words = 4;
   const double a_load = s.vec_a ? kCpAsyncA : vec * kElementLoad + words * kWordStore;
   const double b_load = s.vec_b ? kCpAsyncB : vec * kElementLoad + words * kWordStore;
-  const double per_tile =
-      kTileOverhead + a_rows * a_load + b_rows * b_load + ks * (frag_loads + cvt) + mmas_warp;
+  const double per_tile = kTileOverhead + (t.frag_buffers == 2 ? kDoubleBufferOverhead : 0) +
+                          a_rows * a_load + b_rows * b_load + ks * (frag_loads + cvt) + mmas_warp;
 
   MainLoop l;
   l.mma_flops = 2.0 * 16 * 8 * (tf32 ? 8 : 16);
@@ -54,7 +62,7 @@ MainLoop igemm_main_loop(const IgemmLoopShape& s) {
   l.smem_bytes_per_mma = (stored + read) / mmas_block;
   l.issue_per_mma = per_tile / mmas_warp;
   l.mmas_per_step = mmas_warp;
-  l.exposed_clocks_per_step = ks * kSharedLoadClocks + kBarrierClocks;
+  l.exposed_clocks_per_step = (t.frag_buffers == 2 ? 0 : ks * kSharedLoadClocks) + kBarrierClocks;
   l.global_bytes_in_flight_per_block = (s.stages - 1) * stored;
   l.global_bytes_per_mma = stored / mmas_block;
   return l;

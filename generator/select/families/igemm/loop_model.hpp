@@ -16,6 +16,7 @@ struct IgemmLoopShape {
   int stages = 3;
   bool vec_a = true, vec_b = true;
   bool ldmatrix = true;
+  bool b_tf32 = false; // tf32 weights arrive rounded: only A's registers are rounded
 };
 
 MainLoop igemm_main_loop(const IgemmLoopShape& s);

@@ -3,11 +3,11 @@
 // node: layer4.0.conv2+layer4.0.bn2+layer4.0.add+layer4.0.relu2 (conv2d.forward_partial)
 // node: layer4.1.conv1+layer4.1.bn1+layer4.1.relu1 (conv2d.forward_partial)
 // node: layer4.1.conv2+layer4.1.bn2+layer4.1.add+layer4.1.relu2 (conv2d.forward_partial)
-// variant: conv2d_implicit_gemm: implicit GEMM M=49 N=512 K=4608: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments; split-K: 16 ranges of k into fp32 partial sums
-// chosen: cheapest of 5 valid variants: est. 5.9 us (floor 2.3 us), 7 blocks/SM (shared memory bound), fill 97%
+// variant: conv2d_implicit_gemm: implicit GEMM M=49 N=512 K=4608: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments from swizzled rows; split-K: 16 ranges of k into fp32 partial sums
+// chosen: cheapest of 5 valid variants: est. 5.9 us (floor 2.3 us), 7 blocks/SM (registers bound), fill 97%
 #include "conv/implicit_gemm.cuh"
 
-struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c512h7w7_o512k3x3s1x1p1x1d1x1_split16_sm90_cfg {
+struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c512h7w7_o512k3x3s1x1p1x1d1x1_split16_wtf32_sm90_cfg {
   using T = float;
   static constexpr int N = 1;
   static constexpr int C = 512;
@@ -37,7 +37,10 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c512h7w7_o512k3
   static constexpr int STAGES = 4;
   static constexpr bool VEC_A = true;
   static constexpr bool VEC_B = true;
-  static constexpr int PAD = 4;
+  static constexpr int PAD = 0;
+  static constexpr bool SWIZZLE = true;
+  static constexpr int FRAG_BUFFERS = 1;
+  static constexpr bool B_TF32 = true;
   static constexpr bool LDMATRIX = true;
   static constexpr bool IDX64 = false;
   static constexpr bool X_NCHW = false;
@@ -45,4 +48,4 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c512h7w7_o512k3
   static constexpr bool POOL = false;
 };
 
-KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c512h7w7_o512k3x3s1x1p1x1d1x1_split16_sm90, 128, 7) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm_n1c512h7w7_o512k3x3s1x1p1x1d1x1_split16_sm90_cfg>(kiln_args); }
+KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c512h7w7_o512k3x3s1x1p1x1d1x1_split16_wtf32_sm90, 128, 7) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c512h7w7_o512k3x3s1x1p1x1d1x1_split16_wtf32_sm90_cfg>(kiln_args); }

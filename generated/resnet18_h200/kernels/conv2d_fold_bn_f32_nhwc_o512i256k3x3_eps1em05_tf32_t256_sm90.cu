@@ -5,7 +5,7 @@
 // chosen: cheapest of 1 valid variant: est. 5.9 us (floor 2.0 us), 8 blocks/SM (registers bound), fill 100%
 #include "conv/fold_bn.cuh"
 
-struct conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_t256_sm90_cfg {
+struct conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_tf32_t256_sm90_cfg {
   using T = float;
   static constexpr int O = 512;
   static constexpr int I = 256;
@@ -15,6 +15,7 @@ struct conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_t256_sm90_cfg {
   static constexpr bool HAS_BIAS = false;
   static constexpr float EPS = 1.00000000e-05f;
   static constexpr int THREADS = 256;
+  static constexpr bool ROUND_TF32 = true;
 };
 
-KILN_KERNEL(conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_t256_sm90, 256) { kiln::conv::fold_bn<conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_t256_sm90_cfg>(kiln_args); }
+KILN_KERNEL(conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_tf32_t256_sm90, 256) { kiln::conv::fold_bn<conv2d_fold_bn_f32_nhwc_o512i256k3x3_eps1em05_tf32_t256_sm90_cfg>(kiln_args); }
