@@ -33,12 +33,23 @@ split = {s["node"]: s for s in man["split_k"]}
 kt.check("fc1+relu3" in split, f"noscope_coral x4 splits fc1: {man['split_k']}")
 for node, s in split.items():
     kt.check(s["slices"] >= 2 and s["split_us"] < 0.85 * s["unsplit_us"], f"a split that pays: {s}")
+    kt.check(s["form"] in ("in_kernel", "two_step") and s[s["form"]]["us"] == s["split_us"], f"the form chosen: {s}")
+    other = s["two_step" if s["form"] == "in_kernel" else "in_kernel"]
+    kt.check(other is None or other["us"] >= s["split_us"], f"the faster form: {s}")
     fns = [st["fn"] for st in steps_of(plan) if st["node"] == node]
-    kt.check(fns in (["linear.forward_partial", "partial.sum"], ["conv2d.forward_partial", "partial.sum"]),
+    # In the kernel: the counters zeroed once (prepare phase), one launch; else two launches.
+    kt.check(fns in (["linear.forward_partial", "partial.sum"], ["conv2d.forward_partial", "partial.sum"],
+                     ["fill_zero", "linear.forward_split"], ["fill_zero", "conv2d.forward_split"]),
              f"{node}: the split's steps, in order: {fns}")
+    kt.check((s["form"] == "in_kernel") == (fns[0] == "fill_zero"), f"{node}: steps of the form {s['form']}: {fns}")
+    if s["form"] == "in_kernel":
+        kt.check([st["fn"] for st in plan["phases"]["prepare"] if st["node"] == node] == ["fill_zero"],
+                 f"{node}: its counters are zeroed in the prepare phase")
 names = [k["name"] for k in man["kernels"]]
 kt.check(any("_split" in n and n.startswith("linear_implicit_gemm") for n in names), f"a split kernel: {names}")
-kt.check(any(n.startswith("partial_sum") and "_relu" in n for n in names), f"partial.sum applies the relu: {names}")
+kt.check(any("reduce" in n and "_relu" in n for n in names) or any(n.startswith("partial_sum") and "_relu" in n
+                                                                    for n in names),
+         f"the split's completion applies the relu: {names}")
 
 # game_sot_timer3 folded by 4 at batch 1024: in f16 on the H100 its convs before pools are
 # fused with them on tensor cores (the implicit GEMM's pooled epilogue); in f32 on the T4
@@ -94,6 +105,7 @@ split_model = model("split_k", [
 kt.kiln("generate", split_model, "--gpu", "h100", "--dtype", "f16", "-o", path("split"))
 _, man = plan_and_manifest(path("split"))
 kt.check([s["node"] for s in man["split_k"]] == ["c1+r1"], f"the wide conv is split: {man['split_k']}")
+print(f"split-K of c1+r1: {man['split_k'][0]}")
 emu_equals_cpu(split_model, rng.standard_normal((16, 160, 4, 4)).astype(np.float32), "h100", "f16", 1e-2,
                "split-K conv, f16")
 
