@@ -144,10 +144,15 @@ std::vector<unsigned char> bytes_of(Executor& e, int buffer) {
 
 TEST_CASE("in-kernel split-K implicit GEMM variants compile with NVRTC for sm_75, sm_80, sm_90") {
   std::vector<Built> built = ours(all_variants(specs(), {"t4", "a100", "h200"}));
-  std::set<std::string> seen; // one tile per layer and GPU
-  std::erase_if(built, [&](const Built& b) { return !seen.insert(b.spec.label + b.gpu).second; });
-  // sm_75 has f16 tensor cores only.
-  CHECK(built.size() == specs().size() * 2 + specs().size() / 3);
+  // One tile per layer and GPU, but every tile for the first layer (the split's registers on
+  // top of the main loop's, within each tile's launch bounds, spilling nothing it promises).
+  std::set<std::string> seen;
+  std::erase_if(built, [&](const Built& b) {
+    return b.spec.label.rfind(cases()[0].label, 0) != 0 &&
+           !seen.insert(b.spec.label + b.gpu).second;
+  });
+  CHECK(seen.size() == (specs().size() / 3 - 1) * 7); // sm_75 has f16 tensor cores only
+  CHECK(built.size() >= seen.size() + 7 * 4);
   for (const Built& b : built) {
     INFO(b.variant.name);
     CHECK(b.variant.name.find("reduce") != std::string::npos);
