@@ -95,9 +95,14 @@ enum class Fn {
   reduce_mean_backward,          // dy -> dx (dy / count spread over the reduced axes)
   reduce_max_forward,            // x -> y
   reduce_max_backward,           // x, dy -> dx (dy at each output's first maximum, 0 elsewhere)
+  // Split-K completed in one kernel: x, w, [b], [residual], tickets -> y, partial (the S fp32
+  // slices, workspace); the last of a tile's S blocks adds them in order 0..S-1 and applies
+  // the epilogue. tickets: i32 per output tile, zero before and after every launch.
+  conv2d_forward_split,
+  linear_forward_split,
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::reduce_max_backward) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::linear_forward_split) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

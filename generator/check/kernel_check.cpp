@@ -256,7 +256,10 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
         t = sparse_random(b.shape, d, seed ^ fnv1a("x"), false).to(b.dtype);
       if (writes_form && a.role == "x" && ds.fn == Fn::relu_forward)
         t = sparse_random(b.shape, d, seed ^ fnv1a("x"), true).to(b.dtype);
-      if (out_form && a.role == out_form->nnz) {
+      if (a.role ==
+          "tickets") { // an in-kernel split's counters: zero, as the prepare phase leaves them
+        t = Tensor(DType::i32, b.shape);
+      } else if (out_form && a.role == out_form->nnz) {
         t = Tensor(DType::i32, {1});
         t.set(0, nnz_before);
       } else if (a.role == "nnz") { // a guard's
@@ -284,6 +287,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       if (b.role != BufferRole::output && !(b.role == BufferRole::param && ds.fn == Fn::sgd_update))
         continue;
       if (out_form && is_form_role(a.role, *out_form)) continue; // below
+      if (a.role == "partial" && ds.arg("tickets") >= 0) continue; // an in-kernel split's workspace
       compare(to_logical_order(dev.read(a.buffer), b.layout), ref.read(a.buffer));
     }
     if (writes_form) {
@@ -305,6 +309,11 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
           row.error =
               cat("nnz ", dn - nnz_before, " nonzeros counted, the reference ", rn - nnz_before);
       }
+    }
+    if (const int tb = ds.arg("tickets"); tb >= 0) { // the next launch starts from zeros
+      const Tensor tk = dev.read(tb);
+      for (int64_t e = 0; e < tk.numel() && row.error.empty(); ++e)
+        if (tk.get(e) != 0) row.error = cat("tile counter ", e, " left at ", tk.get(e), ", not 0");
     }
     row.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     if (nan) row.error = "NaN in the output (an element not written, or a NaN computed)";

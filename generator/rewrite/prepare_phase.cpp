@@ -59,7 +59,9 @@ int hoist_parameter_work(Plan& p) {
   };
   for (Step& s : fwd->steps) {
     remap(s);
-    bool reads_fixed = false, hoist = s.kind != StepKind::free && !s.accumulate;
+    // A fill_zero of a buffer nothing else writes is constant work (an in-kernel split's
+    // tile counters, which every launch leaves zero): once, like the parameters' work.
+    bool reads_fixed = s.fn == Fn::fill_zero, hoist = s.kind != StepKind::free && !s.accumulate;
     for (const Arg& a : s.args) {
       if (!hoist) break;
       const int base = p.base(a.buffer);
@@ -77,8 +79,9 @@ int hoist_parameter_work(Plan& p) {
       rest.push_back(std::move(s));
       continue;
     }
-    const std::string key = work_key(s, p);
-    if (auto it = computed.find(key); it != computed.end()) { // reuse what is computed
+    // Zeros are not shared: each counter array serves its own kernel, sized for it.
+    const std::string key = s.fn == Fn::fill_zero ? "" : work_key(s, p);
+    if (auto it = computed.find(key); !key.empty() && it != computed.end()) { // reuse it
       for (const Arg& a : s.args)
         if (fn_writes(s.fn, a.role)) same[a.buffer] = prepare[it->second].need(a.role);
       continue;

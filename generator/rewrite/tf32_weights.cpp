@@ -11,7 +11,7 @@ namespace {
 
 bool is_conv(const Step& s) {
   return s.fn == Fn::conv2d_forward || s.fn == Fn::conv2d_forward_partial ||
-         s.fn == Fn::conv2d_pool_forward;
+         s.fn == Fn::conv2d_forward_split || s.fn == Fn::conv2d_pool_forward;
 }
 
 } // namespace

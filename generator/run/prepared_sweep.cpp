@@ -37,8 +37,8 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   p.gen = generate(p.model, g, go);
   p.items = sweep_work(p.gen.plan, p.gen.layout, g, go.all_variants);
   if (p.items.empty()) {
-    // A layer the cost model splits along K runs as a partial GEMM plus a sum: two kernels
-    // a sweep does not time as one variant yet.
+    // A layer the cost model splits along K in two steps runs as a partial GEMM plus a sum:
+    // two kernels a sweep does not time as one variant (the in-kernel split is one, swept).
     bool split = false;
     for (const Phase& ph : p.gen.plan.phases)
       for (const Step& s : ph.steps)
@@ -47,8 +47,8 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
                 cat(r.command,
                     ": no conv, linear or pooling layer with a generated kernel to sweep",
                     split ? " (the cost model splits this one along K into a partial GEMM and a "
-                            "sum, which a sweep does not time yet; a larger --batch avoids the "
-                            "split)"
+                            "separate sum, which a sweep does not time as one variant; a larger "
+                            "--batch avoids the split)"
                           : ""));
   }
   SweepOptions& so = p.options;

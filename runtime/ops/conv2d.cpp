@@ -198,6 +198,14 @@ template <class T> void backward_weight_sparse(const StepArgs<T>& c) {
 void check_forward_partial(const StepCheck& c) { check_split_k(c, true); }
 template <class T> void forward_partial(const StepArgs<T>& c) { split_k_reference(c, true); }
 
+// conv2d.forward_split: conv2d.forward with split-K completed inside its kernel; the partial
+// slices and the tile tickets are its workspace (split_k.hpp), which the reference leaves.
+constexpr sv split_in[] = {"x", "w", "b", "residual", "tickets"};
+constexpr sv split_out[] = {"y", "partial"};
+constexpr sv split_optional[] = {"b", "residual"};
+constexpr RoleType split_types[] = {{"tickets", ArgType::i32}};
+void check_forward_split(const StepCheck& c) { check_split_in_kernel(c, true); }
+
 // conv2d.pool_forward: x, w, [b] -> y = maxpool(activation(conv(x, w) + b)), the pool's
 // window in FusedPool: a conv whose output only a max pool reads, fused
 // (generator/rewrite/conv_pool.cpp) so that output never reaches memory.
@@ -270,6 +278,14 @@ constexpr FnDef fn_defs[] = {
      .check = check_forward_partial,
      .cpu_f32 = forward_partial<float>,
      .cpu_f64 = forward_partial<double>},
+    {.fn = Fn::conv2d_forward_split,
+     .name = "conv2d.forward_split",
+     .signature = {split_in, split_out, split_optional},
+     .epilogue = true,
+     .types = split_types,
+     .check = check_forward_split,
+     .cpu_f32 = forward<float>,
+     .cpu_f64 = forward<double>},
     {.fn = Fn::conv2d_pool_forward,
      .name = "conv2d.pool_forward",
      .signature = {roles::x_w_b, roles::y, roles::b},

@@ -69,6 +69,12 @@ template <class T> void backward_weight(const StepArgs<T>& c) {
 void check_forward_partial(const StepCheck& c) { check_split_k(c, false); }
 template <class T> void forward_partial(const StepArgs<T>& c) { split_k_reference(c, false); }
 
+// linear.forward_split: linear.forward with split-K completed inside its kernel (split_k.hpp).
+constexpr std::string_view split_in[] = {"x", "w", "b", "tickets"};
+constexpr std::string_view split_out[] = {"y", "partial"};
+constexpr RoleType split_types[] = {{"tickets", ArgType::i32}};
+void check_forward_split(const StepCheck& c) { check_split_in_kernel(c, false); }
+
 constexpr FnDef fn_defs[] = {
     {.fn = Fn::linear_forward,
      .name = "linear.forward",
@@ -95,6 +101,14 @@ constexpr FnDef fn_defs[] = {
      .check = check_forward_partial,
      .cpu_f32 = forward_partial<float>,
      .cpu_f64 = forward_partial<double>},
+    {.fn = Fn::linear_forward_split,
+     .name = "linear.forward_split",
+     .signature = {split_in, split_out, roles::b},
+     .epilogue = true,
+     .types = split_types,
+     .check = check_forward_split,
+     .cpu_f32 = forward<float>,
+     .cpu_f64 = forward<double>},
 };
 
 } // namespace

@@ -5,11 +5,9 @@
 
 namespace kiln {
 
-void check_split_k(const StepCheck& c, bool conv) {
-  const Shape y = c.forward(c.shape("x"));
-  const Shape w = c.param(c.shape("x"), "weight").shape;
-  c.expect("w", w);
-  if (conv && c.s.attrs.groups != 1) c.fail("split-K convolutions have one group");
+namespace {
+
+void check_slices(const StepCheck& c, const Shape& y, const Shape& w) {
   const int64_t K = numel(w) / w[0], most = (K + 15) / 16;
   const Shape& p = c.shape("partial");
   if (p.size() != y.size() || p[0] % y[0] != 0 || p[0] / y[0] < 1 || p[0] / y[0] > most ||
@@ -20,6 +18,30 @@ void check_split_k(const StepCheck& c, bool conv) {
     c.fail(cat("\"partial\" ", shape_str(p), " is not ", want,
                "] with 1 <= S <= ceil(K / 16) = ", most));
   }
+}
+
+} // namespace
+
+void check_split_in_kernel(const StepCheck& c, bool conv) {
+  const Shape y = c.forward(c.shape("x"));
+  const Shape w = c.param(c.shape("x"), "weight").shape;
+  c.expect("w", w);
+  c.expect("y", y);
+  if (c.has("b")) c.expect("b", {y[1]});
+  if (c.has("residual")) c.same("residual", "y");
+  if (conv && c.s.attrs.groups != 1) c.fail("split-K convolutions have one group");
+  check_slices(c, y, w);
+  if (c.shape("tickets").size() != 1 || c.shape("tickets")[0] < 1)
+    c.fail(cat("\"tickets\" ", shape_str(c.shape("tickets")), " is not [tiles]"));
+  c.not_accumulated();
+}
+
+void check_split_k(const StepCheck& c, bool conv) {
+  const Shape y = c.forward(c.shape("x"));
+  const Shape w = c.param(c.shape("x"), "weight").shape;
+  c.expect("w", w);
+  if (conv && c.s.attrs.groups != 1) c.fail("split-K convolutions have one group");
+  check_slices(c, y, w);
   c.not_accumulated();
 }
 

@@ -86,6 +86,9 @@ KILN_FN u32 ballot(bool pred) { return __ballot_sync(0xffffffffu, pred); }
 KILN_FN float atomic_add(float* p, float v) { return atomicAdd(p, v); }
 // Integer sums are exact whatever the order: counts (a compaction's nonzeros) may use them.
 KILN_FN int atomic_add(int* p, int v) { return atomicAdd(p, v); }
+// Orders the calling thread's global writes before its later ones for every other block
+// (a release before a ticket's atomic, an acquire after it): membar.gl.
+KILN_FN void thread_fence() { __threadfence(); }
 
 // ---- tensor cores: one warp computes D = A * B + C (fragments as in the PTX ISA) ----------
 // m16n8k16, f16 or bf16 operands, f32 accumulate. Per lane (g = lane / 4, t = lane % 4),

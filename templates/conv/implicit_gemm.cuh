@@ -39,6 +39,9 @@
 //                          runtime/step_fn.hpp's split_k_begin), each block reducing one range
 //                          of one tile into partial[s][m][o] (float, no epilogue); partial.sum
 //                          completes y. More blocks when M x O is a few tiles and K is long.
+//   SPLIT_REDUCE           (optional, with SPLIT > 1) the split completed in this kernel: the
+//                          tile's last block adds the slices in order and applies the epilogue
+//                          (conv/igemm/split_reduce.cuh; arguments end y, partial, tickets).
 //   POOL                   conv2d.pool_forward: a max pool fused after the epilogue. PKH, PKW,
 //                          PSH, PSW, PPH, PPW (window, stride, padding), POH, POW (pooled
 //                          extents), PTH x PTW pooled outputs per block: the block's BM rows
@@ -47,7 +50,7 @@
 //                          -inf), M = N * pooled tiles * BM; the tile is staged in shared
 //                          memory and pooled there, y is the pooled output (NHWC).
 // Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y; with
-//   SPLIT > 1: x, w, partial.
+//   SPLIT > 1: x, w, partial; with SPLIT_REDUCE: x, w, [b], [residual], y, partial, tickets.
 // Grid: 1-D, ceil(M / BM) * ceil(O / BN) * SPLIT blocks; block i reduces range i / TILES of the
 //   tile j = i % TILES, (j / NTN, j % NTN) with NTN = ceil(O / BN) (output-channel tiles
 //   fastest: neighbours share their A rows).
@@ -65,11 +68,12 @@
 //
 // The parts: conv/igemm/geometry.cuh (constants, block and warp tiles), load_global.cuh
 // (global -> shared), load_fragments.cuh (shared -> mma fragments, the mma), mainloop.cuh
-// (the pipeline), epilogue.cuh (the stores).
+// (the pipeline), epilogue.cuh (the stores), split_reduce.cuh (the in-kernel split-K).
 #pragma once
 
 #include "conv/igemm/epilogue.cuh"
 #include "conv/igemm/mainloop.cuh"
+#include "conv/igemm/split_reduce.cuh"
 
 namespace kiln::conv {
 
@@ -85,7 +89,10 @@ template <class Cfg> KILN_FN void implicit_gemm(const KernelArgs& args) {
   const igemm::FragmentLoader<Cfg> fragments(loader.a_smem, loader.b_smem, warp);
   float acc[G::MT][G::NT][4];
   igemm::mainloop<Cfg>(loader, fragments, block.kt_first, block.KT, acc);
-  igemm::epilogue<Cfg>(args, block, warp, acc);
+  if constexpr (igemm::split_reduce_of<Cfg>::value)
+    igemm::split_reduce<Cfg>(args, block, warp, acc);
+  else
+    igemm::epilogue<Cfg>(args, block, warp, acc);
 }
 
 } // namespace kiln::conv

@@ -11,7 +11,7 @@ CASES = {
     "shfl_up": "kiln emu: __shfl_up_sync is not emulated",
     "syncwarp": "kiln emu: __syncwarp is not emulated",
     "atomicCAS": "kiln emu: atomicCAS is not emulated",
-    "threadfence": "kiln emu: __threadfence is not emulated",
+    "threadfence_block": "kiln emu: __threadfence_block is not emulated",
     "syncthreads_count": "kiln emu: __syncthreads_count is not emulated",
     "clock64": "kiln emu: clock64 is not emulated",
     "asm": "kiln_emu_error_inline_asm_is_not_emulated",

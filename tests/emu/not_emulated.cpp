@@ -15,8 +15,8 @@ extern "C" __global__ void uses_something(KernelArgs args) {
   __syncwarp();
 #elif defined(CASE_atomicCAS)
   atomicCAS(&out[0], 0, v);
-#elif defined(CASE_threadfence)
-  __threadfence();
+#elif defined(CASE_threadfence_block)
+  __threadfence_block();
 #elif defined(CASE_syncthreads_count)
   v = __syncthreads_count(v > 3);
 #elif defined(CASE_clock64)

@@ -33,12 +33,23 @@ split = {s["node"]: s for s in man["split_k"]}
 kt.check("fc1+relu3" in split, f"noscope_coral x4 splits fc1: {man['split_k']}")
 for node, s in split.items():
     kt.check(s["slices"] >= 2 and s["split_us"] < 0.85 * s["unsplit_us"], f"a split that pays: {s}")
+    kt.check(s["form"] in ("in_kernel", "two_step") and s[s["form"]]["us"] == s["split_us"], f"the form chosen: {s}")
+    other = s["two_step" if s["form"] == "in_kernel" else "in_kernel"]
+    kt.check(other is None or other["us"] >= s["split_us"], f"the faster form: {s}")
     fns = [st["fn"] for st in steps_of(plan) if st["node"] == node]
-    kt.check(fns in (["linear.forward_partial", "partial.sum"], ["conv2d.forward_partial", "partial.sum"]),
+    # In the kernel: the counters zeroed once (prepare phase), one launch; else two launches.
+    kt.check(fns in (["linear.forward_partial", "partial.sum"], ["conv2d.forward_partial", "partial.sum"],
+                     ["fill_zero", "linear.forward_split"], ["fill_zero", "conv2d.forward_split"]),
              f"{node}: the split's steps, in order: {fns}")
+    kt.check((s["form"] == "in_kernel") == (fns[0] == "fill_zero"), f"{node}: steps of the form {s['form']}: {fns}")
+    if s["form"] == "in_kernel":
+        kt.check([st["fn"] for st in plan["phases"]["prepare"] if st["node"] == node] == ["fill_zero"],
+                 f"{node}: its counters are zeroed in the prepare phase")
 names = [k["name"] for k in man["kernels"]]
 kt.check(any("_split" in n and n.startswith("linear_implicit_gemm") for n in names), f"a split kernel: {names}")
-kt.check(any(n.startswith("partial_sum") and "_relu" in n for n in names), f"partial.sum applies the relu: {names}")
+kt.check(any("reduce" in n and "_relu" in n for n in names) or any(n.startswith("partial_sum") and "_relu" in n
+                                                                    for n in names),
+         f"the split's completion applies the relu: {names}")
 
 # game_sot_timer3 folded by 4 at batch 1024: in f16 on the H100 its convs before pools are
 # fused with them on tensor cores (the implicit GEMM's pooled epilogue); in f32 on the T4
@@ -86,14 +97,18 @@ def emu_equals_cpu(model_path, x, gpu, dtype, tol, what):
     kt.check(r < tol, f"{what}: emu differs from cpu: {r}")
 
 
-# A wide conv on 4x4 images at batch 16 (M = 256, K = 1440): split 8 ways in f16 on the H100.
+# A wide conv on 4x4 images at batch 16 (M = 256, K = 1440): split 8 ways in f16 on the H100,
+# completed in the kernel; the emulator runs the plan (counters zeroed by its prepare phase).
 split_model = model("split_k", [
     {"name": "c1", "op": "conv2d", "out_channels": 96, "kernel": 3, "padding": 1}, {"name": "r1", "op": "relu"},
     {"name": "c2", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1}, {"name": "r2", "op": "relu"},
     {"name": "flatten", "op": "flatten"}, {"name": "fc", "op": "linear", "out_features": 40}], [16, 160, 4, 4])
 kt.kiln("generate", split_model, "--gpu", "h100", "--dtype", "f16", "-o", path("split"))
 _, man = plan_and_manifest(path("split"))
-kt.check([s["node"] for s in man["split_k"]] == ["c1+r1"], f"the wide conv is split: {man['split_k']}")
+# (c2+r2, K = 864, splits too where the split completes in the kernel: no second launch.)
+kt.check("c1+r1" in [s["node"] for s in man["split_k"]], f"the wide conv is split: {man['split_k']}")
+kt.check(all(s["form"] == "in_kernel" for s in man["split_k"]), f"in the kernel: {man['split_k']}")
+print(f"split-K: {man['split_k']}")
 emu_equals_cpu(split_model, rng.standard_normal((16, 160, 4, 4)).astype(np.float32), "h100", "f16", 1e-2,
                "split-K conv, f16")
 

@@ -74,6 +74,10 @@ template <class T> inline T kiln_emu_atomic_add(T* p, T v) {
   }
 }
 inline int atomicAdd(int* p, int v) { return kiln_emu_atomic_add(p, v); }
+// __threadfence (membar.gl / fence.sc.gpu): a block's threads are fibers of one OS thread, so
+// a sequentially consistent fence of that thread orders their global accesses against
+// blocks on other workers, as the fence orders them against other SMs.
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline unsigned atomicAdd(unsigned* p, unsigned v) { return kiln_emu_atomic_add(p, v); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return kiln_emu_atomic_add(p, v);

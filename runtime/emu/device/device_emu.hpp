@@ -147,6 +147,7 @@ KILN_FN u32 ballot(bool pred, ::kiln::emu::Site w = ::kiln::emu::Site::current()
 KILN_FN float atomic_add(float* p, float v) { return atomicAdd(p, v); }
 KILN_FN float atomic_add(emu::SharedAddr<float> p, float v) { return atomicAdd(p, v); }
 KILN_FN int atomic_add(int* p, int v) { return atomicAdd(p, v); }
+KILN_FN void thread_fence() { __threadfence(); }
 
 // kiln.cuh's min_of / max_of on shared elements (its templates cannot deduce from a proxy).
 template <class T> KILN_FN T max_of(emu::SharedRef<T> a, T b) {

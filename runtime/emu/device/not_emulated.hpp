@@ -35,7 +35,6 @@ KILN_EMU_NOT_EMULATED(__reduce_xor_sync)
 KILN_EMU_NOT_EMULATED(__syncthreads_count)
 KILN_EMU_NOT_EMULATED(__syncthreads_and)
 KILN_EMU_NOT_EMULATED(__syncthreads_or)
-KILN_EMU_NOT_EMULATED(__threadfence)
 KILN_EMU_NOT_EMULATED(__threadfence_block)
 KILN_EMU_NOT_EMULATED(__threadfence_system)
 // Atomics other than atomicAdd.

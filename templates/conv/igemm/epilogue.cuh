@@ -1,5 +1,6 @@
 // The implicit GEMM's epilogue: the accumulators of a block to memory, three ways.
-//  - SPLIT > 1: raw sums into partial[split][m][o] (float; partial.sum applies the epilogue).
+//  - SPLIT > 1: raw sums into partial[split][m][o] (float; partial.sum applies the epilogue,
+//    or, with SPLIT_REDUCE, the tile's last block: split_reduce.cuh).
 //  - POOL: the fused epilogue's act(acc + b) of the block's footprint staged over the
 //    drained pipeline's shared memory (-inf outside the conv's output: the pool's padding),
 //    window maxima taken there, the pooled y stored (NHWC).
@@ -20,7 +21,8 @@ template <class Cfg> using Accumulators = float[Geometry<Cfg>::MT][Geometry<Cfg>
 
 template <class Cfg>
 KILN_FN void store_partial(const KernelArgs& args, const BlockTile<Cfg>& bt,
-                           const WarpTile<Cfg>& wt, const Accumulators<Cfg>& acc) {
+                           const WarpTile<Cfg>& wt, const Accumulators<Cfg>& acc,
+                           int arg_partial = 2) {
   using G = Geometry<Cfg>;
   using I = typename G::I;
   constexpr int O = G::O;
@@ -36,9 +38,9 @@ KILN_FN void store_partial(const KernelArgs& args, const BlockTile<Cfg>& bt,
         if (m >= G::M || o >= O) continue;
         const I at = base + m * O + o;
         if constexpr (O % 2 == 0) {
-          arg<u64>(args, 2)[at / 2] = pair(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          arg<u64>(args, arg_partial)[at / 2] = pair(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
         } else {
-          const Global<float> part = arg<float>(args, 2);
+          const Global<float> part = arg<float>(args, arg_partial);
           part[at] = acc[i][j][2 * h];
           if (o + 1 < O) part[at + 1] = acc[i][j][2 * h + 1];
         }

@@ -28,6 +28,13 @@ template <class Cfg> struct PoolTile<Cfg, true> {
   static constexpr int TILES = (Cfg::POH + Cfg::PTH - 1) / Cfg::PTH * TILES_W;
 };
 
+// SPLIT_REDUCE: the split's sum and epilogue in the kernel (split_reduce.cuh); false where a
+// Cfg does not say.
+template <class Cfg, class = void> struct split_reduce_of { static constexpr bool value = false; };
+template <class Cfg> struct split_reduce_of<Cfg, decltype(void(Cfg::SPLIT_REDUCE))> {
+  static constexpr bool value = Cfg::SPLIT_REDUCE;
+};
+
 template <class Cfg> struct Geometry {
   using T = typename Cfg::T;
   using I = typename pick<Cfg::IDX64, i64, int>::type;
@@ -87,8 +94,9 @@ template <class Cfg> struct Geometry {
   static_assert(THREADS % CPR == 0 && (BM * CPR) % THREADS == 0 && (BN * CPR) % THREADS == 0,
                 "the loaders cover each tile exactly");
   static_assert(SPLIT >= 1 && SPLIT <= (K + 15) / 16, "every k range holds 16 k or more");
-  static_assert(SPLIT == 1 || (!Cfg::HAS_BIAS && !Cfg::HAS_RESIDUAL &&
-                               act_of<Cfg>::value == Act::none && !Cfg::GUARD),
+  static_assert(SPLIT == 1 || split_reduce_of<Cfg>::value ||
+                    (!Cfg::HAS_BIAS && !Cfg::HAS_RESIDUAL && act_of<Cfg>::value == Act::none &&
+                     !Cfg::GUARD),
                 "partial sums carry no epilogue (partial.sum applies it)");
   static_assert(!POOL || (SPLIT == 1 && !Cfg::HAS_RESIDUAL && !Cfg::GUARD && PT::FH * PT::FW <= BM),
                 "a pooled tile's footprint fits the block's rows");

@@ -62,14 +62,17 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // A linear layer is a 1x1 convolution of 1x1 images: x [N, F] is NHWC [N, 1, 1, F], w
   // [K, F] OHWI [K, 1, 1, F] and y [N, K] NHWC [N, 1, 1, K], byte for byte, so its forward
   // runs on tensor cores too (the folded models' wide classifiers at small batches).
-  const bool linear = st.fn == Fn::linear_forward || st.fn == Fn::linear_forward_partial;
+  const bool linear = st.fn == Fn::linear_forward || st.fn == Fn::linear_forward_partial ||
+                      st.fn == Fn::linear_forward_split;
   // Split-K (generator/rewrite/split_k.cpp): raw sums of S ranges of k into partial, which
-  // partial.sum completes.
+  // partial.sum completes; or (in_kernel) completed by each tile's last block in this kernel
+  // (conv/igemm/split_reduce.cuh), partial and tickets its workspace.
   const bool split = st.fn == Fn::conv2d_forward_partial || st.fn == Fn::linear_forward_partial;
+  const bool in_kernel = st.fn == Fn::conv2d_forward_split || st.fn == Fn::linear_forward_split;
   // A max pool fused after the epilogue (generator/rewrite/conv_pool.cpp).
   const bool pool = st.fn == Fn::conv2d_pool_forward;
   // A conv that compacts its output is the register-tiled families' (conv/tile_epilogue.cuh).
-  if ((st.fn != Fn::conv2d_forward && !linear && !split && !pool) || st.accumulate ||
+  if ((st.fn != Fn::conv2d_forward && !linear && !split && !in_kernel && !pool) || st.accumulate ||
       st.sparse.guard == Guard::sparse || st.arg("y_values") >= 0)
     return {};
   if (pool && (s.has("residual") || st.sparse.guard != Guard::none)) return {};
@@ -79,9 +82,11 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const Buffer& xb = s.arg("x");
   const DType t = xb.dtype;
   for (const Arg& arg : st.args)
-    if (arg.role != "nnz" && arg.role != "partial" && s.plan.buffers[arg.buffer].dtype != t)
+    if (arg.role != "nnz" && arg.role != "partial" && arg.role != "tickets" &&
+        s.plan.buffers[arg.buffer].dtype != t)
       return {};
-  if (split && s.dtype("partial") != DType::f32) return {};
+  if ((split || in_kernel) && s.dtype("partial") != DType::f32) return {};
+  if (in_kernel && s.dtype("tickets") != DType::i32) return {};
   const std::optional<Math> tc = tensor_core_math(t, s.cc());
   if (!tc) return {};
   const Math math = *tc;
@@ -97,8 +102,12 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const int64_t O = w[0], KH = w[2], KW = w[3], OH = y[2], OW = y[3];
   const int64_t conv_rows = N * OH * OW, K = KH * KW * C;
   if (conv_rows <= 0 || O <= 0 || K <= 0 || N <= 0 || y[0] % N != 0) return {};
-  const int64_t S = y[0] / N; // the partial buffer holds S slices of y
-  if (S < 1 || (!split && S != 1) || S > (K + 15) / 16) return {};
+  // The partial buffer holds S slices of y.
+  const int64_t S = (in_kernel ? image(s.shape("partial"))[0] : y[0]) / N;
+  if (S < 1 || (!split && !in_kernel && S != 1) || (in_kernel && S < 2) || S > (K + 15) / 16)
+    return {};
+  const int64_t tickets = in_kernel ? numel(s.shape("tickets")) : 0;
+  const int64_t slices_numel = in_kernel ? S * numel(y) : split ? numel(y) : 0;
   const KernelEpilogue ep = epilogue_of(s);
   const bool bias = ep.bias, residual = ep.residual;
   const int64_t es = int64_t(dtype_size(t));
@@ -107,7 +116,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // The kernel also forms offsets a little past the tensors (rows of the last tiles, the
   // image row of a padded pixel) that it never dereferences: keep those in range too.
   const int64_t slack = H * W * C + 256 * (O + K);
-  const bool idx64 = std::max({numel(x), numel(y), numel(w)}) + slack >= kIndex32Limit;
+  const bool idx64 =
+      std::max({numel(x), numel(y), numel(w), slices_numel}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
   // tf32 weights rounded once in the prepare phase (Buffer::tf32): only A is rounded per
@@ -117,11 +127,17 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW,
                   a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
                   a.dilation[0], a.dilation[1], ep.tag(), conv_family::guard_tag(st),
-                  split ? fmt::format("_split{}", S) : "", b_tf32 ? "_wtf32" : "");
+                  split       ? fmt::format("_split{}", S)
+                  : in_kernel ? fmt::format("_split{}reduce", S)
+                              : "",
+                  b_tf32 ? "_wtf32" : "");
+  // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
-                       (split  ? 4.0 * double(numel(y))
-                        : pool ? double(numel(s.shape("y")) * es)
-                               : double(numel(y) * (residual ? 2 : 1) * es));
+                       (split       ? 4.0 * double(numel(y))
+                        : pool      ? double(numel(s.shape("y")) * es)
+                        : in_kernel ? double(numel(y) * (residual ? 2 : 1) * es) +
+                                          4.0 * double((2 * S - 1) * numel(y))
+                                    : double(numel(y) * (residual ? 2 : 1) * es));
 
   std::vector<Variant> out;
   // x NHWC, or x as the plan holds it when that is NCHW (a network's input, or a folded
@@ -152,11 +168,13 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       const int stages = cc >= 80 ? tile.stages : 2;
       // A split-K block's range of k is known only at run time: its loop state leaves no
       // registers for a second fragment set (ptxas spills 88-296 bytes at the tiles' bounds).
-      const int frag_buffers = split ? 1 : tile.frag_buffers;
+      const int frag_buffers = split || in_kernel ? 1 : tile.frag_buffers;
       const int64_t row_words = kTileKBytes / 4;
       const int64_t threads = 32 * tile.wm * tile.wn;
       const int64_t blocks = (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn) * S;
       if (blocks > 2147483647) continue; // all of them along grid.x
+      if (in_kernel && (M + tile.bm - 1) / tile.bm * ((O + tile.bn - 1) / tile.bn) > tickets)
+        continue; // a counter per output tile
       Variant v;
       v.family = linear ? "linear_implicit_gemm" : "conv2d_implicit_gemm";
       v.header = "conv/implicit_gemm.cuh";
@@ -207,6 +225,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_bool(v, "IDX64", idx64);
       cfg_bool(v, "X_NCHW", x_nchw);
       cfg_int(v, "SPLIT", S);
+      if (in_kernel) cfg_bool(v, "SPLIT_REDUCE", true);
       cfg_bool(v, "POOL", pool);
       if (pool) {
         cfg_int(v, "PKH", st.fused_pool().pool.kernel[0]);
@@ -224,10 +243,12 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       ep.add_args(v);
       if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
       v.args.push_back(split ? "partial" : "y");
+      if (in_kernel) v.args.insert(v.args.end(), {"partial", "tickets"});
       if (!linear) { // a linear's 2-D tensors have one layout, the same bytes as NHWC
         v.layouts = {{"x", x_nchw ? Layout::nchw : Layout::nhwc},
                      {"w", Layout::nhwc},
                      {split ? "partial" : "y", Layout::nhwc}};
+        if (in_kernel) v.layouts.push_back({"partial", Layout::nhwc});
         if (residual) v.layouts.push_back({"residual", Layout::nhwc});
       }
       v.block = {threads, 1, 1};
@@ -248,7 +269,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       // run time): at their bounds ptxas spilled sm_90 instances of both (resnet18 b8: 108-296
       // bytes of spill loads; models_compile found a 128x128 w2x4 split-K conv).
       v.promises_no_spills = vec_a && !(pre90 && tile.spills_pre90) &&
-                             !((es == 4 || split) && tile.bm * tile.bn >= 128 * 128);
+                             !((es == 4 || split || in_kernel) && tile.bm * tile.bn >= 128 * 128);
       v.flops = 2.0 * double(M) * double(O) * double(K);
       v.bytes = bytes;
       v.math = math;
@@ -273,7 +294,12 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
                   : "element",
           kLdmatrix ? "ldmatrix" : "32-bit shared load",
           frag_buffers == 2 ? " (double-buffered)" : "", kSwizzle ? "swizzled" : "padded",
-          split ? fmt::format("; split-K: {} ranges of k into fp32 partial sums", S) : "");
+          split ? fmt::format("; split-K: {} ranges of k into fp32 partial sums", S)
+          : in_kernel
+              ? fmt::format("; split-K: {} ranges of k, the last block of a tile adds them in "
+                            "order and applies the epilogue",
+                            S)
+              : "");
       out.push_back(std::move(v));
     }
   return out;
