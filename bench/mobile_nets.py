@@ -42,7 +42,8 @@ Outputs (rewritten after every row, so a run cut at a time limit keeps what fini
             batch x method: model, batch, image, dtype, method, variant, status (ok | wrong
             (kiln's output over err_bound) | error | oom | timeout | skipped), median_ms,
             min_ms, max_ms, images_per_s, peer_over_kiln, rel_err (vs PyTorch f32),
-            err_bound (kiln's rows), setup_s (kiln: untimed first run, generate + compile;
+            err_bound and pytorch_dtype_err (kiln's rows: its pass bound, and PyTorch's own
+            error in DTYPE it is made from), setup_s (kiln: untimed first run, generate + compile;
             compile: compilation; ORT: session creation), params, error (the reason, for every
             status but ok)
   OUT.md    the same as one table per batch with the ratios, then every failure with its reason
@@ -82,7 +83,7 @@ import common  # noqa: E402
 MODELS = ("mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0")
 METHODS = ("kiln", "pytorch eager", "pytorch compile", "onnxruntime")
 COLUMNS = ["model", "batch", "image", "dtype", "method", "variant", "status", "median_ms", "min_ms", "max_ms",
-           "images_per_s", "peer_over_kiln", "rel_err", "err_bound", "setup_s", "params", "error"]
+           "images_per_s", "peer_over_kiln", "rel_err", "err_bound", "pytorch_dtype_err", "setup_s", "params", "error"]
 T0 = time.time()
 
 
@@ -200,7 +201,7 @@ class Run:
         for batch in self.batches:
             lines += [f"## batch {batch}", "",
                       "| model | kiln | kiln err | eager | eager x | compile | compile x | ORT | ORT x | "
-                      "PyTorch err | kiln setup s | compile s |", "|" + "---|" * 12]
+                      f"PyTorch {a.dtype} err | kiln setup s | compile s |", "|" + "---|" * 12]
             for model in self.models:
                 cell = {}
                 for m in METHODS:
@@ -219,7 +220,8 @@ class Run:
                 lines.append(f"| {model} | {cell['kiln'][0]} | {kerr} |  {cell['pytorch eager'][0]} | "
                              f"{cell['pytorch eager'][1]} | {cell['pytorch compile'][0]} | "
                              f"{cell['pytorch compile'][1]} | {cell['onnxruntime'][0]} | {cell['onnxruntime'][1]} | "
-                             f"{e.get('rel_err', '')} | {k.get('setup_s', '')} | {c.get('setup_s', '')} |")
+                             f"{k.get('pytorch_dtype_err', '')} | {k.get('setup_s', '')} | "
+                             f"{c.get('setup_s', '')} |")
             lines.append("")
         bad = [r for r in self.rows if r["status"] != "ok"]
         if bad:
@@ -258,12 +260,13 @@ class Run:
         else:
             self.tdtype = torch.float32
         self.kdtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[a.dtype]
+        self.tname = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}[self.tdtype]
         if a.device != "gpu":
             self.notes.append(f"--device {a.device}: a dry run; PyTorch on the CPU in f32 (its rows' dtype), "
                               "host clock everywhere, the times mean nothing")
         self.meta = [f"kiln {self.session.version}", f"device {self.session.device_name}",
                      f"descriptor {self.session.descriptor if not os.path.isfile(self.session.descriptor) else 'gpu detect'}",
-                     f"torch {torch.__version__}", f"kiln --dtype {a.dtype}, PyTorch {str(self.tdtype)[6:]}",
+                     f"torch {torch.__version__}", f"kiln --dtype {a.dtype}, PyTorch {self.tname}",
                      f"image {a.image}", f"runs {a.runs} (warm-up {a.warmup})",
                      "peer_over_kiln: peer median over kiln's (> 1: kiln faster)"]
         log(f"kiln {self.session.version}; device {self.session.device_name}; descriptor {self.session.descriptor}; "
@@ -381,12 +384,12 @@ class Run:
         a = self.a
         torch = self.torch
         torch.backends.cudnn.benchmark = True
-        tdt = str(self.tdtype)[6:]
+        tdt = self.tname
         for model in self.models:
             for batch in self.batches:
                 if self.over_budget():
-                    for m in METHODS:
-                        self.row(model, batch, m, {"status": "skipped", "error": f"--budget {a.budget} s spent"})
+                    for m in ("kiln", "pytorch eager", "onnxruntime"):   # compile's rows: compiled()
+                        self.row(model, batch, m, {"status": "skipped", "error": f"--budget {a.budget:g} s spent"})
                     continue
                 log(f"== {model} batch {batch}")
                 self.kiln_row(model, batch)
@@ -445,8 +448,11 @@ class Run:
         """kiln's row passes when its error is within max(--tol, 2 x PyTorch's own error in the
         same dtype)."""
         k = next((r for r in self.rows if r["model"] == model and r["batch"] == batch and r["method"] == "kiln"), None)
-        if not k or not k.get("rel_err"):
+        if not k:
             return
+        k["pytorch_dtype_err"] = peer_err or ""
+        if not k.get("rel_err"):
+            return self.write()
         try:
             bound = max(self.a.tol, 2 * float(peer_err)) if peer_err else self.a.tol
             basis = f"max(--tol {self.a.tol}, 2 x PyTorch {self.a.dtype}'s {peer_err})" if peer_err else f"--tol {self.a.tol}"
@@ -521,20 +527,19 @@ class Run:
     def compiled(self):
         a = self.a
         torch = self.torch
-        tdt = str(self.tdtype)[6:]
+        tdt = self.tname
         variant = f"torch.compile mode={a.compile_mode} backend={a.compile_backend}" + \
             (", channels_last" if self.tdev == "cuda" else "")
         for model in self.models:
             net = None
             for batch in self.batches:
-                left = a.compile_budget - self.compile_spent
-                if a.budget > 0:
-                    left = min(left, a.budget - (time.time() - T0))
+                left, limit = a.compile_budget - self.compile_spent, f"--compile-budget {a.compile_budget:g} s"
+                if a.budget > 0 and a.budget - (time.time() - T0) < left:
+                    left, limit = a.budget - (time.time() - T0), f"--budget {a.budget:g} s"
                 why = ("--no-compile" if a.no_compile else
-                       f"--budget {a.budget} s spent" if self.over_budget() else
-                       f"--compile-budget {a.compile_budget} s or --budget {a.budget} s would be overrun "
-                       f"({self.compile_spent:.0f} s compiling so far, the last compile {self.last_compile:.0f} s, "
-                       f"{max(left, 0):.0f} s left)" if left <= 0 or self.last_compile > left else
+                       f"{limit} would be overrun ({self.compile_spent:.0f} s compiling so far, the last "
+                       f"compile {self.last_compile:.0f} s, {max(left, 0):.0f} s left)"
+                       if left <= 0 or self.last_compile > left else
                        self.exported[model] if self.exported.get(model, "").startswith("export failed") else None)
                 if why:
                     self.row(model, batch, "pytorch compile", {"status": "skipped", "error": why, "dtype": tdt},
