@@ -36,7 +36,7 @@ checked against torchvision there; seeded weights with BN statistics measured on
   Error: every output (kiln's, eager DTYPE's, compile's, ORT's) against PyTorch f32 on the same
   device (TF32 off), relative L2, float64. kiln's row passes (else status 'wrong') within
   err_bound = max(--tol (1e-2, DESIGN's f16 bound), 2 x PyTorch's own DTYPE error) (PyTorch's
-  f16 error on these weights is 4e-4 to 1.3e-3 on the CPU, mobile_models.randomize). In a dry run
+  f16 error on these weights is 4e-4 to 1.6e-3 on the CPU, mobile_models.randomize). In a dry run
   PyTorch's DTYPE error comes from one untimed CPU pass in DTYPE.
   Ratios: peer_over_kiln = peer median / kiln median (> 1: kiln faster), on each peer row.
 
@@ -217,10 +217,9 @@ class Run:
                     else:
                         cell[m] = (r["status"], "")
                 k = by.get((model, batch, "kiln"), {})
-                e = by.get((model, batch, "pytorch eager"), {})
                 c = by.get((model, batch, "pytorch compile"), {})
                 kerr = k.get("rel_err", "") + (f" (bound {k['err_bound']})" if k.get("err_bound") else "")
-                lines.append(f"| {model} | {cell['kiln'][0]} | {kerr} |  {cell['pytorch eager'][0]} | "
+                lines.append(f"| {model} | {cell['kiln'][0]} | {kerr} | {cell['pytorch eager'][0]} | "
                              f"{cell['pytorch eager'][1]} | {cell['pytorch compile'][0]} | "
                              f"{cell['pytorch compile'][1]} | {cell['onnxruntime'][0]} | {cell['onnxruntime'][1]} | "
                              f"{k.get('pytorch_dtype_err', '')} | {k.get('setup_s', '')} | "
