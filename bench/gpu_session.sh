@@ -16,9 +16,12 @@
 #   folded, schedules, sparse, mobile (issue 19: mobilenet_v2, mobilenet_v3_small/large,
 #   efficientnet_b0 through kiln's ONNX import at batch 1 and 256 in f16 against PyTorch eager
 #   channels_last, torch.compile and ONNX Runtime where importable; bench/mobile_nets.py; limit
-#   330 s, expected 250-330 s: about 60 s of exports and kiln's first runs side by side on the
-#   16 cores, about 100 s of timed rows, then torch.compile within 100 s of compiling; rows cut
-#   by its --budget read 'skipped'), mobile_eager (the same without torch.compile: limit 210 s).
+#   330 s, expected 200-250 s: about 25 s of exports and kiln's first runs, four models side by
+#   side on the 16 cores (generate + nvrtc of 51-98 kernels a model and batch took 4-18 s on 2
+#   shared cores here: bench/results/mobile_nets_generate_check.txt), about 80 s of timed rows,
+#   then torch.compile within 100 s of compiling, largest batch first; rows cut by a budget
+#   read 'skipped', with the reason), mobile_eager (the same without torch.compile: limit
+#   210 s, expected about 110 s).
 # Everything lands in OUT/summary.txt and OUT/results.tgz (re-packed after every part, so a
 # run stopped at its limit still brings back what finished): the tool returns 8 files at most.
 set -u
