@@ -31,13 +31,13 @@ checked against torchvision there; seeded weights with BN statistics measured on
      throughput figure before batch 1's), within --compile-budget seconds of compiling: the
      first call's time (compilation) is setup_s, then timed like eager. At batch 1 PyTorch
      eager and the default mode are launch-bound while kiln replays a CUDA graph;
-     --compile-mode reduce-overhead gives PyTorch CUDA graphs too. A compile is not started once the
-     budget is spent, nor when the last one's time would overrun what is left.
+     --compile-mode reduce-overhead gives PyTorch CUDA graphs too. A compile is not started
+     once the budget is spent, nor when the last one's time would overrun what is left.
   Error: every output (kiln's, eager DTYPE's, compile's, ORT's) against PyTorch f32 on the same
   device (TF32 off), relative L2, float64. kiln's row passes (else status 'wrong') within
   err_bound = max(--tol (1e-2, DESIGN's f16 bound), 2 x PyTorch's own DTYPE error) (PyTorch's
-  f16 error on these weights is 4e-4 to 1.6e-3 on the CPU, mobile_models.randomize). In a dry run
-  PyTorch's DTYPE error comes from one untimed CPU pass in DTYPE.
+  f16 error on these weights is 4e-4 to 1.6e-3 on the CPU, mobile_models.randomize). In a dry
+  run PyTorch's DTYPE error comes from one untimed CPU pass in DTYPE.
   Ratios: peer_over_kiln = peer median / kiln median (> 1: kiln faster), on each peer row.
 
 Outputs (rewritten after every row, so a run cut at a time limit keeps what finished)
@@ -46,9 +46,10 @@ Outputs (rewritten after every row, so a run cut at a time limit keeps what fini
             (kiln's output over err_bound) | error | oom | timeout | skipped), median_ms,
             min_ms, max_ms, images_per_s, peer_over_kiln, rel_err (vs PyTorch f32),
             err_bound and pytorch_dtype_err (kiln's rows: its pass bound, and PyTorch's own
-            error in DTYPE it is made from), setup_s (kiln: untimed first run, generate + compile;
-            compile: compilation; ORT: session creation), params, error (the reason, for every
-            status but ok)
+            error in DTYPE it is made from), setup_s (kiln: the untimed first run, generate +
+            compile + run, short where the kernel cache already holds the kernels; compile:
+            compilation; ORT: session creation), params, error (the reason, for every status
+            but ok)
   OUT.md    the same as one table per batch with the ratios, then every failure with its reason
 
 Times and budgets (an H100/H200 with 16 cores, estimated: see gpu_session.sh's `mobile` part)
@@ -59,9 +60,12 @@ Times and budgets (an H100/H200 with 16 cores, estimated: see gpu_session.sh's `
 Without a GPU (a dry run of every code path but CUDA timing): --device emu runs kiln's
 generated kernels on the CPU emulator (--device cpu: the reference ops), PyTorch runs on the CPU
 in f32 (its DTYPE rows say so), ORT on CPUExecutionProvider, host clock everywhere; the
-timings are meaningless. E.g. (a minute or two on 2 cores):
+timings are meaningless. E.g. (3 minutes on 2 shared cores; bench/results/
+mobile_nets_emu_dry_run.md is one, with inductor):
   python3 bench/mobile_nets.py build/generator/kiln --device emu --image 32 --batches 1,2 \\
       --runs 2 --warmup 1 --compile-backend eager --out /tmp/mobile_dry
+On the GPU (the bundle's bin/kiln; defaults: all four models, batch 1 and 256, f16, 224x224):
+  python3 bench/mobile_nets.py bin/kiln --out OUT/mobile_nets     (or: gpu_session.sh ... mobile)
 
 usage: bench/mobile_nets.py KILN [--models all|NAME,...] [--batches 1,256] [--image 224]
            [--dtype f16] [--runs 20] [--warmup 10] [--device gpu|emu|cpu] [--gpu auto|DESC]
@@ -256,7 +260,8 @@ class Run:
             sys.exit(f"mobile_nets.py: needs PyTorch ({e}): it exports the models and runs the peers")
         if a.device == "gpu":
             if not torch.cuda.is_available():
-                sys.exit("mobile_nets.py: --device gpu but PyTorch sees no CUDA device (--device emu|cpu for a dry run)")
+                sys.exit("mobile_nets.py: --device gpu but PyTorch sees no CUDA device "
+                         "(--device emu|cpu for a dry run)")
             self.tdev = "cuda"
             self.tdtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[a.dtype]
         else:
@@ -267,7 +272,8 @@ class Run:
             self.notes.append(f"--device {a.device}: a dry run; PyTorch on the CPU in f32 (its rows' dtype), "
                               "host clock everywhere, the times mean nothing")
         self.meta = [f"kiln {self.session.version}", f"device {self.session.device_name}",
-                     f"descriptor {self.session.descriptor if not os.path.isfile(self.session.descriptor) else 'gpu detect'}",
+                     "descriptor " + ("gpu detect" if os.path.isfile(self.session.descriptor)
+                                      else self.session.descriptor),
                      f"torch {torch.__version__}", f"kiln --dtype {a.dtype}, PyTorch {self.tname}",
                      f"image {a.image}", f"runs {a.runs} (warm-up {a.warmup})",
                      "peer_over_kiln: peer median over kiln's (> 1: kiln faster)"]
@@ -346,7 +352,8 @@ class Run:
             torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
             try:
                 with torch.inference_mode():
-                    self.refs[key] = self.net(model, torch.float32)(self.input(batch, torch.float32)).double().cpu().numpy()
+                    y = self.net(model, torch.float32)(self.input(batch, torch.float32))
+                    self.refs[key] = y.double().cpu().numpy()
             finally:
                 torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
         return self.refs[key]
@@ -441,9 +448,11 @@ class Run:
         torch = self.torch
         try:
             with torch.inference_mode():
-                return self.err(model, batch, self.net(model, self.kdtype)(self.input(batch, self.kdtype)).float().numpy())
+                y = self.net(model, self.kdtype)(self.input(batch, self.kdtype))
+                return self.err(model, batch, y.float().numpy())
         except Exception as e:  # noqa: BLE001
-            log(f"{model} b{batch}: no PyTorch {self.a.dtype} output on the CPU for the error bound ({common.failure(e)['error']})")
+            log(f"{model} b{batch}: no PyTorch {self.a.dtype} output on the CPU for the error bound "
+                f"({common.failure(e)['error']})")
             return None
 
     def judge(self, model, batch, peer_err):
@@ -457,7 +466,8 @@ class Run:
             return self.write()
         try:
             bound = max(self.a.tol, 2 * float(peer_err)) if peer_err else self.a.tol
-            basis = f"max(--tol {self.a.tol}, 2 x PyTorch {self.a.dtype}'s {peer_err})" if peer_err else f"--tol {self.a.tol}"
+            basis = (f"max(--tol {self.a.tol}, 2 x PyTorch {self.a.dtype}'s {peer_err})" if peer_err
+                     else f"--tol {self.a.tol}")
             k["err_bound"] = f"{bound:.2e}"
             if not (k["rel_err"][0].isdigit() and float(k["rel_err"]) <= bound):
                 k["error"] = (k.get("error", "") + f"; output error {k['rel_err']} over {basis}").lstrip("; ")
@@ -476,11 +486,12 @@ class Run:
         try:
             import onnxruntime as ort
         except ImportError as e:
-            return self.row(model, batch, "onnxruntime", {"status": "skipped", "error": f"onnxruntime not importable ({e})"})
+            return self.row(model, batch, "onnxruntime",
+                            {"status": "skipped", "error": f"onnxruntime not importable ({e})"})
         provider = "CUDAExecutionProvider" if self.tdev == "cuda" else "CPUExecutionProvider"
         if provider not in ort.get_available_providers():
-            return self.row(model, batch, "onnxruntime", {"status": "skipped", "error": f"onnxruntime {ort.__version__} "
-                            f"has no {provider} (has {', '.join(ort.get_available_providers())})"})
+            why = f"onnxruntime {ort.__version__} has no {provider} (has {', '.join(ort.get_available_providers())})"
+            return self.row(model, batch, "onnxruntime", {"status": "skipped", "error": why})
         variant = f"{provider}, onnxruntime {ort.__version__}, host clock"
         try:
             path = self.onnx(model)
