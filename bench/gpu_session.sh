@@ -18,7 +18,9 @@
 #   channels_last, torch.compile and ONNX Runtime where importable; bench/mobile_nets.py; limit
 #   330 s, expected 200-250 s: about 25 s of exports and kiln's first runs, four models side by
 #   side on the 16 cores (generate + nvrtc of 51-98 kernels a model and batch took 4-18 s on 2
-#   shared cores here: bench/results/mobile_nets_generate_check.txt), about 80 s of timed rows,
+#   shared cores here: bench/results/mobile_nets_generate_check.txt; the h200 kernels of
+#   mobilenet_v2 and efficientnet_b0 at batch 256 pass kiln check on the emulator, files
+#   mobile_nets_check_emu_*), about 80 s of timed rows,
 #   then torch.compile within 100 s of compiling, largest batch first; rows cut by a budget
 #   read 'skipped', with the reason), mobile_eager (the same without torch.compile: limit
 #   210 s, expected about 110 s).
