@@ -13,7 +13,17 @@
 #   timed, one after another on a quiet GPU: r50 (resnet50 inference against PyTorch), r50_f32
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
 #   families (conv families against cuDNN: every variant, long), tune (the gpu tune suite),
-#   folded, schedules, sparse.
+#   folded, schedules, sparse, mobile (issue 19: mobilenet_v2, mobilenet_v3_small/large,
+#   efficientnet_b0 through kiln's ONNX import at batch 1 and 256 in f16 against PyTorch eager
+#   channels_last, torch.compile and ONNX Runtime where importable; bench/mobile_nets.py; limit
+#   330 s, expected 200-250 s: about 25 s of exports and kiln's first runs, four models side by
+#   side on the 16 cores (generate + nvrtc of 51-98 kernels a model and batch took 4-18 s on 2
+#   shared cores here: bench/results/mobile_nets_generate_check.txt; the h200 kernels of
+#   mobilenet_v2 and efficientnet_b0 at batch 256 pass kiln check on the emulator, files
+#   mobile_nets_check_emu_*), about 80 s of timed rows,
+#   then torch.compile within 100 s of compiling, largest batch first; rows cut by a budget
+#   read 'skipped', with the reason), mobile_eager (the same without torch.compile: limit
+#   210 s, expected about 110 s).
 # Everything lands in OUT/summary.txt and OUT/results.tgz (re-packed after every part, so a
 # run stopped at its limit still brings back what finished): the tool returns 8 files at most.
 set -u
@@ -87,6 +97,10 @@ has folded && part folded 90 python3 bench/folded.py "$K" --models noscope --fac
   --runs 20 --out $W/folded
 has schedules && part schedules 90 python3 bench/training_schedules.py "$K" --models resnet152 --batch 32 \
   --budgets 100,50 --runs 3 --out $W/training_schedules
+has mobile && part mobile 330 python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 --budget 240 \
+  --compile-budget 100 --out $W/mobile_nets
+has mobile_eager && part mobile_eager 210 python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 --budget 180 \
+  --no-compile --out $W/mobile_nets_eager
 has sparse && part sparse 90 python3 bench/sparse_conv.py "$K" --layers small --densities 0.2,0.5,0.8 \
   --runs 20 --network-batches 1,32 --out $W/sparse_conv
 cat "$S"
