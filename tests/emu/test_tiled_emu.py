@@ -26,7 +26,9 @@ kt.kiln("run", model, "--device", "emu", "--schedule", "tiled", "--tiles", "2x2"
         "--output", path("e.npy"))
 r = kt.rel(np.load(path("e.npy")), np.load(path("c.npy")))
 print(f"tiled inference, emu vs untiled cpu: relative difference {r:.2e}")
-kt.check(r < 1e-5, f"tiled emu inference differs: {r}")
+# An f32 conv may run on the h200's tf32 tensor cores (the cost model's choice): tf32's
+# tolerance (a tiling bug, a tile's wrong border or a missed copy, is far above it).
+kt.check(r < 5e-4, f"tiled emu inference differs: {r}")
 
 kt.kiln("run", model, "--device", "cpu", "--input", path("x.npy"), "--train", "--target", path("t.npy"),
         "--grads", path("gc.safetensors"))

@@ -59,7 +59,9 @@ for dtype in ("f16", "f32"):
         if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm",
                                      "conv2d_hopper_wgmma")):
             kt.check(sass["mma"] == "", f"{k['name']}: MMA outside the tensor-core families")
-    kt.check(hopper >= 3, f"{dtype}: only {hopper} Hopper convs chosen on the h100")
+    # tf32's wgmma reads twice f16's shared-memory bytes per FLOP: at these small layers the
+    # mma.sync family with an in-kernel split-K is predicted faster for most f32 convs.
+    kt.check(hopper >= (3 if dtype == "f16" else 2), f"{dtype}: only {hopper} Hopper convs chosen on the h100")
     print(f"{dtype}: {len(man['kernels'])} kernels censused, {hopper} Hopper convs (HGMMA, "
           f"UTMALDG, no HMMA), {igemm} mma.sync convs (HMMA, registers as assumed), no LDL/STL")
 

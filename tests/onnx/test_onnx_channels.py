@@ -18,6 +18,9 @@ from onnx import TensorProto, helper  # noqa: E402
 import onnx_models as om  # noqa: E402
 
 TOL = 1e-5
+# A conv of an f32 model may run on the h200's tf32 tensor cores on emu (where the cost model
+# prices the implicit GEMM cheaper than an exact fp32 kernel): tf32's declared tolerance there.
+TOL_TF32 = 5e-4
 d = kt.tmpdir()
 path = lambda name: os.path.join(d, name)
 rng = np.random.RandomState(23)
@@ -112,8 +115,9 @@ for name, opset, form in [("s13", 13, "split13"), ("s18", 18, "split18"), ("s11"
                 path(name + dev + ".npy"))
         if os.path.exists(path(name + dev + ".npy")):
             err = kt.rel(np.load(path(name + dev + ".npy")), want)
-            print(f"{name} (opset {opset}, {form}) on {dev}: relative error {err:.2e} (tolerance {TOL})")
-            kt.check(err < TOL, f"{name} on {dev}: output differs from NumPy: {err}")
+            tol = TOL if dev == "cpu" else TOL_TF32
+            print(f"{name} (opset {opset}, {form}) on {dev}: relative error {err:.2e} (tolerance {tol})")
+            kt.check(err < tol, f"{name} on {dev}: output differs from NumPy: {err}")
     kt.kiln("import", path(name + ".onnx"), "-o", path(name + ".json"), "--weights-out", path(name + ".st"))
     ops = [l["op"] for l in json.load(open(path(name + ".json")))["layers"]]
     kt.check(ops.count("channel_shuffle") == 2, f"{name}: two channel_shuffle layers: {ops}")

@@ -20,6 +20,9 @@ from onnx import TensorProto, helper  # noqa: E402
 import onnx_models as om  # noqa: E402
 
 TOL = 1e-5
+# A conv of an f32 model may run on the h200's tf32 tensor cores on emu (where the cost model
+# prices the implicit GEMM cheaper than an exact fp32 kernel): tf32's declared tolerance there.
+TOL_TF32 = 5e-4
 d = kt.tmpdir()
 path = lambda name: os.path.join(d, name)
 rng = np.random.RandomState(19)
@@ -264,8 +267,9 @@ for dev in ("cpu", "emu"):
     kt.kiln("run", path("a.onnx"), "--device", dev, "--input", path("a_x.npy"), "-o", path(f"a_{dev}.npy"))
     if os.path.exists(path(f"a_{dev}.npy")):
         err = kt.rel(np.load(path(f"a_{dev}.npy")), want)
-        print(f"standalone per-channel scale and shift on {dev}: relative error {err:.2e} (tolerance {TOL})")
-        kt.check(err < TOL, f"standalone per-channel affine on {dev}: output differs from NumPy: {err}")
+        tol = TOL if dev == "cpu" else TOL_TF32
+        print(f"standalone per-channel scale and shift on {dev}: relative error {err:.2e} (tolerance {tol})")
+        kt.check(err < tol, f"standalone per-channel affine on {dev}: output differs from NumPy: {err}")
 kt.kiln("import", path("a.onnx"), "-o", path("a.json"))
 layers = json.load(open(path("a.json")))["layers"]
 dw = [l["name"] for l in layers if l["op"] == "conv2d" and l.get("groups", 1) > 1]
