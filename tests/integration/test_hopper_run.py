@@ -82,28 +82,26 @@ for dtype, image, batch, least in (("f16", 96, 4, 8), ("bf16", 96, 4, 8), ("f32"
         json.dump(broken, open(path(bad, "plan.json"), "w"))
         kt.expect_error(["check", bad, "--device", "emu"], f"/phases/prepare/{at}", "tensor map", says)
 
-# The whole network on the emulator against the cpu backend.
+# The whole network on the emulator (h100 kernels) against the cpu backend.
 rng = np.random.default_rng(7)
 x = rng.standard_normal((1, 3, 64, 64)).astype(np.float32)
 np.save(path("x.npy"), x)
-for dev in ("emu", "cpu"):
-    args = ["run", "resnet50", "--device", dev, "--dtype", "f16", "--image", "64", "--batch", "1",
-            "--input", path("x.npy"), "--output", path(f"{dev}.npy")]
-    if dev == "emu":
-        args += ["--gpu", "h100"]
-    kt.kiln(*args)
-r = kt.rel(np.load(path("emu.npy")), np.load(path("cpu.npy")))
+
+
+def emu_against_cpu(model, *extra):
+    for dev in ("emu", "cpu"):
+        args = ["run", model, "--device", dev, *extra, "--image", "64", "--batch", "1",
+                "--input", path("x.npy"), "--output", path(f"{model}_{dev}.npy")]
+        kt.kiln(*args, *(["--gpu", "h100"] if dev == "emu" else []))
+    return kt.rel(np.load(path(f"{model}_emu.npy")), np.load(path(f"{model}_cpu.npy")))
+
+
+r = emu_against_cpu("resnet50", "--dtype", "f16")
 print(f"resnet50 f16 image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
 kt.check(r < 1e-2, f"resnet50 f16: emu differs from cpu by {r}")
 # f32 as tf32, its weights rounded once in the prepare phase: resnet18 against the cpu
 # backend's exact f32 (the cpu runs the plan it is given: its own, unrounded).
-for dev in ("emu", "cpu"):
-    args = ["run", "resnet18", "--device", dev, "--image", "64", "--batch", "1",
-            "--input", path("x.npy"), "--output", path(f"{dev}32.npy")]
-    if dev == "emu":
-        args += ["--gpu", "h100"]
-    kt.kiln(*args)
-r = kt.rel(np.load(path("emu32.npy")), np.load(path("cpu32.npy")))
+r = emu_against_cpu("resnet18")
 print(f"resnet18 f32 (tf32) image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
 kt.check(r < 2e-3, f"resnet18 f32: emu differs from cpu by {r}")
 

@@ -19,14 +19,13 @@ namespace kiln::conv::igemm {
 
 template <class Cfg> using Accumulators = float[Geometry<Cfg>::MT][Geometry<Cfg>::NT][4];
 
-template <class Cfg>
-KILN_FN void store_partial(const KernelArgs& args, const BlockTile<Cfg>& bt,
-                           const WarpTile<Cfg>& wt, const Accumulators<Cfg>& acc,
-                           int arg_partial = 2) {
+// Calls f(i, j, h, m, o) for each pair of outputs a lane holds inside the GEMM: row m,
+// columns o and o + 1 (o even; o + 1 may lie past O), accumulators acc[i][j][2h] and
+// acc[i][j][2h + 1]. Unrolled, so f indexes the accumulators with constants.
+template <class Cfg, class F>
+KILN_FN void for_each_output_pair(const BlockTile<Cfg>& bt, const WarpTile<Cfg>& wt, F&& f) {
   using G = Geometry<Cfg>;
   using I = typename G::I;
-  constexpr int O = G::O;
-  const I base = I(bt.split) * G::M * O;
   KILN_IGEMM_UNROLL
   for (int j = 0; j < G::NT; ++j) {
     const int o = bt.n_block + wt.warp_n * G::WTN + j * 8 + 2 * wt.t;
@@ -35,18 +34,30 @@ KILN_FN void store_partial(const KernelArgs& args, const BlockTile<Cfg>& bt,
       KILN_IGEMM_UNROLL
       for (int h = 0; h < 2; ++h) {
         const I m = bt.m_block + wt.warp_m * G::WTM + i * 16 + h * 8 + wt.g;
-        if (m >= G::M || o >= O) continue;
-        const I at = base + m * O + o;
-        if constexpr (O % 2 == 0) {
-          arg<u64>(args, arg_partial)[at / 2] = pair(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-        } else {
-          const Global<float> part = arg<float>(args, arg_partial);
-          part[at] = acc[i][j][2 * h];
-          if (o + 1 < O) part[at + 1] = acc[i][j][2 * h + 1];
-        }
+        if (m < G::M && o < G::O) f(i, j, h, m, o);
       }
     }
   }
+}
+
+template <class Cfg>
+KILN_FN void store_partial(const KernelArgs& args, const BlockTile<Cfg>& bt,
+                           const WarpTile<Cfg>& wt, const Accumulators<Cfg>& acc,
+                           int arg_partial = 2) {
+  using G = Geometry<Cfg>;
+  using I = typename G::I;
+  constexpr int O = G::O;
+  const I base = I(bt.split) * G::M * O;
+  for_each_output_pair<Cfg>(bt, wt, [&](int i, int j, int h, I m, int o) {
+    const I at = base + m * O + o;
+    if constexpr (O % 2 == 0) {
+      arg<u64>(args, arg_partial)[at / 2] = pair(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    } else {
+      const Global<float> part = arg<float>(args, arg_partial);
+      part[at] = acc[i][j][2 * h];
+      if (o + 1 < O) part[at + 1] = acc[i][j][2 * h + 1];
+    }
+  });
 }
 
 template <class Cfg>

@@ -51,38 +51,28 @@ KILN_FN void split_reduce(const KernelArgs& args, const BlockTile<Cfg>& bt, cons
   if (drawn != G::SPLIT - 1) return; // the tile's last block completes it
   thread_fence();                    // acquire: the other slices, as their fences left them
 
-  KILN_IGEMM_UNROLL
-  for (int j = 0; j < G::NT; ++j) {
-    const int o = bt.n_block + wt.warp_n * G::WTN + j * 8 + 2 * wt.t;
-    KILN_IGEMM_UNROLL
-    for (int i = 0; i < G::MT; ++i) {
-      KILN_IGEMM_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const I m = bt.m_block + wt.warp_m * G::WTM + i * 16 + h * 8 + wt.g;
-        if (m >= G::M || o >= O) continue;
-        float v0 = 0.0f, v1 = 0.0f; // partial.sum's order: 0 + slice 0 + slice 1 + ...
-        for (int s = 0; s < G::SPLIT; ++s) {
-          if (s == bt.split) {
-            v0 += acc[i][j][2 * h];
-            v1 += acc[i][j][2 * h + 1];
-            continue;
-          }
-          const I at = I(s) * G::M * O + m * O + o;
-          if constexpr (O % 2 == 0) {
-            const u64 p = arg<const u64>(args, A::kPartial)[at / 2];
-            v0 += lo<float>(p);
-            v1 += hi<float>(p);
-          } else {
-            const Global<const float> part = arg<const float>(args, A::kPartial);
-            v0 += part[at];
-            if (o + 1 < O) v1 += part[at + 1];
-          }
-        }
-        acc[i][j][2 * h] = v0;
-        acc[i][j][2 * h + 1] = v1;
+  for_each_output_pair<Cfg>(bt, wt, [&](int i, int j, int h, I m, int o) {
+    float v0 = 0.0f, v1 = 0.0f; // partial.sum's order: 0 + slice 0 + slice 1 + ...
+    for (int s = 0; s < G::SPLIT; ++s) {
+      if (s == bt.split) {
+        v0 += acc[i][j][2 * h];
+        v1 += acc[i][j][2 * h + 1];
+        continue;
+      }
+      const I at = I(s) * G::M * O + m * O + o;
+      if constexpr (O % 2 == 0) {
+        const u64 p = arg<const u64>(args, A::kPartial)[at / 2];
+        v0 += lo<float>(p);
+        v1 += hi<float>(p);
+      } else {
+        const Global<const float> part = arg<const float>(args, A::kPartial);
+        v0 += part[at];
+        if (o + 1 < O) v1 += part[at + 1];
       }
     }
-  }
+    acc[i][j][2 * h] = v0;
+    acc[i][j][2 * h + 1] = v1;
+  });
   store_output<Cfg>(args, bt, wt, acc);
   if (thread_linear() == 0) tickets[tile] = 0; // every block of the tile has drawn its ticket
 }
