@@ -3,8 +3,11 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper vgg16 models_rest bench_r50
-# tune r50_f32; then models check r50 families):
+# PARTS (default, what the next session should see first: hopper vgg16 models_rest r50
+# bench_r50 tune r50_f32, about 480 s with the start; r50 because every chosen kernel changed
+# since the last GPU run: swizzled, double-buffered mma.sync loops, split-K finished in the
+# kernel, the Hopper family priced by its loop, tf32 weights rounded once; then models check
+# families mobile):
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
@@ -29,7 +32,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper vgg16 models_rest bench_r50 tune r50_f32}
+parts=${*:-hopper vgg16 models_rest r50 bench_r50 tune r50_f32}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
