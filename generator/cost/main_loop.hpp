@@ -54,6 +54,10 @@ struct Ceilings {
 // Cycles the model assumes for global memory latency (an L2 hit under load, about half a
 // DRAM access): what the pipeline's bytes in flight must cover.
 inline constexpr double kGlobalLatencyClocks = 600;
+// The share of a main-loop variant's time its loop's ceilings do not see (the prologue, the
+// pipeline's fill and drain, the epilogue): the efficiency a tensor-core family multiplies by
+// its tiles' utilisation. Stated, not measured; the same for the mma.sync and wgmma families.
+inline constexpr double kOutsideLoopEfficiency = 0.8;
 // Scheduler sub-partitions per SM (Volta to Hopper): a warp has a quarter of the SM's issue
 // and tensor throughput.
 inline constexpr double kSubPartitions = 4;

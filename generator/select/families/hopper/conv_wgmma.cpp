@@ -30,10 +30,11 @@ constexpr int kMaxStages = 4;
 //
 // - Peak fraction: warp-specialised TMA + wgmma kernels reach about 75% of an H100's dense
 //   peak where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2; cuDNN 9's
-//   sm_90a convs are all of this kind). With the 0.8 the efficiency keeps for what lies
-//   outside the loop (as the mma.sync family's), two consumer warpgroups (one wgmma group in
-//   flight each while the other waits) are taken to run the loop at the peak, one at 0.875 of
-//   it (0.7 overall). Stated, not measured (kiln tune's calibration replaces it on a GPU).
+//   sm_90a convs are all of this kind). With kOutsideLoopEfficiency (cost/main_loop.hpp: the
+//   0.8 both tensor-core families keep for what lies outside the loop), two consumer warpgroups
+//   (one wgmma group in flight each while the other waits) are taken to run the loop at the peak,
+//   one at 0.875 of it (0.7 overall). Stated, not measured (kiln tune's calibration replaces it on
+//   a GPU).
 // - Shared memory: the TMA's stores of both tiles, and each consumer warpgroup's wgmma
 //   operand reads of its 64 A rows and all BN B rows (assumed read once per warpgroup; if
 //   each warp read B, BN 64 and 128 tiles would be slower still: a GPU's measurements
@@ -45,7 +46,6 @@ constexpr int kMaxStages = 4;
 //   16-byte chunk a thread rounds (load, 4 cvt.rna, store, address).
 // - Latency: the producer warp keeps STAGES - 1 stages in flight; no consumer waits on its
 //   own loads, so nothing is exposed per step but what the ring's bytes do not cover.
-constexpr double kOutsideLoopEfficiency = 0.8;
 constexpr double kWgmmaKSteps = 4;   // per 128-byte stage
 constexpr double kSyncPerStage = 8;  // per warp
 constexpr double kRoundPerChunk = 7; // tf32 rounding pass, per 16-byte chunk a thread rounds

@@ -20,9 +20,6 @@ namespace {
 constexpr bool kSwizzle = true;
 constexpr int kTileKBytes = 64;  // one k tile of a row: two mma k-steps
 constexpr bool kLdmatrix = true; // fragments by ldmatrix.x4 ("ldm"; "lds": 32-bit loads)
-// What the main loop's ceilings (loop_model.hpp) do not see: the prologue, the pipeline's
-// fill and drain, the epilogue.
-constexpr double kOutsideLoopEfficiency = 0.8;
 
 // Offsets at or past this need 64-bit arithmetic in the kernel.
 constexpr int64_t kIndex32Limit = int64_t(1) << 31;
