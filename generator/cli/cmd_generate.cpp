@@ -43,7 +43,7 @@ void generate_cmd(const GenerateArgs& a) {
   for (const auto& [f, n] : families)
     fam += fmt::format("{}{} {}", fam.empty() ? "" : ", ", n, f);
   fmt::print(
-      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}{}\n"
+      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}{}{}\n"
       "wrote {}/kernels/*.cu, manifest.json, plan.json\n",
       m.name, g.name, g.arch, chosen, fam,
       o.all_variants ? fmt::format(" + {} alternatives", gen.assigned.kernels.size() - chosen) : "",
@@ -51,6 +51,11 @@ void generate_cmd(const GenerateArgs& a) {
       gen.tf32_weights
           ? fmt::format(", {} weights rounded to tf32 once (prepare)", gen.tf32_weights)
           : "",
+      gen.gates.empty()
+          ? ""
+          : fmt::format(", {} squeeze-excite gate{} fused into {} conv{}", gen.gates.size(),
+                        gen.gates.size() == 1 ? "" : "s", gen.gates.size() == 1 ? "its" : "their",
+                        gen.gates.size() == 1 ? "" : "s"),
       a.output);
 }
 

@@ -81,6 +81,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (schedule.is_null() && !o.cudnn_only) {
     gen.conv_pool = plan_conv_pool(p, g);
     gen.split_k = plan_split_k(p, g);
+    gen.gates = plan_gates(p, g); // after split-K: a split conv reads its gate the same way
   }
   // f32 weights that only tf32 tensor-core convs read: rounded once when written (prepare).
   if (!o.cudnn_only) gen.tf32_weights = round_tf32_weights(p, g);
@@ -178,6 +179,10 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   for (const ConvPoolDecision& d : gen.conv_pool)
     pooled.push_back(conv_pool_json(d));
   man["conv_pool"] = pooled;
+  ojson gated = ojson::array();
+  for (const GateDecision& d : gen.gates)
+    gated.push_back(gate_json(d));
+  man["gates"] = gated;
   gen.files.push_back({"manifest.json", man.dump(2) + "\n"});
   gen.files.push_back({"plan.json", plan_to_json(gen.plan).dump(1) + "\n"});
   return gen;

@@ -7,6 +7,7 @@
 #include "generator/lower/lower.hpp"
 #include "generator/model/model.hpp"
 #include "generator/rewrite/conv_pool.hpp"
+#include "generator/rewrite/gates.hpp"
 #include "generator/rewrite/sparse_plan.hpp"
 #include "generator/rewrite/split_k.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
@@ -47,6 +48,7 @@ struct Generated {
   std::vector<SparseDecision> sparse;      // one per conv step the sparse family considered
   std::vector<ConvPoolDecision> conv_pool; // the convs fused with the max pool after them
   std::vector<SplitKDecision> split_k;     // the steps split over ranges of their reduction
+  std::vector<GateDecision> gates;         // the squeeze-excite gates fused into their convs
   int tf32_weights = 0; // weight buffers rounded to tf32 once, in the prepare phase
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;

@@ -1,6 +1,7 @@
 #include "generator/rewrite/conv_pool.hpp"
 
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/rewrite/readers.hpp"
 #include "generator/select/select.hpp"
 
 #include <cmath>
@@ -8,20 +9,6 @@
 namespace kiln {
 
 namespace {
-
-// The steps (index into `steps`) reading buffer b, and whether anything else holds it.
-std::vector<size_t> readers(const Plan& p, const std::vector<Step>& steps, int b, size_t writer) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (i != writer)
-      for (const Arg& a : steps[i].args)
-        if (a.buffer == b) out.push_back(i);
-  for (const Buffer& v : p.buffers)
-    if (v.view_of == b) out.push_back(SIZE_MAX);
-  for (int o : p.outputs)
-    if (o == b) out.push_back(SIZE_MAX);
-  return out;
-}
 
 bool fusable_conv(const Plan& p, const Step& s) {
   return s.fn == Fn::conv2d_forward && s.kind != StepKind::free && !s.accumulate &&

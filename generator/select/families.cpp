@@ -4,7 +4,18 @@
 #include "generator/select/families/groups.hpp"
 #include "generator/select/family.hpp"
 
+#include <algorithm>
+
 namespace kiln {
+
+std::vector<Variant> step_candidates(const Family& f, const StepInfo& s) {
+  std::vector<Variant> out = f.candidates(s);
+  if (s.has("gate"))
+    std::erase_if(out, [](const Variant& v) {
+      return std::find(v.args.begin(), v.args.end(), "gate") == v.args.end();
+    });
+  return out;
+}
 
 const std::vector<const Family*>& all_families() {
   static const std::vector<const Family*> all = [] {

@@ -38,4 +38,9 @@ public:
 // Every family, in a fixed order (selection breaks ties by it).
 const std::vector<const Family*>& all_families();
 
+// f's candidates for s that compute what s asks: a step's squeeze-excite gate
+// (generator/rewrite/gates.cpp) is served only by a variant that reads it, so a family that
+// knows nothing of gates is never chosen for a gated step (it would compute the ungated conv).
+std::vector<Variant> step_candidates(const Family& f, const StepInfo& s);
+
 } // namespace kiln

@@ -54,7 +54,7 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   Choice c;
   std::vector<std::string> rejected;
   for (const Family* f : all_families())
-    for (Variant& v : f->candidates(s)) {
+    for (Variant& v : step_candidates(*f, s)) {
       const std::string why = invalid_reason(s.gpu, v);
       if (!why.empty()) {
         rejected.push_back(v.name + ": " + why);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/cpu/ops.hpp"
+#include "runtime/half.hpp"
 #include "runtime/plan.hpp"
 
 #include <array>
@@ -56,6 +57,28 @@ template <class T> struct StepArgs {
             size_t(numel(p.buffers[b].shape))};
   }
 };
+
+// x as a conv with a fused squeeze-excite gate reads it (generator/rewrite/gates.cpp):
+// x[n][c][h][w] * gate[n][c], each product rounded to x's element type, as the mul step the
+// gate replaced stored it; x itself where the step has no gate. `scratch` holds the product.
+template <class T> CView<T> gated_x(const StepArgs<T>& c, std::vector<T>& scratch) {
+  const CView<T> x = c.in("x");
+  const T* g = c.opt("gate");
+  if (!g) return x;
+  const DType dt = c.p.buffers[c.s.need("x")].dtype;
+  const int64_t nc = x.shape[0] * x.shape[1], hw = numel(x.shape) / nc;
+  scratch.resize(size_t(numel(x.shape)));
+  for (int64_t i = 0; i < nc; ++i)
+    for (int64_t j = 0; j < hw; ++j) {
+      const double v = double(x.data[i * hw + j]) * double(g[i]);
+      const float f = float(v);
+      scratch[size_t(i * hw + j)] = dt == DType::f16    ? T(round_to_half(f))
+                                    : dt == DType::bf16 ? T(round_to_bf16(f))
+                                    : dt == DType::f32  ? T(f)
+                                                        : T(v);
+    }
+  return {scratch.data(), x.shape};
+}
 
 // The activation of the step's epilogue on every element of y.
 template <class T> void apply_activation(Activation a, View<T> y) {

@@ -18,6 +18,7 @@ inline std::string cudnn_unsupported(const Step& s) {
     return std::string("activation ") + std::string(activation_name(s.epilogue.activation)) +
            " (the runner fuses relu only)";
   if (s.arg("values") >= 0) return "compacts its output (no cuDNN call does)";
+  if (s.arg("gate") >= 0) return "a squeeze-excite gate on its input (no cuDNN call scales it)";
   switch (s.fn) {
   case Fn::conv2d_forward:
   case Fn::conv2d_backward_data:

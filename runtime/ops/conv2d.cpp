@@ -68,21 +68,23 @@ constexpr OpDef op_defs[] = {{.kind = OpKind::conv2d,
                               .width = &Attrs::out_channels}};
 
 // conv2d.forward: x, w, [b], [residual], [nnz: guard], [xmap0.., wmap: the TMA tensor maps a
-// Hopper kernel reads, runtime/ops/tensor_map.cpp; the reference ignores them] -> y (the
-// epilogue), [compacted y].
+// Hopper kernel reads, runtime/ops/tensor_map.cpp; the reference ignores them], [gate: a
+// squeeze-excite gate [N, C, 1, 1] x is read scaled by, generator/rewrite/gates.cpp] -> y
+// (the epilogue), [compacted y].
 constexpr sv fwd_in[] = {"x",     "w",     "b",     "residual", "nnz",   "xmap0", "xmap1", "xmap2",
-                         "xmap3", "xmap4", "xmap5", "xmap6",    "xmap7", "xmap8", "wmap"};
+                         "xmap3", "xmap4", "xmap5", "xmap6",    "xmap7", "xmap8", "wmap",  "gate"};
 constexpr sv fwd_optional[] = {"b", "residual", "nnz", "y_values", "y_index", "y_count", "y_nnz"};
 constexpr sv fwd_map_optional[] = {"b",     "residual", "nnz",   "y_values", "y_index", "y_count",
                                    "y_nnz", "xmap0",    "xmap1", "xmap2",    "xmap3",   "xmap4",
-                                   "xmap5", "xmap6",    "xmap7", "xmap8",    "wmap"};
+                                   "xmap5", "xmap6",    "xmap7", "xmap8",    "wmap",    "gate"};
 constexpr RoleType fwd_types[] = {
     {"xmap0", ArgType::u8}, {"xmap1", ArgType::u8}, {"xmap2", ArgType::u8}, {"xmap3", ArgType::u8},
     {"xmap4", ArgType::u8}, {"xmap5", ArgType::u8}, {"xmap6", ArgType::u8}, {"xmap7", ArgType::u8},
     {"xmap8", ArgType::u8}, {"wmap", ArgType::u8}};
 
 template <class T> void forward(const StepArgs<T>& c) {
-  cpu::conv2d<T>(c.s.attrs, c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
+  std::vector<T> gated;
+  cpu::conv2d<T>(c.s.attrs, cpu::gated_x(c, gated), c.in("w"), c.opt("b"), c.out("y"));
   cpu::epilogue(c);
 }
 
@@ -200,9 +202,11 @@ template <class T> void forward_partial(const StepArgs<T>& c) { split_k_referenc
 
 // conv2d.forward_split: conv2d.forward with split-K completed inside its kernel; the partial
 // slices and the tile tickets are its workspace (split_k.hpp), which the reference leaves.
-constexpr sv split_in[] = {"x", "w", "b", "residual", "tickets"};
+constexpr sv split_in[] = {"x", "w", "b", "residual", "tickets", "gate"};
 constexpr sv split_out[] = {"y", "partial"};
-constexpr sv split_optional[] = {"b", "residual"};
+constexpr sv split_optional[] = {"b", "residual", "gate"};
+// conv2d.forward_partial: x, w, [gate] -> partial (split-K's raw sums, split_k.hpp).
+constexpr sv partial_in[] = {"x", "w", "gate"}, partial_optional[] = {"gate"};
 constexpr RoleType split_types[] = {{"tickets", ArgType::i32}};
 void check_forward_split(const StepCheck& c) { check_split_in_kernel(c, true); }
 
@@ -274,7 +278,7 @@ constexpr FnDef fn_defs[] = {
      .cpu_f64 = backward_weight_sparse<double>},
     {.fn = Fn::conv2d_forward_partial,
      .name = "conv2d.forward_partial",
-     .signature = {roles::x_w, roles::partial, {}},
+     .signature = {partial_in, roles::partial, partial_optional},
      .check = check_forward_partial,
      .cpu_f32 = forward_partial<float>,
      .cpu_f64 = forward_partial<double>},

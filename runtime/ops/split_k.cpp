@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/step_args.hpp"
 #include "runtime/error.hpp"
+#include "runtime/ops/weighted.hpp"
 
 namespace kiln {
 
@@ -31,6 +32,7 @@ void check_split_in_kernel(const StepCheck& c, bool conv) {
   if (c.has("residual")) c.same("residual", "y");
   if (conv && c.s.attrs.groups != 1) c.fail("split-K convolutions have one group");
   check_slices(c, y, w);
+  check_gate(c);
   if (c.shape("tickets").size() != 1 || c.shape("tickets")[0] < 1)
     c.fail(cat("\"tickets\" ", shape_str(c.shape("tickets")), " is not [tiles]"));
   c.not_accumulated();
@@ -42,6 +44,7 @@ void check_split_k(const StepCheck& c, bool conv) {
   c.expect("w", w);
   if (conv && c.s.attrs.groups != 1) c.fail("split-K convolutions have one group");
   check_slices(c, y, w);
+  check_gate(c);
   c.not_accumulated();
 }
 
@@ -51,7 +54,9 @@ template <class T> void split_k_reference(const cpu::StepArgs<T>& c, bool conv) 
   View<T> part = c.out("partial");
   const int64_t O = w.shape[0], per = numel(w.shape) / O;
   const int64_t C = w.shape[1], KK = conv ? w.shape[2] * w.shape[3] : 1;
-  const int64_t N = c.in("x").shape[0], S = part.shape[0] / N;
+  std::vector<T> gated;
+  const CView<T> x = cpu::gated_x(c, gated);
+  const int64_t N = x.shape[0], S = part.shape[0] / N;
   Shape ys = part.shape;
   ys[0] = N;
   std::vector<T> wr(size_t(numel(w.shape)));
@@ -64,9 +69,9 @@ template <class T> void split_k_reference(const cpu::StepArgs<T>& c, bool conv) 
       }
     View<T> slice{part.data + r * numel(ys), ys};
     if (conv)
-      cpu::conv2d<T>(c.s.attrs, c.in("x"), CView<T>{wr.data(), w.shape}, nullptr, slice);
+      cpu::conv2d<T>(c.s.attrs, x, CView<T>{wr.data(), w.shape}, nullptr, slice);
     else
-      cpu::linear<T>(c.in("x"), CView<T>{wr.data(), w.shape}, nullptr, slice);
+      cpu::linear<T>(x, CView<T>{wr.data(), w.shape}, nullptr, slice);
   }
 }
 

@@ -42,6 +42,10 @@
 //   SPLIT_REDUCE           (optional, with SPLIT > 1) the split completed in this kernel: the
 //                          tile's last block adds the slices in order and applies the epilogue
 //                          (conv/igemm/split_reduce.cuh; arguments end y, partial, tickets).
+//   GATE                   (optional) a squeeze-excite gate fused into this conv: x is read as
+//                          x[n][..][c] * gate[n][c] (gate [N][C], the last argument), each
+//                          product rounded to T as the separate mul kernel rounds it; 16-byte
+//                          chunks scaled where they land (conv/igemm/load_global.cuh)
 //   POOL                   conv2d.pool_forward: a max pool fused after the epilogue. PKH, PKW,
 //                          PSH, PSW, PPH, PPW (window, stride, padding), POH, POW (pooled
 //                          extents), PTH x PTW pooled outputs per block: the block's BM rows
@@ -50,7 +54,8 @@
 //                          -inf), M = N * pooled tiles * BM; the tile is staged in shared
 //                          memory and pooled there, y is the pooled output (NHWC).
 // Arguments, in order: x, w, [b] (HAS_BIAS), [residual] (HAS_RESIDUAL), [nnz] (GUARD), y; with
-//   SPLIT > 1: x, w, partial; with SPLIT_REDUCE: x, w, [b], [residual], y, partial, tickets.
+//   SPLIT > 1: x, w, partial; with SPLIT_REDUCE: x, w, [b], [residual], y, partial, tickets;
+//   then [gate] (GATE).
 // Grid: 1-D, ceil(M / BM) * ceil(O / BN) * SPLIT blocks; block i reduces range i / TILES of the
 //   tile j = i % TILES, (j / NTN, j % NTN) with NTN = ceil(O / BN) (output-channel tiles
 //   fastest: neighbours share their A rows).

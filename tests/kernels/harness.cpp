@@ -107,7 +107,7 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
       const StepInfo info{p, p.phases[0].steps[0], g};
       size_t before = out.size();
       for (const Family* f : all_families())
-        for (Variant& v : f->candidates(info)) {
+        for (Variant& v : step_candidates(*f, info)) {
           bool layouts_match = true; // the test feeds the spec's buffers as they are
           for (const auto& [role, layout] : v.layouts)
             if (info.has(role) && info.layout(role) != layout) layouts_match = false;

@@ -35,11 +35,18 @@ template <class Cfg> struct split_reduce_of<Cfg, decltype(void(Cfg::SPLIT_REDUCE
   static constexpr bool value = Cfg::SPLIT_REDUCE;
 };
 
+// GATE: x is read scaled per (n, c) by gate [N][C] (a squeeze-excite gate fused into its
+// consumer, generator/rewrite/gates.cpp); false where a Cfg does not say.
+template <class Cfg, class = void> struct gate_of { static constexpr bool value = false; };
+template <class Cfg> struct gate_of<Cfg, decltype(void(Cfg::GATE))> {
+  static constexpr bool value = Cfg::GATE;
+};
+
 template <class Cfg> struct Geometry {
   using T = typename Cfg::T;
   using I = typename pick<Cfg::IDX64, i64, int>::type;
   using PT = PoolTile<Cfg>;
-  static constexpr bool TF32 = is_f32<T>::value, POOL = Cfg::POOL;
+  static constexpr bool TF32 = is_f32<T>::value, POOL = Cfg::POOL, GATE = gate_of<Cfg>::value;
   static constexpr int C = Cfg::C, H = Cfg::H, W = Cfg::W, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
   // The output size is the instance's (padding after the input may differ from before it:
   // tiles of a tiled segment pad only at the image border).
@@ -73,10 +80,12 @@ template <class Cfg> struct Geometry {
   static constexpr int SPLIT = Cfg::SPLIT;
   static constexpr I TILES = (M + BM - 1) / BM * NTN;
   static constexpr int K16 = (K + 15) / 16;
-  // Arguments: x, w, [b], [residual], [nnz], y (SPLIT > 1: x, w, partial).
+  // Arguments: x, w, [b], [residual], [nnz], y (SPLIT > 1: x, w, partial; SPLIT_REDUCE: y,
+  // partial, tickets), then [gate] last.
   static constexpr int kArgB = 2, kArgRes = kArgB + (Cfg::HAS_BIAS ? 1 : 0);
   static constexpr int kArgNnz = kArgRes + (Cfg::HAS_RESIDUAL ? 1 : 0);
   static constexpr int kArgY = kArgNnz + (Cfg::GUARD ? 1 : 0);
+  static constexpr int kArgGate = kArgY + (split_reduce_of<Cfg>::value ? 3 : 1);
 
   static_assert(BK * ES % 64 == 0, "a k tile is an even number of mma k-steps of 32 bytes "
                                    "(the main loop's two fragment buffers alternate in it)");
@@ -98,6 +107,7 @@ template <class Cfg> struct Geometry {
                     (!Cfg::HAS_BIAS && !Cfg::HAS_RESIDUAL && act_of<Cfg>::value == Act::none &&
                      !Cfg::GUARD),
                 "partial sums carry no epilogue (partial.sum applies it)");
+  static_assert(!GATE || !POOL, "a gated x is not pooled after (conv2d.pool_forward has none)");
   static_assert(!POOL || (SPLIT == 1 && !Cfg::HAS_RESIDUAL && !Cfg::GUARD && PT::FH * PT::FW <= BM),
                 "a pooled tile's footprint fits the block's rows");
 };

@@ -4,6 +4,12 @@
 // one cp.async per chunk with VEC_A / VEC_B, else VEC element loads (zero outside the image
 // and past this block's range of k) packed into 4 words; stored at the chunk's place in the
 // row (Geometry::chunk_at: swizzled or not).
+//
+// GATE (a squeeze-excite gate fused into this conv): x[n][..][c] is read as x * gate[n][c],
+// rounded to T as the separate mul kernel rounds it, so the result is the unfused plan's bit
+// for bit. Element loads scale in registers; a 16-byte cp.async chunk lands unscaled, and the
+// thread that copied it scales it in place once its own copies are complete (scale_landed,
+// before the barrier that shows the tile to the other warps).
 #pragma once
 
 #include "conv/igemm/geometry.cuh"
@@ -27,10 +33,15 @@ template <class Cfg> struct GlobalLoader {
   I a_pix[A_ROWS];                // element offset of x[n][ih0][iw0][0] (may lie outside the image)
   int a_ih[A_ROWS], a_iw[A_ROWS]; // ih0 = oh * SH - PH (kOutside past M), iw0 = ow * SW - PW
   I b_row[B_ROWS];                // element offset of row o of the weights, or -1 past O
+  Global<const T> gate;           // GATE: gate[n][c], [N][C]
+  Global<const u32> gate32;
+  I a_gate[G::GATE ? A_ROWS : 1]; // GATE: n * C, the row's image's gates
 
   KILN_FN GlobalLoader(const KernelArgs& args, Shared<u32> smem, const BlockTile<Cfg>& bt)
       : x(arg<const T>(args, 0)), w(arg<const T>(args, 1)), x32(arg<const u32>(args, 0)),
-        w32(arg<const u32>(args, 1)), a_smem(smem), b_smem(smem + G::A_STAGE) {
+        w32(arg<const u32>(args, 1)), a_smem(smem), b_smem(smem + G::A_STAGE),
+        gate(arg<const T>(args, G::GATE ? G::kArgGate : 0)),
+        gate32(arg<const u32>(args, G::GATE ? G::kArgGate : 0)) {
     const int tid = thread_linear();
     col = tid % G::CPR, row0 = tid / G::CPR;
     kb = bt.kb, ke = bt.ke;
@@ -56,6 +67,7 @@ template <class Cfg> struct GlobalLoader {
         valid = m < G::M;
       }
       a_ih[i] = valid ? oh * Cfg::SH - Cfg::PH : kOutside;
+      if constexpr (G::GATE) a_gate[i] = valid ? n * G::C : I(0);
       a_iw[i] = ow * Cfg::SW - Cfg::PW;
       a_pix[i] = n * (I(G::H) * G::W * G::C) +
                  (I(oh * Cfg::SH - Cfg::PH) * G::W + a_iw[i]) * (Cfg::X_NCHW ? 1 : G::C);
@@ -101,7 +113,11 @@ template <class Cfg> struct GlobalLoader {
               in_range(k0 + e) && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
           const I tap = Cfg::X_NCHW ? I(ce) * (H * W) + (khe * Cfg::DH) * W + kwe * Cfg::DW
                                     : I((khe * Cfg::DH) * W + kwe * Cfg::DW) * C + ce;
-          if (ok) words[e / EPW] |= bits_of(x[a_pix[i] + tap]) << (16 * (e % EPW));
+          if (ok) {
+            T v = x[a_pix[i] + tap];
+            if constexpr (G::GATE) v = from_float<T>(to_float(v) * to_float(gate[a_gate[i] + ce]));
+            words[e / EPW] |= bits_of(v) << (16 * (e % EPW));
+          }
           if (++ce == C) {
             ce = 0;
             if (++kwe == G::KW) kwe = 0, ++khe;
@@ -128,6 +144,43 @@ template <class Cfg> struct GlobalLoader {
         for (int j = 0; j < 4; ++j)
           bs[i * ROW_STEP * ROW + j] = words[j];
       }
+    }
+  }
+
+  // GATE with 16-byte copies: scales this thread's A chunks of k tile kt, landed in the stage
+  // at word offset `stage`, by their gates; called after the thread's wait for that tile's
+  // copies and before the barrier. Chunks the copy zero-filled (outside the image, past M or
+  // the block's k) stay zero, as the conv's padding of the gated x is.
+  KILN_FN void scale_landed(int stage, int kt) const {
+    if constexpr (G::GATE && Cfg::VEC_A) {
+      constexpr int ROW = G::ROW, VEC = G::VEC, EPW = G::EPW, C = G::C;
+      const Shared<u32> as = a_smem + stage + row0 * ROW + G::chunk_at(row0, col) * 4;
+      const int k0 = kt * G::BK + col * VEC;
+      if (!in_range(k0)) return;
+      const int c = k0 % C, kw = (k0 / C) % G::KW, kh = k0 / C / G::KW;
+      const int dh = kh * Cfg::DH, dw = kw * Cfg::DW;
+      KILN_IGEMM_UNROLL
+      for (int i = 0; i < A_ROWS; ++i) {
+        const int ih = a_ih[i] + dh, iw = a_iw[i] + dw;
+        if (unsigned(ih) >= unsigned(G::H) || unsigned(iw) >= unsigned(G::W)) continue;
+        const Global<const u32> g = gate32 + (a_gate[i] + c) / EPW;
+        KILN_IGEMM_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          const int at = i * ROW_STEP * ROW + j;
+          as[at] = scaled(as[at], g[j]);
+        }
+      }
+    }
+  }
+
+  // A word of elements times a word of gates, each product rounded to T.
+  KILN_FN static u32 scaled(u32 v, u32 g) {
+    if constexpr (G::TF32) {
+      return bits_of(__uint_as_float(v) * __uint_as_float(g));
+    } else {
+      const T l = from_float<T>(to_float(lo<T>(v)) * to_float(lo<T>(g)));
+      const T h = from_float<T>(to_float(hi<T>(v)) * to_float(hi<T>(g)));
+      return pair(l, h);
     }
   }
 };

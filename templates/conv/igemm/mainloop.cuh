@@ -14,6 +14,8 @@
 // waited for, then a barrier, then the next load is issued, then each k-step loads its
 // fragments and multiplies.
 //
+// Each tile's wait is followed by the loader's scale_landed (GATE's scaling of the thread's
+// own landed chunks) before the barrier.
 // Both end with every copy complete (the epilogue may reuse the shared memory after its own
 // barrier).
 #pragma once
@@ -48,6 +50,7 @@ KILN_FN void mainloop(const GlobalLoader<Cfg>& loader, const FragmentLoader<Cfg>
   if constexpr (Cfg::FRAG_BUFFERS == 1) {
     for (int kt = 0; kt < KT; ++kt) {
       cp_async_wait<G::STAGES - 2>();
+      loader.scale_landed(rd, kt_first + kt);
       sync_threads();
       if (kt + G::STAGES - 1 < KT) loader.load(wr, kt_first + kt + G::STAGES - 1);
       cp_async_commit();
@@ -65,6 +68,7 @@ KILN_FN void mainloop(const GlobalLoader<Cfg>& loader, const FragmentLoader<Cfg>
   Fragments<Cfg> frag[2];
   if (KT > 0) {
     cp_async_wait<G::STAGES - 2>();
+    loader.scale_landed(0, kt_first);
     sync_threads();
     fragments.load(0, 0, frag[0]);
   }
@@ -79,6 +83,7 @@ KILN_FN void mainloop(const GlobalLoader<Cfg>& loader, const FragmentLoader<Cfg>
       } else if (kt + 1 < KT) {
         // Groups committed: STAGES - 1 + kt + 1; tile kt + 1's is the (kt + 2)th.
         cp_async_wait<G::STAGES - 2>();
+        loader.scale_landed(nx, kt_first + kt + 1);
         sync_threads();
         fragments.load(nx, 0, frag[(ks + 1) % 2]);
       }

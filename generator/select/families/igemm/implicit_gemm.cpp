@@ -77,6 +77,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   Attrs a = st.attrs;
   if (linear) a = Attrs{}; // stride 1, padding 0, dilation 1
   if (a.groups != 1) return {};
+  // A squeeze-excite gate fused into this conv (generator/rewrite/gates.cpp): x scaled per
+  // (n, c) as it is loaded.
+  const bool gate = s.has("gate");
+  if (gate && (linear || pool)) return {};
   const Buffer& xb = s.arg("x");
   const DType t = xb.dtype;
   for (const Arg& arg : st.args)
@@ -97,6 +101,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   const int64_t POH = pool ? s.shape("y")[2] : 0, POW = pool ? s.shape("y")[3] : 0;
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) return {};
   const int64_t N = x[0], C = x[1], H = x[2], W = x[3];
+  if (gate && s.shape("gate") != Shape{N, C, 1, 1}) return {};
   const int64_t O = w[0], KH = w[2], KW = w[3], OH = y[2], OW = y[3];
   const int64_t conv_rows = N * OH * OW, K = KH * KW * C;
   if (conv_rows <= 0 || O <= 0 || K <= 0 || N <= 0 || y[0] % N != 0) return {};
@@ -121,16 +126,16 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // tf32 weights rounded once in the prepare phase (Buffer::tf32): only A is rounded per
   // fragment.
   const bool b_tf32 = es == 4 && s.arg("w").tf32;
-  const std::string shape =
-      fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}", N, C, H, W, O, KH, KW,
-                  a.stride[0], a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a),
-                  a.dilation[0], a.dilation[1], ep.tag(), conv_family::guard_tag(st),
-                  split       ? fmt::format("_split{}", S)
-                  : in_kernel ? fmt::format("_split{}reduce", S)
-                              : "",
-                  b_tf32 ? "_wtf32" : "");
+  const std::string shape = fmt::format(
+      "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
+      a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
+      gate ? "_gate" : "", ep.tag(), conv_family::guard_tag(st),
+      split       ? fmt::format("_split{}", S)
+      : in_kernel ? fmt::format("_split{}reduce", S)
+                  : "",
+      b_tf32 ? "_wtf32" : "");
   // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
-  const double bytes = double((numel(x) + numel(w) + (bias ? O : 0)) * es) +
+  const double bytes = double((numel(x) + numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) * es) +
                        (split       ? 4.0 * double(numel(y))
                         : pool      ? double(numel(s.shape("y")) * es)
                         : in_kernel ? double(numel(y) * (residual ? 2 : 1) * es) +
@@ -224,6 +229,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_bool(v, "X_NCHW", x_nchw);
       cfg_int(v, "SPLIT", S);
       if (in_kernel) cfg_bool(v, "SPLIT_REDUCE", true);
+      if (gate) cfg_bool(v, "GATE", true);
       cfg_bool(v, "POOL", pool);
       if (pool) {
         cfg_int(v, "PKH", st.fused_pool().pool.kernel[0]);
@@ -242,6 +248,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
       v.args.push_back(split ? "partial" : "y");
       if (in_kernel) v.args.insert(v.args.end(), {"partial", "tickets"});
+      if (gate) v.args.push_back("gate");
       if (!linear) { // a linear's 2-D tensors have one layout, the same bytes as NHWC
         v.layouts = {{"x", x_nchw ? Layout::nchw : Layout::nhwc},
                      {"w", Layout::nhwc},
@@ -275,7 +282,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       // keeps what lies outside the loop and the work the tiles' padding wastes.
       IgemmTile looped = tile;
       looped.frag_buffers = frag_buffers;
-      v.loop = igemm_main_loop({looped, int(es), stages, vec_a, vec_b, kLdmatrix, b_tf32});
+      v.loop = igemm_main_loop({looped, int(es), stages, vec_a, vec_b, kLdmatrix, b_tf32, gate});
       // On Hopper the descriptor's peak is wgmma's; mma.sync (HMMA) reaches about half of it
       // (the FlashAttention-2 against -3 on an H100: 35% against 75% of peak).
       // Stated, not measured: kiln tune's per-family calibration replaces it on a GPU.
@@ -284,12 +291,14 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
           kOutsideLoopEfficiency * tile_utilisation(M, O, (K + S - 1) / S, tile.bm, tile.bn, bk);
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={}: {}x{}x{} block tile, {}x{} warps of {}x{} mma.sync "
-          "{}, {} shared stages{}, {} loads, {} fragments{} from {} rows{}",
+          "{}, {} shared stages{}, {} loads{}, {} fragments{} from {} rows{}",
           M, O, K, tile.bm, tile.bn, bk, tile.wm, tile.wn, tile.bm / tile.wm, tile.bn / tile.wn,
           math_name(math), stages, cc >= 80 ? " (cp.async)" : "",
           vec_a   ? "16-byte"
           : vec_b ? "element (x) and 16-byte (w)"
                   : "element",
+          gate ? (vec_a ? " (x scaled by its gate where it lands)" : " (x scaled by its gate)")
+               : "",
           kLdmatrix ? "ldmatrix" : "32-bit shared load",
           frag_buffers == 2 ? " (double-buffered)" : "", kSwizzle ? "swizzled" : "padded",
           split ? fmt::format("; split-K: {} ranges of k into fp32 partial sums", S)

@@ -22,6 +22,14 @@ constexpr double kWordStore = 1;     // STS of a packed word
 // Double-buffered fragments: the loop rotated around the next tile's barrier, the lane's
 // swizzled fragment offsets recomputed (ptxas rematerialises them rather than hold them).
 constexpr double kDoubleBufferOverhead = 30;
+// A fused gate (load_global.cuh's GATE), per 16-byte chunk of A: with cp.async, the landed
+// chunk's 4 words read back, 4 words of gates loaded, each element widened, multiplied and
+// narrowed (f16/bf16: 2 per word and a pack), 4 words stored, the chunk's bounds and address
+// again; with element loads, per element the gate's load and the multiply. SASS (nvcc 13
+// sm_90, efficientnet_b0's c144 1x1 projection, 64x32 w2x2, two chunks a thread): 207
+// instructions per 8 HMMA in the loop, the model 195.
+constexpr double kGateChunk = 4 + 4 + 4 + 6, kGateWord16 = 7, kGateWord32 = 1;
+constexpr double kGateElement = 4;
 // Latencies a warp waits that its own MMAs do not cover: every k tile begins at a barrier;
 // with one fragment set, each k-step's fragments load right before its MMAs (double-buffered
 // fragments load a k-step ahead, behind the MMAs).
@@ -48,7 +56,10 @@ MainLoop igemm_main_loop(const IgemmLoopShape& s) {
   const double frag_loads = s.ldmatrix ? mt + nt / 2 : regs;
   const double cvt = tf32 ? (s.b_tf32 ? 4 * mt : regs) : 0;
   const double vec = 16.0 / s.elem_bytes, words = 4;
-  const double a_load = s.vec_a ? kCpAsyncA : vec * kElementLoad + words * kWordStore;
+  const double gate_chunk = kGateChunk + words * (tf32 ? kGateWord32 : kGateWord16);
+  const double a_load =
+      s.vec_a ? kCpAsyncA + (s.gate ? gate_chunk : 0)
+              : vec * (kElementLoad + (s.gate ? kGateElement : 0)) + words * kWordStore;
   const double b_load = s.vec_b ? kCpAsyncB : vec * kElementLoad + words * kWordStore;
   const double per_tile = kTileOverhead + (t.frag_buffers == 2 ? kDoubleBufferOverhead : 0) +
                           a_rows * a_load + b_rows * b_load + ks * (frag_loads + cvt) + mmas_warp;
@@ -59,7 +70,9 @@ MainLoop igemm_main_loop(const IgemmLoopShape& s) {
   // warp tile's rows of A and B.
   const double stored = (t.bm + t.bn) * kTileKBytes;
   const double read = warps * (wtm + wtn) * kTileKBytes;
-  l.smem_bytes_per_mma = (stored + read) / mmas_block;
+  // A gate on landed 16-byte chunks reads A's tile back and stores it again.
+  const double gated = s.gate && s.vec_a ? 2.0 * t.bm * kTileKBytes : 0;
+  l.smem_bytes_per_mma = (stored + read + gated) / mmas_block;
   l.issue_per_mma = per_tile / mmas_warp;
   l.mmas_per_step = mmas_warp;
   l.exposed_clocks_per_step = (t.frag_buffers == 2 ? 0 : ks * kSharedLoadClocks) + kBarrierClocks;

@@ -17,6 +17,7 @@ struct IgemmLoopShape {
   bool vec_a = true, vec_b = true;
   bool ldmatrix = true;
   bool b_tf32 = false; // tf32 weights arrive rounded: only A's registers are rounded
+  bool gate = false;   // x scaled per (n, c) as it is loaded (a fused squeeze-excite gate)
 };
 
 MainLoop igemm_main_loop(const IgemmLoopShape& s);

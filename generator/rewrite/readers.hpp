@@ -1,0 +1,28 @@
+// Who reads a buffer in a phase's steps: what the fusing rewrites (conv + pool, a gate into
+// its conv) ask before they remove the step that writes it.
+#pragma once
+
+#include "runtime/plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln {
+
+// The steps (indices into `steps`, but `writer`) reading buffer b, and SIZE_MAX for each
+// other holder: a view of it, or b a plan output.
+inline std::vector<size_t> readers(const Plan& p, const std::vector<Step>& steps, int b,
+                                   size_t writer) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (i != writer)
+      for (const Arg& a : steps[i].args)
+        if (a.buffer == b) out.push_back(i);
+  for (const Buffer& v : p.buffers)
+    if (v.view_of == b) out.push_back(SIZE_MAX);
+  for (int o : p.outputs)
+    if (o == b) out.push_back(SIZE_MAX);
+  return out;
+}
+
+} // namespace kiln
