@@ -1,4 +1,4 @@
-// Input gradient of a convolution (conv2d.backward_data), NCHW: dx = the transposed
+// Input gradient of a convolution (conv2d.backward_data), NCHW or NHWC: dx = the transposed
 // convolution of dy with w, as a gather (also conv_transpose2d.forward, which is this with its
 // x as dy, its y as dx and its bias added: Cfg::BIAS): each dx element sums, in a fixed order, the
 // dy[n][o][oh][ow] * w[o][c][kh][kw] whose window tap (kh, kw) read it
@@ -20,7 +20,9 @@
 //      phase, channels within a group), OK (dy channels staged per step), P, PC (pixels and
 //      channels per thread), THREADS = NP * (TC / PC) with NP >= ceil(TH * TW / P) pixel
 //      groups (TC a multiple of PC; NP rounded up to make whole warps); optional BIAS (add
-//      b[c] to each dx element; absent: false).
+//      b[c] to each dx element; absent: false); optional NHWC (dy and dx NHWC, w OIHW as
+//      ever; absent: false): dy staged channel-fastest and the block's threads laid out
+//      channel-fastest, so consecutive threads load and store consecutive channels.
 // Arguments, in order: dy, w, dx, [b].
 // Grid: x = SH * SW phases * ceil(ceil(H / SH) / TH) * ceil(ceil(W / SW) / TW) tiles
 //       (phase-major), y = G * ceil((C / G) / TC), z = N.
@@ -56,6 +58,12 @@ template <int K, int S, int P, int D> struct PhaseTaps {
   }
 };
 
+// Cfg::NHWC where the instance names it, else false (NCHW dy and dx).
+template <class Cfg, class = void> struct NhwcOf { static constexpr bool value = false; };
+template <class Cfg> struct NhwcOf<Cfg, decltype(void(Cfg::NHWC))> {
+  static constexpr bool value = Cfg::NHWC;
+};
+
 template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   using T = typename Cfg::T;
   constexpr int Cg = Cfg::C / Cfg::G, Og = Cfg::O / Cfg::G;
@@ -79,8 +87,9 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W;
   constexpr i64 YE = i64(Cfg::N) * Cfg::O * Cfg::OH * Cfg::OW;
   using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * Cg * KK>; // offsets into dx, dy, w
-  using DX = Tensor4<false, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
-  using DY = Tensor4<false, Cfg::N, Cfg::O, Cfg::OH, Cfg::OW, I>;
+  constexpr bool NHWC = NhwcOf<Cfg>::value;
+  using DX = Tensor4<NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
+  using DY = Tensor4<NHWC, Cfg::N, Cfg::O, Cfg::OH, Cfg::OW, I>;
 
   const Global<const T> dy = arg<const T>(a, 0);
   const Global<const T> w = arg<const T>(a, 1);
@@ -98,7 +107,8 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   const int g = int(blockIdx.y) / CT, c0 = (int(blockIdx.y) % CT) * TC; // c0: within the group
   const int n = int(blockIdx.z);
   const int t = int(threadIdx.x);
-  const int pg = t % NP, cq = t / NP;
+  // NCHW: consecutive threads take consecutive pixels; NHWC: consecutive channels.
+  const int pg = NHWC ? t / NCC : t % NP, cq = NHWC ? t % NCC : t / NP;
   const TapsH th(pa);
   const TapsW tw(pb);
   // dy row of patch row 0: tile row r and tap m read dy row i0 + r + offset - m * spread.
@@ -125,12 +135,14 @@ template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   for (int k0 = 0; k0 < reduce; k0 += OK) {
 #pragma unroll 2
     for (int e = t; e < OK * PATCH; e += THREADS) {
-      const int o = e / PATCH, r = (e % PATCH) / PWT, q = e % PWT;
+      // NHWC reads a pixel's OK channels together (o fastest).
+      const int o = NHWC ? e % OK : e / PATCH;
+      const int rq = NHWC ? e / OK : e % PATCH, r = rq / PWT, q = rq % PWT;
       const int oh = oh_lo + r, ow = ow_lo + q;
       float v = 0.f;
       if (k0 + o < Og && oh >= 0 && oh < Cfg::OH && ow >= 0 && ow < Cfg::OW)
         v = to_float(dy[DY::at(I(n), g * Og + k0 + o, oh, ow)]);
-      ds[e] = v;
+      ds[o * PATCH + rq] = v;
     }
 #pragma unroll 2
     for (int e = t; e < OK * KK * TC; e += THREADS) {

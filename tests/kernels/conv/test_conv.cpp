@@ -142,6 +142,14 @@ StepSpec transposed(const Conv& cv, DType t, bool bias, Int2 out_pad = {0, 0}) {
   return s;
 }
 
+// The transposed conv with its x and y NHWC (an NHWC plan: no conversions around it).
+StepSpec nhwc_io(StepSpec s) {
+  s.label += " nhwc";
+  for (ArgSpec& a : s.args)
+    if (a.role == "x" || a.role == "y") a.layout = Layout::nhwc;
+  return s;
+}
+
 StepSpec backward_weight(const Conv& cv, DType t, bool acc) {
   StepSpec s;
   s.label =
@@ -278,23 +286,44 @@ std::vector<StepSpec> pooled_specs() {
 
 std::vector<StepSpec> backward_specs() {
   return {
-      backward_data(k3, f32, false),           backward_data(k5s2g2, f32, true),
-      backward_data(dw_d2, f16, false),        backward_data(k7s2, bf16, true),
-      backward_data(k3x1g4, f32, false),       backward_data(k1x5s, f32, true),
-      backward_data(k3s3, f16, true),          backward_data(dw_mult, bf16, false),
-      backward_data(k3d2_wide, f32, false),    backward_data(k1s2, f32, true),
-      backward_data(k3s2_pair, f32, false),    backward_data(s2d2, f32, true),
-      backward_data(s3d2, bf16, false),        backward_weight(s3d2, f32, false),
-      backward_weight(k5s2g2, f32, true),      backward_weight(dw_d2, bf16, false),
-      backward_weight(k7s2, f16, true),        backward_weight(k3x1g4, f32, false),
-      backward_weight(k1x5s, bf16, true),      backward_weight(k3s3, f32, false),
-      backward_weight(dw_mult, f16, true),     backward_weight(k3_deep, f32, false),
-      backward_weight(k1s2, f32, true),        backward_weight(k3s2_pair, f32, false),
-      bias_backward({2, 8, 7, 9}, f32, false), bias_backward({3, 5, 13, 11}, f16, true),
-      bias_backward({5, 37}, f32, true),       bias_backward({7, 10}, bf16, false),
-      bias_backward({1, 6, 1, 1}, f32, false), transposed(k5s2g2, f32, true, {1, 1}),
-      transposed(s3d2, f16, true, {2, 1}),     transposed(k3, bf16, false),
-      transposed(dw_mult, f32, true),          transposed(k1s2, f32, true, {1, 0}),
+      backward_data(k3, f32, false),
+      backward_data(k5s2g2, f32, true),
+      backward_data(dw_d2, f16, false),
+      backward_data(k7s2, bf16, true),
+      backward_data(k3x1g4, f32, false),
+      backward_data(k1x5s, f32, true),
+      backward_data(k3s3, f16, true),
+      backward_data(dw_mult, bf16, false),
+      backward_data(k3d2_wide, f32, false),
+      backward_data(k1s2, f32, true),
+      backward_data(k3s2_pair, f32, false),
+      backward_data(s2d2, f32, true),
+      backward_data(s3d2, bf16, false),
+      backward_weight(s3d2, f32, false),
+      backward_weight(k5s2g2, f32, true),
+      backward_weight(dw_d2, bf16, false),
+      backward_weight(k7s2, f16, true),
+      backward_weight(k3x1g4, f32, false),
+      backward_weight(k1x5s, bf16, true),
+      backward_weight(k3s3, f32, false),
+      backward_weight(dw_mult, f16, true),
+      backward_weight(k3_deep, f32, false),
+      backward_weight(k1s2, f32, true),
+      backward_weight(k3s2_pair, f32, false),
+      bias_backward({2, 8, 7, 9}, f32, false),
+      bias_backward({3, 5, 13, 11}, f16, true),
+      bias_backward({5, 37}, f32, true),
+      bias_backward({7, 10}, bf16, false),
+      bias_backward({1, 6, 1, 1}, f32, false),
+      transposed(k5s2g2, f32, true, {1, 1}),
+      transposed(s3d2, f16, true, {2, 1}),
+      transposed(k3, bf16, false),
+      transposed(dw_mult, f32, true),
+      transposed(k1s2, f32, true, {1, 0}),
+      nhwc_io(transposed(k5s2g2, f16, true, {1, 1})),
+      nhwc_io(transposed(s3d2, f32, true, {2, 1})),
+      nhwc_io(transposed(dw_mult, bf16, false)),
+      nhwc_io(transposed(k1s2, f32, true, {1, 0})),
   };
 }
 
@@ -326,6 +355,7 @@ std::vector<StepSpec> nvrtc_specs() {
       backward_data(dw_mult, f16, true),
       transposed(k5s2g2, f16, true, {1, 1}),
       transposed(s3d2, f32, false),
+      nhwc_io(transposed(k5s2g2, f16, true, {1, 1})),
       backward_weight(k7s2, f32, false),
       backward_weight(k3d2_wide, f16, true),
       backward_weight(dw_d2, bf16, false),

@@ -22,8 +22,8 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
   const char* dy_role = transpose ? "x" : "dy";
   const char* dx_role = transpose ? "y" : "dx";
   const bool bias = transpose && st.arg("b") >= 0;
-  // A transposed conv in an NHWC plan gets its x and y converted (v.layouts); a training
-  // step's gradients are NCHW.
+  // A transposed conv runs in either layout (its x and y alike; w OIHW); a training step's
+  // gradients are NCHW.
   if (!transpose)
     for (const char* r : {dy_role, "w", dx_role})
       if (s.layout(r) != Layout::nchw) return {};
@@ -44,56 +44,63 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
   const auto [count_h, spread_h] = taps(g.KH, g.SH, g.DH);
   const auto [count_w, spread_w] = taps(g.KW, g.SW, g.DW);
   const int64_t phase_h = (g.H + g.SH - 1) / g.SH, phase_w = (g.W + g.SW - 1) / g.SW;
-  for (ImageTile tile : kImageTiles) {
-    const auto per_chan = [&](const ImageTile& u) {
-      return (u.th + (count_h - 1) * spread_h) * (u.tw + (count_w - 1) * spread_w) + KK * u.tc;
-    };
-    if (!fit_image_tile(tile, phase_h, phase_w, Cg, Og, per_chan)) continue;
-    Variant v;
-    v.family = "conv2d_backward_data";
-    v.header = "conv/backward_data.cuh";
-    v.function = "kiln::conv::backward_data";
-    v.name = fmt::format("{}_{}_nchw_{}{}{}_{}_t{}_{}",
-                         transpose ? "conv_transpose2d" : "conv2d_backward_data", dtype_tag(t),
-                         geom_name(g), st.accumulate ? "_acc" : "", bias ? "_bias" : "",
-                         tile_name(tile, 'c', 'o'), tile.threads(), s.arch_tag());
-    if (!names.insert(v.name).second) continue;
-    cfg_type(v, "T", cpp_type(t));
-    cfg_geom(v, g);
-    cfg_bool(v, "ACCUMULATE", st.accumulate);
-    cfg_int(v, "TH", tile.th);
-    cfg_int(v, "TW", tile.tw);
-    cfg_int(v, "TC", tile.tc);
-    cfg_int(v, "OK", tile.ck);
-    cfg_int(v, "P", tile.p);
-    cfg_int(v, "PC", tile.pc);
-    cfg_int(v, "THREADS", tile.threads());
-    if (transpose) cfg_bool(v, "BIAS", bias);
-    v.args = {dy_role, "w", dx_role};
-    if (bias) v.args.push_back("b");
-    const int64_t tiles =
-        g.SH * g.SW * ((phase_h + tile.th - 1) / tile.th) * ((phase_w + tile.tw - 1) / tile.tw);
-    const int64_t ctiles = (Cg + tile.tc - 1) / tile.tc;
-    v.grid = {tiles, g.G * ctiles, g.N};
-    v.block = {tile.threads(), 1, 1};
-    v.static_smem = per_chan(tile) * tile.ck * 4;
-    v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + tile.p);
-    const double dx_elems = double(g.N * g.C * g.H * g.W);
-    // Each phase reads about all of dy, once per channel tile.
-    v.bytes =
-        dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ctiles * g.SH * g.SW)) +
-        double(esize) * (double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
-    v.flops = 2 * g.macs();
-    v.efficiency =
-        micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, phase_h, phase_w, Cg, Og);
-    v.math = Math::fp32;
-    v.note = fmt::format("{}gather by stride phase: {}x{} pixels of one phase x {} channels per "
-                         "block, {} dy channels staged per step, {}x{} outputs per thread",
-                         transpose ? "a transposed conv as its conv's data gradient: " : "",
-                         tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
-    v.layouts = {{dy_role, Layout::nchw}, {"w", Layout::nchw}, {dx_role, Layout::nchw}};
-    out.push_back(std::move(v));
-  }
+  // The layouts offered: the plan's (x, y alike), and NCHW besides (a plan of mixed layouts
+  // converts around it where the model prefers).
+  std::vector<bool> layouts = {false};
+  if (transpose && s.layout(dy_role) == Layout::nhwc) layouts.insert(layouts.begin(), true);
+  for (bool nhwc : layouts)
+    for (ImageTile tile : kImageTiles) {
+      const auto per_chan = [&](const ImageTile& u) {
+        return (u.th + (count_h - 1) * spread_h) * (u.tw + (count_w - 1) * spread_w) + KK * u.tc;
+      };
+      if (!fit_image_tile(tile, phase_h, phase_w, Cg, Og, per_chan)) continue;
+      Variant v;
+      v.family = "conv2d_backward_data";
+      v.header = "conv/backward_data.cuh";
+      v.function = "kiln::conv::backward_data";
+      v.name = fmt::format(
+          "{}_{}_{}_{}{}{}_{}_t{}_{}", transpose ? "conv_transpose2d" : "conv2d_backward_data",
+          dtype_tag(t), nhwc ? "nhwc" : "nchw", geom_name(g), st.accumulate ? "_acc" : "",
+          bias ? "_bias" : "", tile_name(tile, 'c', 'o'), tile.threads(), s.arch_tag());
+      if (!names.insert(v.name).second) continue;
+      cfg_type(v, "T", cpp_type(t));
+      cfg_geom(v, g);
+      cfg_bool(v, "ACCUMULATE", st.accumulate);
+      cfg_int(v, "TH", tile.th);
+      cfg_int(v, "TW", tile.tw);
+      cfg_int(v, "TC", tile.tc);
+      cfg_int(v, "OK", tile.ck);
+      cfg_int(v, "P", tile.p);
+      cfg_int(v, "PC", tile.pc);
+      cfg_int(v, "THREADS", tile.threads());
+      if (transpose) cfg_bool(v, "BIAS", bias);
+      if (nhwc) cfg_bool(v, "NHWC", true);
+      v.args = {dy_role, "w", dx_role};
+      if (bias) v.args.push_back("b");
+      const int64_t tiles =
+          g.SH * g.SW * ((phase_h + tile.th - 1) / tile.th) * ((phase_w + tile.tw - 1) / tile.tw);
+      const int64_t ctiles = (Cg + tile.tc - 1) / tile.tc;
+      v.grid = {tiles, g.G * ctiles, g.N};
+      v.block = {tile.threads(), 1, 1};
+      v.static_smem = per_chan(tile) * tile.ck * 4;
+      v.registers_per_thread = int(36 + tile.p * tile.pc + tile.pc + tile.p);
+      const double dx_elems = double(g.N * g.C * g.H * g.W);
+      // Each phase reads about all of dy, once per channel tile.
+      v.bytes =
+          dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ctiles * g.SH * g.SW)) +
+          double(esize) * (double(g.O * Cg * KK) + dx_elems * (st.accumulate ? 2 : 1));
+      v.flops = 2 * g.macs();
+      v.efficiency =
+          micro_tile_efficiency(tile.p, tile.pc) * tile_utilization(tile, phase_h, phase_w, Cg, Og);
+      v.math = Math::fp32;
+      v.note = fmt::format("{}gather by stride phase: {}x{} pixels of one phase x {} channels per "
+                           "block, {} dy channels staged per step, {}x{} outputs per thread",
+                           transpose ? "a transposed conv as its conv's data gradient: " : "",
+                           tile.th, tile.tw, tile.tc, tile.ck, tile.p, tile.pc);
+      const Layout io = nhwc ? Layout::nhwc : Layout::nchw;
+      v.layouts = {{dy_role, io}, {"w", Layout::nchw}, {dx_role, io}};
+      out.push_back(std::move(v));
+    }
   drop_underfilled(out, s.gpu);
   return out;
 }
