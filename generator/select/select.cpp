@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 namespace kiln {
 
@@ -35,16 +36,47 @@ CostEstimate price_variant(const GpuDesc& g, Variant& v) {
 
 namespace {
 
+// A parameter or what is derived from one (a folded weight): converted once, in the prepare
+// phase, where a kernel wants another layout.
+bool parameter_like(const Buffer& b) {
+  return b.role == BufferRole::param || b.role == BufferRole::state ||
+         b.role == BufferRole::derived || b.name.rfind("fold:", 0) == 0;
+}
+
 bool converts_activations(const StepInfo& s, const Variant& v) {
   for (const auto& [role, layout] : v.layouts) {
     const int b = s.step.arg(role);
     if (b < 0) continue;
     const Buffer& buf = s.plan.buffers[b];
-    const bool param = buf.role == BufferRole::param || buf.role == BufferRole::state ||
-                       buf.role == BufferRole::derived || buf.name.rfind("fold:", 0) == 0;
-    if (!param && buf.layout != layout) return true;
+    if (!parameter_like(buf) && buf.layout != layout) return true;
   }
   return false;
+}
+
+// A measured winner that this step offers only with its parameters in the other image
+// layout: the variant a family offers for the step once kernel assignment has converted
+// them for some kernel (conv2d_direct reads w as the plan holds it and is named for it:
+// "_wohwi_" after w went OHWI for an implicit GEMM, which a sweep of the final plan measures).
+// The variant declares that layout, so assignment converts the parameter for it.
+std::optional<Candidate> winner_with_parameters_converted(const StepInfo& s,
+                                                          const std::string& winner) {
+  Plan flipped = s.plan;
+  bool any = false;
+  for (const Arg& a : s.step.args) {
+    Buffer& b = flipped.buffers[size_t(a.buffer)];
+    if (!parameter_like(b) || b.shape.size() != 4) continue;
+    b.layout = b.layout == Layout::nchw ? Layout::nhwc : Layout::nchw;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  const StepInfo fs{flipped, s.step, s.gpu};
+  for (const Family* f : all_families())
+    for (Variant& v : step_candidates(*f, fs))
+      if (v.name == winner && invalid_reason(s.gpu, v).empty()) {
+        CostEstimate cost = price_variant(s.gpu, v);
+        return Candidate{std::move(v), cost};
+      }
+  return std::nullopt;
 }
 
 } // namespace
@@ -82,8 +114,14 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   });
   if (hints && !c.valid.empty())
     if (const std::string w = hints->measured_winner(s); !w.empty()) {
-      const auto it = std::find_if(c.valid.begin(), c.valid.end(),
-                                   [&](const Candidate& k) { return k.variant.name == w; });
+      auto it = std::find_if(c.valid.begin(), c.valid.end(),
+                             [&](const Candidate& k) { return k.variant.name == w; });
+      if (it == c.valid.end())
+        if (std::optional<Candidate> conv = winner_with_parameters_converted(s, w)) {
+          conv->cost.micros *= hints->correction(conv->variant.family);
+          c.valid.push_back(std::move(*conv));
+          it = c.valid.end() - 1;
+        }
       if (it != c.valid.end()) {
         std::rotate(c.valid.begin(), it, it + 1); // the winner first, the rest by cost
         c.kernel = c.valid.front();

@@ -91,10 +91,13 @@ def gpu_db(identity, medians, version=None):
     return db
 
 ident = full["gpu"]["identity"]
-# Not a variant named after a weight layout the swept plan had converted for the model's choice
-# (conv2d_direct's "_wohwi_"): selection sees the layer before that conversion, so such a
-# winner is not offered there (kiln warns and the cost model decides).
-other = next(v for v in variants if v != default and "_wohwi_" not in v)
+# A direct conv named after the weight layout the swept plan had converted for the model's
+# implicit GEMM (conv2d_direct's "_wohwi_"): selection finds it with the weight converted for it
+# (it once went unfound: kiln warned and the cost model decided).
+other = next((v for v in variants if v != default and "_wohwi_" in v),
+             next(v for v in variants if v != default))
+kt.check(default.startswith("conv2d_implicit_gemm") and "_wohwi_" in other,
+         f"the test wants the model's igemm and a direct winner read OHWI: {default}, {other}")
 json.dump(gpu_db(ident, {default: 0.5, other: 0.3}), open(path("g1.json"), "w"))
 json.dump(gpu_db(ident, {other: 0.2}), open(path("g2.json"), "w"))
 json.dump(gpu_db("NVIDIA A100@deadbeef", {other: 0.1}), open(path("a100.json"), "w"))

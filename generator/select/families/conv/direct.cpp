@@ -146,7 +146,9 @@ std::vector<Variant> ConvDirectFamily::candidates(const StepInfo& s) const {
       v.note += fmt::format("; a {}x{} max pool fused: {}x{} pooled outputs per block, the conv "
                             "over their footprint ({:.2f}x the conv's multiply-adds)",
                             PKH, PKW, fitted.th, fitted.tw, computed);
-    v.layouts = {{"x", xlay}, {"y", lay}};
+    // w as the plan holds it (the name says which): declared, so that a measured winner read
+    // before assignment converted w (select.cpp) gets w converted for it.
+    v.layouts = {{"x", xlay}, {"y", lay}, {"w", w_ohwi ? Layout::nhwc : Layout::nchw}};
     if (residual) v.layouts.push_back({"residual", lay});
     out.push_back(std::move(v));
   }
