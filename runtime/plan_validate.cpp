@@ -195,12 +195,17 @@ void validate_plan(const Plan& p) {
                       cat("the prepare phase reads only parameters, state and derived buffers, "
                           "not the ",
                           role_name(base_role), " \"", b.name, "\""));
-        // A tf32 buffer's writer rounds what it writes: the steps whose kernels can.
+        // A tf32 buffer's writer rounds what it writes: the steps whose kernels can (a
+        // conv's fused epilogue its y).
+        const bool conv_y =
+            a.role == "y" && (s.fn == Fn::conv2d_forward || s.fn == Fn::conv2d_forward_split ||
+                              s.fn == Fn::conv2d_pool_forward);
         if (listed(sig.writes, a.role) && b.tf32 && s.fn != Fn::convert &&
-            s.fn != Fn::conv2d_fold_bn)
+            s.fn != Fn::conv2d_fold_bn && !conv_y)
           throw Error("", where,
                       cat(def.name, " cannot write the tf32-rounded buffer \"", b.name,
-                          "\" (only convert and conv2d.fold_bn round what they write)"));
+                          "\" (convert, conv2d.fold_bn and the conv forwards' y round what they "
+                          "write)"));
         if (!dtype_fits(def, a.role, b.dtype))
           throw Error("", where, cat("argument \"", a.role, "\" has dtype ", dtype_name(b.dtype)));
       }

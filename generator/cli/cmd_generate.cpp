@@ -48,8 +48,10 @@ void generate_cmd(const GenerateArgs& a) {
       m.name, g.name, g.arch, chosen, fam,
       o.all_variants ? fmt::format(" + {} alternatives", gen.assigned.kernels.size() - chosen) : "",
       gen.assigned.library_steps.size(), layout_name(gen.layout), human_bytes(gen.plan.arena_bytes),
-      gen.tf32_weights
-          ? fmt::format(", {} weights rounded to tf32 once (prepare)", gen.tf32_weights)
+      gen.tf32.weights || gen.tf32.activations
+          ? fmt::format(", {} weights rounded to tf32 once (prepare) and {} activations by their "
+                        "producer",
+                        gen.tf32.weights, gen.tf32.activations)
           : "",
       gen.gates.empty()
           ? ""

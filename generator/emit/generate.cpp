@@ -8,7 +8,7 @@
 #include "generator/rewrite/fuse.hpp"
 #include "generator/rewrite/layouts.hpp"
 #include "generator/rewrite/prepare_phase.hpp"
-#include "generator/rewrite/tf32_weights.hpp"
+#include "generator/rewrite/tf32_operands.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
 #include "generator/select/families/hopper/conv_wgmma.hpp"
 #include "generator/tune/tuned_selection.hpp"
@@ -83,8 +83,9 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.split_k = plan_split_k(p, g);
     gen.gates = plan_gates(p, g); // after split-K: a split conv reads its gate the same way
   }
-  // f32 weights that only tf32 tensor-core convs read: rounded once when written (prepare).
-  if (!o.cudnn_only) gen.tf32_weights = round_tf32_weights(p, g);
+  // f32 weights and activations that only tf32 tensor-core convs read: rounded once, by their
+  // writer (weights in the prepare phase).
+  if (!o.cudnn_only) gen.tf32 = round_tf32_operands(p, g);
   std::optional<TunedSelection> tuned;
   if (std::optional<TuningDb> db = load_tuning_for(g, o.tuning_db))
     tuned.emplace(std::move(*db), gen.layout);
@@ -174,7 +175,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   for (const SplitKDecision& d : gen.split_k)
     split.push_back(split_k_json(d));
   man["split_k"] = split;
-  man["tf32_weights"] = gen.tf32_weights;
+  man["tf32_weights"] = gen.tf32.weights;
+  man["tf32_activations"] = gen.tf32.activations;
   ojson pooled = ojson::array();
   for (const ConvPoolDecision& d : gen.conv_pool)
     pooled.push_back(conv_pool_json(d));

@@ -10,6 +10,7 @@
 #include "generator/rewrite/gates.hpp"
 #include "generator/rewrite/sparse_plan.hpp"
 #include "generator/rewrite/split_k.hpp"
+#include "generator/rewrite/tf32_operands.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
 
 #include <nlohmann/json.hpp>
@@ -49,7 +50,7 @@ struct Generated {
   std::vector<ConvPoolDecision> conv_pool; // the convs fused with the max pool after them
   std::vector<SplitKDecision> split_k;     // the steps split over ranges of their reduction
   std::vector<GateDecision> gates;         // the squeeze-excite gates fused into their convs
-  int tf32_weights = 0; // weight buffers rounded to tf32 once, in the prepare phase
+  Tf32Operands tf32; // weights rounded to tf32 once (prepare), activations by their producer
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content

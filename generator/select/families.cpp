@@ -14,6 +14,17 @@ std::vector<Variant> step_candidates(const Family& f, const StepInfo& s) {
     std::erase_if(out, [](const Variant& v) {
       return std::find(v.args.begin(), v.args.end(), "gate") == v.args.end();
     });
+  // A tf32 buffer it writes (Buffer::tf32): only a kernel that rounds what it stores.
+  bool writes_tf32 = false;
+  for (const Arg& a : s.step.args)
+    writes_tf32 |= fn_writes(s.step.fn, a.role) && s.plan.buffers[size_t(a.buffer)].tf32;
+  if (writes_tf32)
+    std::erase_if(out, [](const Variant& v) {
+      for (const CfgEntry& e : v.cfg)
+        if ((e.name == "ROUND_TF32" || e.name == "Y_TF32") && std::holds_alternative<bool>(e.value))
+          return !std::get<bool>(e.value);
+      return true;
+    });
   return out;
 }
 

@@ -40,7 +40,8 @@ const std::vector<const Family*>& all_families();
 
 // f's candidates for s that compute what s asks: a step's squeeze-excite gate
 // (generator/rewrite/gates.cpp) is served only by a variant that reads it, so a family that
-// knows nothing of gates is never chosen for a gated step (it would compute the ungated conv).
+// knows nothing of gates is never chosen for a gated step (it would compute the ungated conv);
+// a step that writes a tf32-rounded buffer only by a variant that rounds what it stores.
 std::vector<Variant> step_candidates(const Family& f, const StepInfo& s);
 
 } // namespace kiln

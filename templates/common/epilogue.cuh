@@ -145,14 +145,19 @@ KILN_FN ScaleShift batchnorm_scale_shift(Global<const T> gamma, Global<const T> 
   return ScaleShift{s, to_float(beta[c]) - to_float(mean[c]) * s};
 }
 
-template <class T, bool BIAS, bool RESIDUAL, Act ACT, class P = NoActParams> struct Epilogue {
+template <class T, bool BIAS, bool RESIDUAL, Act ACT, class P = NoActParams,
+          bool ROUND_TF32 = false>
+struct Epilogue {
   static constexpr bool has_bias = BIAS, has_residual = RESIDUAL;
   static constexpr Act act = ACT;
+  static_assert(!ROUND_TF32 || sizeof(T) == 4, "tf32 rounding of a float output");
 
-  // v plus bias b and residual r (each ignored where the epilogue has none), activated.
+  // v plus bias b and residual r (each ignored where the epilogue has none), activated
+  // (ROUND_TF32: then rounded to tf32, as its tf32 readers would round it).
   static KILN_FN float apply(float v, float b, float r) {
     if constexpr (BIAS) v += b;
     if constexpr (RESIDUAL) v += r;
+    if constexpr (ROUND_TF32) return __uint_as_float(float_to_tf32(activate<ACT, P>(v)));
     return activate<ACT, P>(v);
   }
   // The same after a batchnorm's scale and shift.
@@ -170,9 +175,10 @@ template <class T, bool BIAS, bool RESIDUAL, Act ACT, class P = NoActParams> str
   }
 };
 
-// The epilogue of a Cfg spelled HAS_BIAS, HAS_RESIDUAL and RELU or ACT (the conv families').
+// The epilogue of a Cfg spelled HAS_BIAS, HAS_RESIDUAL and RELU or ACT (the conv families'),
+// and Y_TF32 where it rounds its output.
 template <class Cfg>
 using epilogue_of = Epilogue<typename Cfg::T, Cfg::HAS_BIAS, Cfg::HAS_RESIDUAL, act_of<Cfg>::value,
-                             act_params_of<Cfg>>;
+                             act_params_of<Cfg>, y_tf32_of<Cfg>::value>;
 
 } // namespace kiln

@@ -115,5 +115,17 @@ template <class Cfg, class = void> struct b_tf32_of { static constexpr bool valu
 template <class Cfg> struct b_tf32_of<Cfg, decltype(void(Cfg::B_TF32))> {
   static constexpr bool value = Cfg::B_TF32;
 };
+// A_TF32: its float activations x arrive rounded to tf32 (the producer's epilogue rounded
+// them: Y_TF32), so the kernel does not round them again. Absent: false.
+template <class Cfg, class = void> struct a_tf32_of { static constexpr bool value = false; };
+template <class Cfg> struct a_tf32_of<Cfg, decltype(void(Cfg::A_TF32))> {
+  static constexpr bool value = Cfg::A_TF32;
+};
+// Y_TF32: the fused epilogue rounds each float it stores to tf32 (cvt.rna), for readers that
+// are all tf32 tensor-core convs (generator/rewrite/tf32_operands.cpp). Absent: false.
+template <class Cfg, class = void> struct y_tf32_of { static constexpr bool value = false; };
+template <class Cfg> struct y_tf32_of<Cfg, decltype(void(Cfg::Y_TF32))> {
+  static constexpr bool value = Cfg::Y_TF32;
+};
 
 } // namespace kiln

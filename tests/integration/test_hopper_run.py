@@ -50,20 +50,36 @@ for dtype, image, batch, least in (("f16", 96, 4, 8), ("bf16", 96, 4, 8), ("f32"
              f"{dtype}: a tensor map encoded in the forward phase")
     kt.check(len(encodes) >= chosen, f"{dtype}: {len(encodes)} maps for {chosen} Hopper convs")
     # f32: the weights the tf32 convs read are rounded once, by their batchnorm folding in
-    # the prepare phase (Buffer::tf32); the Hopper kernels round only x in shared memory.
+    # the prepare phase, and the activations only such convs read by the epilogue of the conv
+    # that writes them (Buffer::tf32): the readers round neither (B_TF32, A_TF32).
     rounded = [b for b in plan["buffers"] if b.get("tf32")]
-    kt.check(len(rounded) == man["tf32_weights"], f"{dtype}: {len(rounded)} tf32 buffers")
+    kt.check(len(rounded) == man["tf32_weights"] + man["tf32_activations"],
+             f"{dtype}: {len(rounded)} tf32 buffers")
     if dtype == "f32":
         kt.check(man["tf32_weights"] >= chosen, f"f32: {man['tf32_weights']} weights rounded once")
+        kt.check(man["tf32_activations"] >= 1, f"f32: {man['tf32_activations']} activations rounded")
         kt.check(all(k["params"]["B_TF32"] and "_wtf32" in k["name"] for k in hopper),
                  "f32: a Hopper conv rounds weights that arrive rounded")
+        kt.check(any(k["params"].get("A_TF32") and "_xtf32" in k["name"] for k in hopper),
+                 "f32: no Hopper conv reads an activation that arrives rounded (no rounding pass)")
         folds = [k for k in man["kernels"] if k["family"] == "conv2d_fold_bn"]
         kt.check(sum(k["params"]["ROUND_TF32"] for k in folds) >= 1, "f32: no folding rounds")
         writers = {s["args"].get("w_out") or s["args"].get("dst") for s in prep
                    if s.get("fn") in ("conv2d.fold_bn", "convert")}
-        kt.check(all(b["name"] in writers for b in rounded), "f32: a tf32 buffer not prepared")
+        params = {k["name"]: k["params"] for k in man["kernels"]}
+        for b in rounded:
+            if b["role"] != "activation":
+                kt.check(b["name"] in writers, f"f32: the tf32 weight {b['name']} not prepared")
+                continue
+            steps = [s for s in plan["phases"]["forward"] if b["name"] in s.get("args", {}).values()]
+            for s in steps:
+                role = next(r for r, v in s["args"].items() if v == b["name"])
+                want = "Y_TF32" if role == "y" else "A_TF32"
+                kt.check(role in ("x", "y") and params[s["kernel"]].get(want),
+                         f"f32: {b['name']} is {role} of {s['kernel']}, which lacks {want}")
     else:
-        kt.check(man["tf32_weights"] == 0, f"{dtype}: weights rounded to tf32")
+        kt.check(man["tf32_weights"] == 0 and man["tf32_activations"] == 0,
+                 f"{dtype}: operands rounded to tf32")
     out_check, _ = kt.kiln("check", out, "--device", "emu")
     print(f"{dtype} (image {image}, batch {batch}): {chosen} of {convs} convs on "
           f"{len(hopper)} Hopper kernels, {len(encodes)} tensor maps; kiln check --device emu ok")
@@ -99,8 +115,9 @@ def emu_against_cpu(model, *extra):
 r = emu_against_cpu("resnet50", "--dtype", "f16")
 print(f"resnet50 f16 image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
 kt.check(r < 1e-2, f"resnet50 f16: emu differs from cpu by {r}")
-# f32 as tf32, its weights rounded once in the prepare phase: resnet18 against the cpu
-# backend's exact f32 (the cpu runs the plan it is given: its own, unrounded).
+# f32 as tf32, its weights rounded once in the prepare phase and its activations by their
+# producers: resnet18 against the cpu backend's exact f32 (the cpu runs the plan it is given:
+# its own, unrounded).
 r = emu_against_cpu("resnet18")
 print(f"resnet18 f32 (tf32) image 64 on the emulator (h100 kernels) vs the cpu backend: {r:.2e}")
 kt.check(r < 2e-3, f"resnet18 f32: emu differs from cpu by {r}")

@@ -8,7 +8,9 @@
 #include "generator/select/select.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
+#include "runtime/executor.hpp"
 #include "runtime/io/file.hpp"
+#include "runtime/layout_order.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -196,6 +198,36 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
   for (const Built& b : built)
     rows.push_back(emu_check(b, factory, seed, density));
   return rows;
+}
+
+Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::string, Tensor>& in,
+               const std::string& out) {
+  const Plan one = spec_plan(b.spec);
+  const Kernel k = kernel_of(b.variant);
+  const Plan dev = single_step_plan(one, one.phases[0].steps[0], &k, false);
+  EmuBackend backend(lib, EmuOptions{KILN_EMU_CHECK_ALL, 2});
+  Executor e(dev, backend);
+  const Step& s = dev.phases.back().steps[0];
+  for (const Arg& a : s.args)
+    if (in.count(a.role)) e.write(a.buffer, in.at(a.role));
+  e.run("forward");
+  return e.read(s.need(out));
+}
+
+std::map<std::string, Tensor> random_inputs(const Built& b, uint64_t seed) {
+  const Plan one = spec_plan(b.spec);
+  std::map<std::string, Tensor> in;
+  for (const Arg& a : one.phases[0].steps[0].args) {
+    const Buffer& buf = one.buffers[size_t(a.buffer)];
+    if (fn_writes(b.spec.fn, a.role)) continue;
+    Tensor t(buf.dtype, buf.shape); // integers (counters) zero
+    for (int64_t e = 0; is_float(buf.dtype) && e < t.numel(); ++e) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      t.set(e, double(seed >> 40) / double(1 << 24) - 0.5);
+    }
+    in.emplace(a.role, to_memory_order(t, buf.layout));
+  }
+  return in;
 }
 
 } // namespace kiln::test

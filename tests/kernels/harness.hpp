@@ -6,7 +6,9 @@
 #include "generator/check/kernel_check.hpp"
 #include "generator/select/variant.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/tensor.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,15 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
 BackendFactory emu_library(const std::vector<Built>& built, const std::string& dir);
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed = 1,
                       double density = -1);
+
+// One run of b's kernel on the emulated library at `lib` (emu_library_path of an
+// emu_library's dir; every emulator check on, two workers): the inputs given by role, as the
+// device holds them (memory order); returns output `out` the same way. For bit-for-bit
+// comparisons of two kernels on the same data.
+Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::string, Tensor>& in,
+               const std::string& out);
+// Seeded random inputs of b's step by role, uniform in [-0.5, 0.5), in memory order.
+std::map<std::string, Tensor> random_inputs(const Built& b, uint64_t seed);
 
 // A fresh temporary directory, removed at exit.
 std::string temp_dir(const std::string& prefix);

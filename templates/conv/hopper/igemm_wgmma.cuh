@@ -24,8 +24,10 @@
 //
 // Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW; TP, TQ
 // (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
-// HAS_RESIDUAL, ACT / RELU; B_TF32 (optional: float weights that arrive rounded to tf32, so
-// only A is rounded in shared memory). Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
+// HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
+// arrive rounded to tf32, so that only the other is rounded in shared memory, or neither);
+// Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs).
+// Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
 // ph * SW + pw), M w's tensor map, then x, w (what the maps read; named so the buffers stay
 // arguments), y, and bias, residual when present.
 #pragma once
@@ -51,7 +53,10 @@ template <class Cfg> struct Geometry {
   // gave 6.5e-3 on the H200, each within 7e-4). The consumers round each landed stage in
   // shared memory first (cvt.rna, as mma.sync's tf32 kernels do): each its own A rows and a
   // share of B, then all meet at a third barrier per stage before their wgmmas.
-  static constexpr bool ROUND_TF32 = sizeof(T) == 4;
+  // A_TF32 / B_TF32: an operand that arrives rounded (its producer's epilogue, the prepare
+  // phase) is not rounded again; with both, there is no pass and no third barrier.
+  static constexpr bool ROUND_TF32 =
+      sizeof(T) == 4 && !(a_tf32_of<Cfg>::value && b_tf32_of<Cfg>::value);
   static constexpr int BARRIERS = ROUND_TF32 ? 3 : 2; // per stage: full, empty(, rounded)
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);
@@ -124,8 +129,9 @@ KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u3
   using G = Geometry<Cfg>;
   const Shared<Pack<u32, 4>> a = view_as<Pack<u32, 4>>(stage + g * 64 * 128);
   const Shared<Pack<u32, 4>> b = view_as<Pack<u32, 4>>(stage + G::A_BYTES);
-  for (int i = t; i < 64 * 128 / 16; i += 128)
-    round4(a, i);
+  if constexpr (!a_tf32_of<Cfg>::value) // A_TF32: x rounded by its producer's epilogue
+    for (int i = t; i < 64 * 128 / 16; i += 128)
+      round4(a, i);
   if constexpr (!b_tf32_of<Cfg>::value) // B_TF32: the weights arrive rounded (prepare phase)
     for (int i = g * 128 + t; i < G::B_BYTES / 16; i += 128 * G::CONSUMERS)
       round4(b, i);

@@ -108,6 +108,8 @@ template <class Cfg> struct Geometry {
                      !Cfg::GUARD),
                 "partial sums carry no epilogue (partial.sum applies it)");
   static_assert(!GATE || !POOL, "a gated x is not pooled after (conv2d.pool_forward has none)");
+  static_assert(!a_tf32_of<Cfg>::value || (TF32 && !GATE),
+                "A_TF32: float x that arrives rounded (a gated x is a product: rounded here)");
   static_assert(!POOL || (SPLIT == 1 && !Cfg::HAS_RESIDUAL && !Cfg::GUARD && PT::FH * PT::FW <= BM),
                 "a pooled tile's footprint fits the block's rows");
 };

@@ -91,11 +91,13 @@ template <class Cfg> struct FragmentLoader {
       }
     }
     if constexpr (G::TF32) {
-      KILN_IGEMM_UNROLL
-      for (int i = 0; i < MT; ++i) {
+      if constexpr (!a_tf32_of<Cfg>::value) { // A_TF32: x rounded by its producer's epilogue
         KILN_IGEMM_UNROLL
-        for (int r = 0; r < 4; ++r)
-          f.a[i][r] = float_to_tf32(__uint_as_float(f.a[i][r]));
+        for (int i = 0; i < MT; ++i) {
+          KILN_IGEMM_UNROLL
+          for (int r = 0; r < 4; ++r)
+            f.a[i][r] = float_to_tf32(__uint_as_float(f.a[i][r]));
+        }
       }
       if constexpr (!b_tf32_of<Cfg>::value) { // weights rounded once, in the prepare phase
         KILN_IGEMM_UNROLL

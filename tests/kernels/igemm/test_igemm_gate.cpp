@@ -8,11 +8,7 @@
 // for a gated step; and a variant that drops the gate fails its check.
 #include "tests/kernels/harness.hpp"
 
-#include "generator/check/kernel_check.hpp"
 #include "generator/compile/compile_dir.hpp"
-#include "runtime/emu/backend.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/layout_order.hpp"
 #include "runtime/tensor.hpp"
 
 #include <cstring>
@@ -119,22 +115,6 @@ std::vector<Built> gated_variants(const std::vector<std::string>& gpus) {
   return all_variants(specs, gpus);
 }
 
-// Random data for every input of a one-step device plan, zero counters, poison in outputs.
-std::map<int, Tensor> inputs_of(const Plan& p, uint64_t seed) {
-  std::map<int, Tensor> in;
-  for (const Arg& a : p.phases.back().steps[0].args) {
-    const Buffer& b = p.buffers[size_t(a.buffer)];
-    Tensor t(b.dtype, b.shape);
-    if (is_float(b.dtype))
-      for (int64_t e = 0; e < t.numel(); ++e) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        t.set(e, b.role == BufferRole::output ? NAN : double(seed >> 40) / double(1 << 24) - 0.5);
-      }
-    in.emplace(a.buffer, to_memory_order(t, b.layout));
-  }
-  return in;
-}
-
 std::vector<unsigned char> bytes_of(const Tensor& t) {
   std::vector<unsigned char> out(t.nbytes());
   std::memcpy(out.data(), t.bytes(), out.size());
@@ -237,32 +217,13 @@ TEST_CASE("a gated conv on the emulator is bit for bit the mul kernel and the co
       const std::string dir = temp_dir("kiln-igemm-gate-bits");
       emu_library(built, dir);
       const std::string lib = emu_library_path(dir);
-      const auto run = [&](const Built& b, const std::map<std::string, Tensor>& by_role,
-                           const std::string& out) {
-        const Plan one = spec_plan(b.spec);
-        const Kernel k = kernel_of(b.variant);
-        const Plan dev = single_step_plan(one, one.phases[0].steps[0], &k, false);
-        EmuBackend backend(lib, EmuOptions{KILN_EMU_CHECK_ALL, 2});
-        Executor e(dev, backend);
-        for (const Arg& a : dev.phases.back().steps[0].args)
-          if (by_role.count(a.role)) e.write(a.buffer, by_role.at(a.role));
-        e.run("forward");
-        return e.read(dev.phases.back().steps[0].need(out));
-      };
-      // Inputs by role, from the gated plan's random draw.
-      const Plan gplan = spec_plan(gated);
-      const Kernel gk = kernel_of(gv[0].variant);
-      const Plan gdev = single_step_plan(gplan, gplan.phases[0].steps[0], &gk, false);
-      std::map<std::string, Tensor> in;
-      for (const auto& [b, tensor] : inputs_of(gdev, 11))
-        for (const Arg& a : gdev.phases.back().steps[0].args)
-          if (a.buffer == b) in.emplace(a.role, tensor);
-      const Tensor fused = run(gv[0], in, "y");
-      const Tensor gated_x = run(mv[0], {{"x0", in.at("x")}, {"x1", in.at("gate")}}, "y");
+      const std::map<std::string, Tensor> in = random_inputs(gv[0], 11);
+      const Tensor fused = emu_run(gv[0], lib, in, "y");
+      const Tensor gated_x = emu_run(mv[0], lib, {{"x0", in.at("x")}, {"x1", in.at("gate")}}, "y");
       std::map<std::string, Tensor> plain_in = in;
       plain_in.erase("gate");
       plain_in.insert_or_assign("x", gated_x);
-      const Tensor apart = run(pv[0], plain_in, "y");
+      const Tensor apart = emu_run(pv[0], lib, plain_in, "y");
       CHECK(bytes_of(fused) == bytes_of(apart));
     }
 }

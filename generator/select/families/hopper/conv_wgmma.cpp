@@ -50,22 +50,24 @@ constexpr double kWgmmaKSteps = 4;   // per 128-byte stage
 constexpr double kSyncPerStage = 8;  // per warp
 constexpr double kRoundPerChunk = 7; // tf32 rounding pass, per 16-byte chunk a thread rounds
 
-MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32) {
+MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32, bool a_tf32) {
   const double bm = 64.0 * consumers, row = 128;         // bytes of k per row per stage
   const double warp_mmas = kWgmmaKSteps * 4 * consumers; // per stage and block
   const double stored = (bm + bn) * row;
   const double read = consumers * (64 + bn) * row;
-  // tf32: every row read and written again, but B's where the weights arrive rounded; a
-  // consumer thread rounds its share of its 64 rows and of a 1 / consumers share of B.
-  const double b_rounded = b_tf32 ? 0 : bn;
-  const double rounded = es == 4 ? 2 * (bm + b_rounded) * row : 0;
-  const double chunks_per_thread = (64 + b_rounded / consumers) * row / 16 / 128;
+  // tf32: every row read and written again, but B's where the weights arrive rounded and A's
+  // where x does; a consumer thread rounds its share of its 64 rows and of a 1 / consumers
+  // share of B.
+  const double a_rounded = a_tf32 ? 0 : 64, b_rounded = b_tf32 ? 0 : bn;
+  const double rounded = es == 4 ? 2 * (a_rounded * consumers + b_rounded) * row : 0;
+  const double chunks_per_thread = (a_rounded + b_rounded / consumers) * row / 16 / 128;
+  const bool pass = es == 4 && !(a_tf32 && b_tf32);
   MainLoop l;
   l.mma_flops = 2.0 * 16 * bn * (32.0 / es);
   l.peak_fraction = consumers == 2 ? 1.0 : 0.875;
   l.smem_bytes_per_mma = (stored + read + rounded) / warp_mmas;
   l.issue_per_mma =
-      (kWgmmaKSteps + kSyncPerStage + (es == 4 ? chunks_per_thread * kRoundPerChunk : 0)) /
+      (kWgmmaKSteps + kSyncPerStage + (pass ? chunks_per_thread * kRoundPerChunk : 0)) /
       kWgmmaKSteps;
   l.mmas_per_step = kWgmmaKSteps;
   l.exposed_clocks_per_step = 0;
@@ -112,8 +114,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   if (std::max({numel(x), numel(w), numel(y)}) >= (int64_t(1) << 31)) return {};
   const KernelEpilogue ep = epilogue_of(s);
   const int64_t M = N * OH * OW, K = KH * KW * C;
-  // tf32 weights rounded once in the prepare phase (Buffer::tf32): only A is rounded per stage.
-  const bool b_tf32 = es == 4 && s.arg("w").tf32;
+  // tf32 weights rounded once in the prepare phase, activations by their producer's epilogue
+  // (Buffer::tf32): what arrives rounded is not rounded per stage; y rounded for its readers.
+  const bool b_tf32 = es == 4 && s.arg("w").tf32, a_tf32 = es == 4 && s.arg("x").tf32;
+  const bool y_tf32 = es == 4 && s.arg("y").tf32;
   const std::string shape = fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W, O, KH,
                                         KW, SH, SW, a.padding[0], a.padding[1], ep.tag());
   const double bytes = double((numel(x) + numel(w) + (ep.bias ? O : 0)) * es) +
@@ -124,7 +128,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
     for (int bn : kBns) {
       if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
       const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * 128;
-      const int64_t barriers = es == 4 ? 24 : 16; // per stage: the template's BARRIERS
+      // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
+      const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
       const int64_t stages =
           std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + barriers));
       if (stages < 2) continue;
@@ -135,9 +140,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.family = std::string(name());
       v.header = "conv/hopper/igemm_wgmma.cuh";
       v.function = "kiln::hopper_conv::conv_fwd";
-      v.name =
-          fmt::format("conv2d_hopper_wgmma_{}_nhwc_t{}x{}_bn{}_s{}_c{}_{}{}_sm90a", dtype_tag(t),
-                      pt.tp, pt.tq, bn, stages, pt.consumers, shape, b_tf32 ? "_wtf32" : "");
+      v.name = fmt::format("conv2d_hopper_wgmma_{}_nhwc_t{}x{}_bn{}_s{}_c{}_{}{}_sm90a",
+                           dtype_tag(t), pt.tp, pt.tq, bn, stages, pt.consumers, shape,
+                           fmt::format("{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
+                                       y_tf32 ? "_ytf32" : ""));
       cfg_type(v, "T", cpp_type(t));
       for (auto [k, val] : {std::pair{"N", N},
                             {"C", C},
@@ -159,6 +165,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "STAGES", stages);
       cfg_int(v, "CONSUMERS", pt.consumers);
       cfg_bool(v, "B_TF32", b_tf32);
+      if (a_tf32) cfg_bool(v, "A_TF32", true);
+      if (y_tf32) cfg_bool(v, "Y_TF32", true);
       ep.cfg(v);
       for (int64_t m = 0; m < SH * SW; ++m)
         v.args.push_back(fmt::format("xmap{}", m));
@@ -178,15 +186,17 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.math = *math;
       const double util = double(OH) / double(tiles_p * pt.tp) * double(OW) /
                           double(tiles_q * pt.tq) * double(O) / double(o_blocks * bn);
-      v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32);
+      v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32);
       v.efficiency = kOutsideLoopEfficiency * util;
       v.note = fmt::format(
           "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
           "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map{}",
           M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW,
-          es == 4 ? (b_tf32 ? "; x rounded to tf32 in shared memory (w arrives rounded)"
-                            : "; operands rounded to tf32 in shared memory")
-                  : "");
+          es != 4            ? ""
+          : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
+          : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
+          : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
+                             : "; operands rounded to tf32 in shared memory");
       out.push_back(std::move(v));
     }
   return out;

@@ -123,9 +123,12 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       std::max({numel(x), numel(y), numel(w), slices_numel}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
-  // tf32 weights rounded once in the prepare phase (Buffer::tf32): only A is rounded per
-  // fragment.
+  // tf32 weights rounded once in the prepare phase, activations by their producer's epilogue
+  // (Buffer::tf32): what arrives rounded is not rounded per fragment (a gated x is a product,
+  // rounded here); y rounded in the epilogue where its readers are all tf32 convs.
   const bool b_tf32 = es == 4 && s.arg("w").tf32;
+  const bool a_tf32 = es == 4 && !gate && s.arg("x").tf32;
+  const bool y_tf32 = es == 4 && !split && s.arg("y").tf32;
   const std::string shape = fmt::format(
       "n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}d{}x{}{}{}{}{}{}", N, C, H, W, O, KH, KW, a.stride[0],
       a.stride[1], a.padding[0], a.padding[1], padding_end_tag(a), a.dilation[0], a.dilation[1],
@@ -133,7 +136,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       split       ? fmt::format("_split{}", S)
       : in_kernel ? fmt::format("_split{}reduce", S)
                   : "",
-      b_tf32 ? "_wtf32" : "");
+      fmt::format("{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
+                  y_tf32 ? "_ytf32" : ""));
   // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) * es) +
                        (split       ? 4.0 * double(numel(y))
@@ -224,6 +228,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_bool(v, "SWIZZLE", kSwizzle);
       cfg_int(v, "FRAG_BUFFERS", frag_buffers);
       cfg_bool(v, "B_TF32", b_tf32);
+      if (a_tf32) cfg_bool(v, "A_TF32", true);
+      if (y_tf32) cfg_bool(v, "Y_TF32", true);
       cfg_bool(v, "LDMATRIX", kLdmatrix);
       cfg_bool(v, "IDX64", idx64);
       cfg_bool(v, "X_NCHW", x_nchw);
@@ -282,7 +288,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       // keeps what lies outside the loop and the work the tiles' padding wastes.
       IgemmTile looped = tile;
       looped.frag_buffers = frag_buffers;
-      v.loop = igemm_main_loop({looped, int(es), stages, vec_a, vec_b, kLdmatrix, b_tf32, gate});
+      v.loop =
+          igemm_main_loop({looped, int(es), stages, vec_a, vec_b, kLdmatrix, b_tf32, gate, a_tf32});
       // On Hopper the descriptor's peak is wgmma's; mma.sync (HMMA) reaches about half of it
       // (the FlashAttention-2 against -3 on an H100: 35% against 75% of peak).
       // Stated, not measured: kiln tune's per-family calibration replaces it on a GPU.

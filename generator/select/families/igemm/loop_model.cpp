@@ -50,11 +50,11 @@ MainLoop igemm_main_loop(const IgemmLoopShape& s) {
   const double mmas_warp = mt * nt * ks; // per k tile
   const double mmas_block = mmas_warp * warps;
   // Fragment loads: ldmatrix.x4 per 16x8-word A fragment and per pair of B fragments, or one
-  // 32-bit load per register; tf32 rounds each register (cvt.rna), A's only where the
-  // weights arrive rounded.
+  // 32-bit load per register; tf32 rounds each register (cvt.rna) but those of an operand
+  // that arrives rounded.
   const double regs = 4 * mt + 2 * nt;
   const double frag_loads = s.ldmatrix ? mt + nt / 2 : regs;
-  const double cvt = tf32 ? (s.b_tf32 ? 4 * mt : regs) : 0;
+  const double cvt = tf32 ? (s.a_tf32 ? 0 : 4 * mt) + (s.b_tf32 ? 0 : 2 * nt) : 0;
   const double vec = 16.0 / s.elem_bytes, words = 4;
   const double gate_chunk = kGateChunk + words * (tf32 ? kGateWord32 : kGateWord16);
   const double a_load =

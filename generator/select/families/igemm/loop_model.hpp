@@ -18,6 +18,7 @@ struct IgemmLoopShape {
   bool ldmatrix = true;
   bool b_tf32 = false; // tf32 weights arrive rounded: only A's registers are rounded
   bool gate = false;   // x scaled per (n, c) as it is loaded (a fused squeeze-excite gate)
+  bool a_tf32 = false; // tf32 activations arrive rounded: A's registers are not rounded
 };
 
 MainLoop igemm_main_loop(const IgemmLoopShape& s);

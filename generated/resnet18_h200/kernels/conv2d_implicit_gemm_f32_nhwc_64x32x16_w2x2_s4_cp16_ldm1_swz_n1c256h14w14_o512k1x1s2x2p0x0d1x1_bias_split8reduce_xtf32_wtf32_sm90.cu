@@ -5,7 +5,7 @@
 // chosen: cheapest of 5 valid variants: est. 3.3 us (floor 0.5 us), 6 blocks/SM (registers bound), fill 97%
 #include "conv/implicit_gemm.cuh"
 
-struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_wtf32_sm90_cfg {
+struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_xtf32_wtf32_sm90_cfg {
   using T = float;
   static constexpr int N = 1;
   static constexpr int C = 256;
@@ -39,6 +39,7 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14
   static constexpr bool SWIZZLE = true;
   static constexpr int FRAG_BUFFERS = 1;
   static constexpr bool B_TF32 = true;
+  static constexpr bool A_TF32 = true;
   static constexpr bool LDMATRIX = true;
   static constexpr bool IDX64 = false;
   static constexpr bool X_NCHW = false;
@@ -47,4 +48,4 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14
   static constexpr bool POOL = false;
 };
 
-KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_wtf32_sm90, 128, 6) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_wtf32_sm90_cfg>(kiln_args); }
+KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_xtf32_wtf32_sm90, 128, 6) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_xtf32_wtf32_sm90_cfg>(kiln_args); }

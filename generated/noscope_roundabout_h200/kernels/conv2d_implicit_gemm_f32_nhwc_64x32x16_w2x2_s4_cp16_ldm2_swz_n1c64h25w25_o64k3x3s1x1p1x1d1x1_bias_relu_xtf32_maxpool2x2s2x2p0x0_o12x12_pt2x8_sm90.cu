@@ -5,7 +5,7 @@
 // chosen: cheapest of 8 valid variants: est. 6.9 us (floor 0.5 us), 6 blocks/SM (registers bound), fill 18%
 #include "conv/implicit_gemm.cuh"
 
-struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_maxpool2x2s2x2p0x0_o12x12_pt2x8_sm90_cfg {
+struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_xtf32_maxpool2x2s2x2p0x0_o12x12_pt2x8_sm90_cfg {
   using T = float;
   static constexpr int N = 1;
   static constexpr int C = 64;
@@ -39,6 +39,7 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_
   static constexpr bool SWIZZLE = true;
   static constexpr int FRAG_BUFFERS = 2;
   static constexpr bool B_TF32 = false;
+  static constexpr bool A_TF32 = true;
   static constexpr bool LDMATRIX = true;
   static constexpr bool IDX64 = false;
   static constexpr bool X_NCHW = false;
@@ -56,4 +57,4 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_
   static constexpr int PTW = 8;
 };
 
-KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_maxpool2x2s2x2p0x0_o12x12_pt2x8_sm90, 128, 6) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_maxpool2x2s2x2p0x0_o12x12_pt2x8_sm90_cfg>(kiln_args); }
+KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_xtf32_maxpool2x2s2x2p0x0_o12x12_pt2x8_sm90, 128, 6) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c64h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_xtf32_maxpool2x2s2x2p0x0_o12x12_pt2x8_sm90_cfg>(kiln_args); }

@@ -5,7 +5,7 @@
 // chosen: cheapest of 5 valid variants: est. 2.9 us (floor 0.4 us), 6 blocks/SM (registers bound), fill 91%
 #include "conv/implicit_gemm.cuh"
 
-struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_split6reduce_sm90_cfg {
+struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_split6reduce_xtf32_ytf32_sm90_cfg {
   using T = float;
   static constexpr int N = 1;
   static constexpr int C = 32;
@@ -39,6 +39,8 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_
   static constexpr bool SWIZZLE = true;
   static constexpr int FRAG_BUFFERS = 1;
   static constexpr bool B_TF32 = false;
+  static constexpr bool A_TF32 = true;
+  static constexpr bool Y_TF32 = true;
   static constexpr bool LDMATRIX = true;
   static constexpr bool IDX64 = false;
   static constexpr bool X_NCHW = false;
@@ -47,4 +49,4 @@ struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_
   static constexpr bool POOL = false;
 };
 
-KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_split6reduce_sm90, 128, 6) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_split6reduce_sm90_cfg>(kiln_args); }
+KILN_KERNEL_OCC(conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_split6reduce_xtf32_ytf32_sm90, 128, 6) { kiln::conv::implicit_gemm<conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c32h25w25_o64k3x3s1x1p1x1d1x1_bias_relu_split6reduce_xtf32_ytf32_sm90_cfg>(kiln_args); }
