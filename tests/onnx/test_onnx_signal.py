@@ -86,8 +86,11 @@ def case(tag, nodes, out_shape, devices=("cpu", "emu")):
     so = ort.SessionOptions()
     so.log_severity_level = 3  # no warnings about the unused head weights
     want = ort.InferenceSession(f, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    kt.check(np.count_nonzero(want) * 2 >= want.size, f"{tag}: onnxruntime's output is mostly zeros (a weak reference)")
     for dev in devices:
-        kt.kiln("run", f, "--device", dev, "--input", path("x.npy"), "-o", path(f"{tag}_{dev}.npy"))
+        # The T4's kernels on emu: exact fp32 (an h200's f32 conv may take tf32 tensor cores).
+        kt.kiln("run", f, "--device", dev, *(["--gpu", "t4"] if dev == "emu" else []), "--input", path("x.npy"),
+                "-o", path(f"{tag}_{dev}.npy"))
         if not os.path.exists(path(f"{tag}_{dev}.npy")):
             continue
         got = np.load(path(f"{tag}_{dev}.npy"))
