@@ -6,8 +6,10 @@ LayerNorm2d) and over [N, features], at opsets 13, 16 and 18 (axes an input): on
 layernorm each; ReduceSum/Mean/Max inside a channels-last region (axes of [N, H, W, C],
 keepdims 0 and 1, the region ended by Transpose(0, 3, 1, 2) or by the reduction to [N, C]);
 and per-channel scales and shifts that no layer before them can absorb (the model input's
-normalisation, after an Add of two activations): a 1x1 depthwise conv each. `kiln run X.onnx`
-on cpu and on the emulator must give onnxruntime's output within 1e-4 relative.
+normalisation, after an Add of two activations): a 1x1 depthwise conv each; and
+LayerNormalization's Mean and InvStdDev outputs where a graph reads them (over [N, C] and in a
+channels-last region). `kiln run X.onnx` on cpu and on the emulator must give onnxruntime's
+output within 1e-4 relative.
 
 Usage: test_onnx_patterns_ort.py KILN ORT_DIR (exits 77, skipped, without onnxruntime there)."""
 import json
@@ -160,4 +162,19 @@ case("after_add", STEM + [helper.make_node("Conv", ["x", "side.weight", "side.bi
 # A scale of a value read elsewhere too: the stem's output scaled and added to itself.
 case("shared_scale", STEM + [helper.make_node("Mul", ["s", "sc"], ["b"]), helper.make_node("Add", ["b", "s"], ["y"])],
      ("N", C, HW, HW), 13, ("conv2d", "conv2d", "add"))
+# ---- 3: LayerNormalization (opset 17) with its Mean and InvStdDev outputs read.
+def ln_stats(tag, src, axis, want, out_shape, pre=(), post=None):
+    """LayerNormalization of `src`; the graph's output is its output `want` (1 Mean, 2
+    InvStdDev), through `post` (the Transpose that ends a channels-last region)."""
+    outs = ["ly", "lm", "li"]
+    node = helper.make_node("LayerNormalization", [src, "w_last", "b_last"], outs, name="ln", axis=axis,
+                            epsilon=1e-3)
+    tail = [post(outs[want], "y")] if post else [helper.make_node("Identity", [outs[want]], ["y"])]
+    case(tag, list(pre) + [node] + tail, out_shape, 17, ["layernorm_invstd" if want == 2 else "reduce_mean"])
+
+
+FC = [helper.make_node("Flatten", ["s"], ["f"]), helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["g"], transB=1)]
+for want, name in ((1, "mean"), (2, "invstd")):
+    ln_stats(f"ln_{name}_features", "g", -1, want, ("N", 1), STEM + FC)  # [N, C] over C: [N, 1]
+    ln_stats(f"ln_{name}_last", "t", -1, want, ("N", 1, HW, HW), STEM + [TO_LAST("s", "t")], TO_FIRST)
 kt.finish()
