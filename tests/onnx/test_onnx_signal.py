@@ -1,12 +1,13 @@
 """1-D signals (graph input [N, C, L]), built with onnx.helper: Conv1d (padding, stride,
 dilation, groups, auto_pad), BatchNormalization, ReLU, GELU written out, MaxPool1d and
-AveragePool1d, Mul and Add of per-channel [C, 1] constants, Concat of
-channels, the reductions over C, L and both with and without keepdims, GlobalAveragePool,
-Flatten and a Gemm head. `kiln run X.onnx` on cpu and on the emulator (generated kernels)
-takes the [N, C, L] input and must write what onnxruntime writes: the same shape (rank 3
-where ONNX's output is rank 3) and values within 1e-4 relative. `kiln import` writes the
-model with input [N, C, L], and `kiln run M.json` gives the same result; operators kiln
-cannot map on a signal are errors that name the node and list those it maps.
+AveragePool1d, Mul and Add of per-channel [C, 1] constants, Concat of channels, the
+reductions over C, L and both with and without keepdims, GlobalAveragePool, Flatten,
+Squeeze and Reshape to [N, features], and a Gemm head. `kiln run X.onnx` on cpu and on the
+emulator (generated kernels) takes the [N, C, L] input and must write what onnxruntime
+writes: the same shape (rank 3 where ONNX's output is rank 3) and values within 1e-4
+relative. `kiln import` writes the model with input [N, C, L], and `kiln run M.json` gives
+the same result; operators kiln cannot map on a signal are errors that name the node and
+list those it maps.
 
 Usage: test_onnx_signal.py KILN ORT_DIR (exits 77, skipped, without onnxruntime there)."""
 import json
@@ -140,6 +141,19 @@ for op in ("ReduceMean", "ReduceSum", "ReduceMax"):
 case("head", trunk() + [helper.make_node("GlobalAveragePool", ["t"], ["gp"], name="gap"),
                         helper.make_node("Flatten", ["gp"], ["fl"], name="flat"),
                         helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1)],
+     ("N", 5))
+
+# Squeeze of L ([N, 8, 1] -> [N, 8]) and Reshape to [N, features]: flattens; a Reshape to the
+# signal's own shape is nothing.
+case("squeeze_head", trunk() + [helper.make_node("GlobalAveragePool", ["t"], ["gp"], name="gap"),
+                                ints("sq_axes", [-1]), helper.make_node("Squeeze", ["gp", "sq_axes"], ["sq"], name="sq"),
+                                helper.make_node("Gemm", ["sq", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1)],
+     ("N", 5))
+case("reshape", trunk() + [ints("same", [0, 8, 16]), helper.make_node("Reshape", ["t", "same"], ["rs"], name="same"),
+                           helper.make_node("Relu", ["rs"], ["r"], name="r2"),
+                           helper.make_node("GlobalAveragePool", ["r"], ["gp"], name="gap"),
+                           ints("flat", [0, -1]), helper.make_node("Reshape", ["gp", "flat"], ["fl"], name="flat"),
+                           helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1)],
      ("N", 5))
 
 # What kiln does not map on a signal is refused by name.

@@ -12,14 +12,15 @@ namespace {
 
 // Operators whose 2-D form computes the 1-D one exactly on [N, C, L, 1]: elementwise ones,
 // per-channel ones, the windowed ones (a unit W axis added to their attributes), the
-// reductions (their converter maps axis 2 to H and W), Flatten and Concat (the same axes).
+// reductions (their converter maps axis 2 to H and W), Flatten and Concat (the same axes),
+// Squeeze and Reshape (they read the ONNX shape [N, C, L]: to [N, features] a flatten).
 const std::set<std::string>& signal_ops() {
   static const std::set<std::string> s = {
       "Conv",      "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
       "Relu",      "Clip",    "Sigmoid",     "HardSigmoid",       "HardSwish",
       "Erf",       "Gelu",    "Identity",    "Dropout",           "Add",
       "Sub",       "Mul",     "Div",         "ReduceMean",        "ReduceSum",
-      "ReduceMax", "Flatten", "Concat"};
+      "ReduceMax", "Flatten", "Concat",      "Squeeze",           "Reshape"};
   return s;
 }
 

@@ -18,7 +18,8 @@ bool reads_signal(const Converter& c, const onnx::NodeProto& n);
 // Node n (which reads a signal) in its 2-D form: window attributes with a unit W axis
 // (kernel_shape [k] -> [k, 1], pads [b, e] -> [b, 0, e, 0]), a Conv weight [O, C, k] ->
 // [O, C, k, 1], the constant operands of Add/Sub/Mul/Div given a trailing unit axis (ONNX
-// broadcasts from the last axis), negative Flatten/Concat axes counted from rank 3.
+// broadcasts from the last axis), negative Flatten/Concat axes counted from rank 3 (Squeeze
+// and Reshape read the ONNX shape themselves).
 onnx::NodeProto signal_node(Converter& c, const onnx::NodeProto& n);
 // An error of the converter of a node in its 2-D form, saying that the shapes it names are
 // kiln's ([N, C, L, 1] is ONNX's [N, C, L]; a constant [L] is [L, 1]).
