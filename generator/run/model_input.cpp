@@ -34,7 +34,7 @@ ModelInput load_model_input(const std::string& model, const ModelOverrides& over
     if (n.op == OpKind::fold) factor = n.attrs.factor;
   if (s.size() == r.model.input_shape.size()) {
     if (!ov.batch) ov.batch = (s[0] + factor - 1) / factor * factor;
-    if (!ov.image && s.size() == 4 && !r.model.signal) ov.image = Int2{s[2], s[3]};
+    if (!ov.image && s.size() == 4) ov.image = Int2{s[2], s[3]}; // a signal's: [L, 1]
   }
   apply_overrides(r.model, ov);
   Shape padded = s;

@@ -116,6 +116,20 @@ kt.kiln("run", path("trunk.json"), "--weights", path("trunk.st"), "--input", pat
 if os.path.exists(path("tj.npy")):
     got = np.load(path("tj.npy"))
     kt.check(got.shape == want.shape and kt.rel(got, want) < TOL, f"trunk.json: {got.shape} vs {want.shape}")
+# Another length, as an image model takes another size: onnxruntime's on a model declaring it.
+x40 = r(N, C, 40)
+np.save(path("x40.npy"), x40)
+m40 = om.model(trunk() + [helper.make_node("Identity", ["t"], ["y"], name="out")], INITS, "x", "y", OPSET,
+               input_shape=("N", C, 40), output_shape=("N", 8, 20))
+open(path("t40.onnx"), "wb").write(m40.SerializeToString())
+quiet = ort.SessionOptions()
+quiet.log_severity_level = 3
+want40 = ort.InferenceSession(path("t40.onnx"), quiet, providers=["CPUExecutionProvider"]).run(None, {"x": x40})[0]
+kt.kiln("run", f, "--input", path("x40.npy"), "-o", path("y40.npy"))
+if os.path.exists(path("y40.npy")):
+    got = np.load(path("y40.npy"))
+    kt.check(got.shape == want40.shape and kt.rel(got, want40) < TOL, f"L = 40: {got.shape} vs {want40.shape}")
+kt.expect_error(["run", f, "--image", "40x2", "--input", path("x40.npy"), "-o", path("bad.npy")], "Lx1")
 # A wrong input rank names the signal shape.
 np.save(path("x4.npy"), x[..., None, :])
 kt.expect_error(["run", path("trunk.json"), "--weights", path("trunk.st"), "--input", path("x4.npy"), "-o",
