@@ -57,11 +57,12 @@ P = {"c1.weight": r(8, C, 5) * 0.3, "c1.bias": r(8) * 0.1,
 INITS = [om.init(k, v) for k, v in P.items()]
 
 
-def trunk():
+def trunk(bn=True):
     """[N, 4, 32] -> [N, 8, 16] named "t"."""
     return [helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["a"], name="c1", pads=[2, 2]),
             helper.make_node("BatchNormalization", ["a", "bn.weight", "bn.bias", "bn.running_mean",
-                                                    "bn.running_var"], ["b"], name="bn"),
+                                                    "bn.running_var"], ["b"], name="bn") if bn else
+            helper.make_node("Identity", ["a"], ["b"], name="no_bn"),
             helper.make_node("Relu", ["b"], ["c"], name="relu"),
             helper.make_node("MaxPool", ["c"], ["p"], name="pool", kernel_shape=[2], strides=[2]),
             helper.make_node("Conv", ["p", "c2.weight", "c2.bias"], ["q"], name="c2", pads=[2, 2],
@@ -156,6 +157,50 @@ case("head", trunk() + [helper.make_node("GlobalAveragePool", ["t"], ["gp"], nam
                         helper.make_node("Flatten", ["gp"], ["fl"], name="flat"),
                         helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1)],
      ("N", 5))
+
+# A training step through the signal head (cpu, f64): each parameter's largest gradient against
+# central finite differences of kiln's loss (softmax cross-entropy, the batch's mean). Without
+# the batchnorm: a training step normalises by the batch's statistics, inference by the running
+# ones.
+def xent(logits, target):
+    z = logits - logits.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return float(-np.mean(np.take_along_axis(logp, target[:, None], axis=1)))
+
+
+np.save(path("target.npy"), np.array([1, 3], np.int64))
+case("head_no_bn", trunk(bn=False) + [helper.make_node("GlobalAveragePool", ["t"], ["gp"], name="gap"),
+                                      helper.make_node("Flatten", ["gp"], ["fl"], name="flat"),
+                                      helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["y"], name="fc",
+                                                       transB=1)], ("N", 5), devices=("cpu",))
+kt.kiln("import", path("head_no_bn.onnx"), "-o", path("head.json"), "--weights-out", path("head.st"))
+kt.kiln("run", path("head.json"), "--weights", path("head.st"), "--dtype", "f64", "--input", path("x.npy"),
+        "--train", "--target", path("target.npy"), "--grads", path("head_g.st"))
+if os.path.exists(path("head_g.st")):
+    w = {k: v.astype(np.float64) for k, v in kt.read_safetensors(path("head.st")).items()}
+    g = kt.read_safetensors(path("head_g.st"))
+    checked = 0
+    for k in ("c1.weight", "c1.bias", "c2.weight", "fc.weight"):
+        kt.check(k in g, f"signal training: no gradient for {k}: {sorted(g)}")
+        if k not in g:
+            continue
+        i = np.unravel_index(np.argmax(np.abs(g[k])), g[k].shape)
+        h = 1e-6 * max(1.0, abs(w[k][i]))
+        losses = []
+        for sign in (1, -1):
+            wp = dict(w)
+            wp[k] = w[k].copy()
+            wp[k][i] += sign * h
+            kt.write_safetensors(path("wp.st"), wp, "F64")
+            kt.kiln("run", path("head.json"), "--weights", path("wp.st"), "--dtype", "f64", "--input",
+                    path("x.npy"), "-o", path("ty.npy"))
+            losses.append(xent(np.load(path("ty.npy")), np.array([1, 3])))
+        fd = (losses[0] - losses[1]) / (2 * h)
+        err = abs(fd - g[k][i]) / max(abs(fd), abs(g[k][i]), 1e-12)
+        print(f"signal training {k:10s} gradient {g[k][i]:.6e}, finite differences {fd:.6e}: {err:.1e}")
+        kt.check(err < 1e-4, f"signal training: {k} gradient {g[k][i]} vs finite differences {fd}")
+        checked += 1
+    kt.check(checked == 4, "signal training: four parameters checked")
 
 # Squeeze of L ([N, 8, 1] -> [N, 8]) and Reshape to [N, features]: flattens; a Reshape to the
 # signal's own shape is nothing.
