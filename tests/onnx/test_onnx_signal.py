@@ -117,6 +117,11 @@ kt.kiln("run", path("trunk.json"), "--weights", path("trunk.st"), "--input", pat
 if os.path.exists(path("tj.npy")):
     got = np.load(path("tj.npy"))
     kt.check(got.shape == want.shape and kt.rel(got, want) < TOL, f"trunk.json: {got.shape} vs {want.shape}")
+# kiln inspect says what the model takes and how kiln holds it.
+out, _ = kt.kiln("inspect", f, "--json")
+ins = json.loads(out or "{}")
+kt.check(ins.get("signal") is True and ins.get("input_shape") == [1, C, L],
+         f"inspect --json: signal {ins.get('signal')}, input_shape {ins.get('input_shape')}")
 # Another length, as an image model takes another size: onnxruntime's on a model declaring it.
 x40 = r(N, C, 40)
 np.save(path("x40.npy"), x40)
