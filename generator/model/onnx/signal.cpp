@@ -1,7 +1,6 @@
 #include "generator/model/onnx/signal.hpp"
 
 #include "generator/model/onnx/node_attrs.hpp"
-#include "generator/model/onnx/ops_channels.hpp"
 #include "runtime/error.hpp"
 
 #include <set>
@@ -56,8 +55,8 @@ void reshape_constant(Converter& c, onnx::NodeProto& n2, int i, const Shape& sha
   n2.set_input(i, copy);
 }
 
-// Window attribute `name` of a 1-D node with a unit W axis: [a] -> [a, unit], and pads
-// [b, e] -> [b, 0, e, 0].
+// Window attribute `a` of a 1-D node given a unit W axis: [k] -> [k, 1] (kernel_shape,
+// strides, dilations), and pads [b, e] -> [b, 0, e, 0].
 void widen(onnx::NodeProto& n2, onnx::AttributeProto& a) {
   const bool pads = a.name() == "pads";
   const size_t want = pads ? 2 : 1;
