@@ -47,6 +47,8 @@ enum class OpKind {
   reduce_sum,       // sum over any of C, H, W (reduce_c/h/w), keepdims as ONNX ReduceSum
   reduce_mean,      // mean over any of C, H, W
   reduce_max,       // max over any of C, H, W (gradient to the first maximum)
+  layernorm_invstd, // 1 / sqrt(var + eps) of each position's C channels (LayerNormalization's
+                    // InvStdDev)
 };
 
 // clang-format off
@@ -58,7 +60,7 @@ inline constexpr OpKind all_ops[] = {
     OpKind::clip,       OpKind::hardsigmoid,    OpKind::sigmoid,            OpKind::silu,
     OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul,                OpKind::conv_transpose2d,
     OpKind::pad,        OpKind::layernorm,      OpKind::channel_shuffle,    OpKind::channel_slice,
-    OpKind::reduce_sum, OpKind::reduce_mean,    OpKind::reduce_max};
+    OpKind::reduce_sum, OpKind::reduce_mean,    OpKind::reduce_max,         OpKind::layernorm_invstd};
 // clang-format on
 
 std::string_view op_name(OpKind op);

@@ -84,6 +84,8 @@ enum class Fn {
   layernorm_forward,             // x, weight, bias -> y
   layernorm_backward,            // x, dy, weight -> dx, [mean, invstd] (per position)
   layernorm_backward_params,     // x, dy, mean, invstd -> dweight, dbias
+  layernorm_invstd_forward,      // x -> y (1 / sqrt(var + eps) per position)
+  layernorm_invstd_backward,     // x, dy -> dx
   channel_shuffle_forward,       // x -> y
   channel_shuffle_backward,      // dy -> dx (the inverse shuffle)
   channel_slice_forward,         // x -> y (channels [begin, end) of x)

@@ -41,7 +41,7 @@ void import(const ImportArgs& a) {
   fmt::print("imported {} (opset {}): {} ONNX nodes -> {} layers ({} computed at import, {} "
              "dropped{}), input {} {}, {} parameters, {} MACs; wrote {}{}\n",
              a.model, im.opset, im.onnx_nodes, m.nodes.size(), im.folded, im.dropped, lns,
-             m.input_name, shape_str(m.input_shape), with_commas(m.total_params()),
+             m.input_name, shape_str(caller_input_shape(m)), with_commas(m.total_params()),
              human_count(m.total_macs()), a.output,
              a.weights_out.empty() ? "" : " and " + a.weights_out);
 }

@@ -60,7 +60,8 @@ void inspect(const InspectArgs& a) {
   if (a.json) {
     nlohmann::ordered_json j;
     j["model"] = m.name;
-    j["input_shape"] = m.input_shape;
+    j["input_shape"] = caller_input_shape(m);
+    if (m.signal) j["signal"] = true; // layers' shapes are [N, C, L, 1]
     j["dtype"] = dtype_name(m.dtype);
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     int64_t act = 0;
@@ -96,7 +97,8 @@ void inspect(const InspectArgs& a) {
   for (const Node& n : m.nodes)
     w = std::max(w, n.name.size());
   w = std::min<size_t>(w, 48);
-  fmt::print("{} ({}), input {} {}\n\n", m.name, m.file, shape_str(m.input_shape),
+  fmt::print("{} ({}), input {}{} {}\n\n", m.name, m.file, shape_str(caller_input_shape(m)),
+             m.signal ? cat(" (a 1-D signal, held as ", shape_str(m.input_shape), ")") : "",
              dtype_name(m.dtype));
   fmt::print("{:<{}}  {:<18}  {:<22}  {:>12}  {:>10}  {:>10}{}\n", "layer", w, "op", "output",
              "params", "MACs", "activation",

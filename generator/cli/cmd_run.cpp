@@ -114,7 +114,7 @@ void run(const RunArgs& a) {
     // A padded fold's rows are dropped (a folded model's output has a row per image).
     if (mi.images < input.shape()[0] && !y.shape().empty() && y.shape()[0] == input.shape()[0])
       y = first_rows(y, mi.images);
-    io::write_npy(a.output, y);
+    io::write_npy(a.output, y.reshaped(caller_output_shape(m, y.shape())));
   }
   if (a.train) {
     io::Safetensors g;
@@ -124,8 +124,8 @@ void run(const RunArgs& a) {
     io::write_safetensors(a.grads, g);
   }
   fmt::print("{} {} on {}: input {}, {:.3f} s, peak live activations {}", m.name,
-             a.train ? "training step" : "forward", a.dev.device, shape_str(m.input_shape), secs,
-             human_bytes(ex.peak_transient_bytes()));
+             a.train ? "training step" : "forward", a.dev.device, shape_str(caller_input_shape(m)),
+             secs, human_bytes(ex.peak_transient_bytes()));
   if (a.train) fmt::print(", loss {:.6g}", ex.read(plan.loss).get(0));
   // On the device, what it holds: parameters, gradients, activations and workspaces.
   if (const auto* cuda = dynamic_cast<const CudaBackend*>(backend))

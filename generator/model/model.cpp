@@ -45,6 +45,15 @@ std::vector<std::vector<int>> Model::consumers() const {
   return c;
 }
 
+Shape caller_input_shape(const Model& m) {
+  return m.signal ? caller_output_shape(m, m.input_shape) : m.input_shape;
+}
+
+Shape caller_output_shape(const Model& m, const Shape& s) {
+  if (!m.signal || s.size() != 4 || s[3] != 1) return s;
+  return {s[0], s[1], s[2]};
+}
+
 void infer_shapes(Model& m) {
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     Node& n = m.nodes[i];

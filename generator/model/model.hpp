@@ -38,6 +38,9 @@ struct Model {
   std::string name;
   std::string input_name = "input";
   Shape input_shape;
+  // A 1-D signal model: its input is [N, C, L] (the JSON's and the caller's shape), held as
+  // [N, C, L, 1] so that every 2-D op runs it; its 4-D outputs are handed out as [N, C, L].
+  bool signal = false;
   DType dtype = DType::f32;
   std::vector<Node> nodes; // topological order
   std::vector<int> outputs;
@@ -54,6 +57,11 @@ struct Model {
   // Consumers of each node's output (and of the model input, at index nodes.size()).
   std::vector<std::vector<int>> consumers() const;
 };
+
+// The input as the caller gives it ([N, C, L] for a signal model, else input_shape).
+Shape caller_input_shape(const Model& m);
+// An output's shape as the caller sees it: [N, C, L, 1] of a signal model is [N, C, L].
+Shape caller_output_shape(const Model& m, const Shape& s);
 
 // Infers every node's output shape in order; throws kiln::Error naming the layer.
 void infer_shapes(Model& m);

@@ -20,8 +20,10 @@ constexpr int64_t kMaxDim = int64_t(1) << 31;
 
 Shape parse_shape(const json& v, const std::string& ptr) {
   ju::expect_array(v, ptr);
-  if (v.size() != 4 && v.size() != 2)
-    throw Error("", ptr, cat("expected [N, C, H, W] or [N, F], got ", v.size(), " dimensions"));
+  if (v.size() != 4 && v.size() != 3 && v.size() != 2)
+    throw Error("", ptr,
+                cat("expected [N, C, H, W], [N, C, L] (a 1-D signal) or [N, F], got ", v.size(),
+                    " dimensions"));
   Shape s;
   int64_t total = 1;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -140,6 +142,10 @@ Model parse_model(std::string_view text, const std::string& file) {
     if (input.contains("name")) m.input_name = ju::get_string(input["name"], "/input/name");
     if (m.input_name.empty()) throw Error("", "/input/name", "must not be empty");
     m.input_shape = parse_shape(ju::require(input, "shape", "/input"), "/input/shape");
+    if (m.input_shape.size() == 3) { // a 1-D signal, held as [N, C, L, 1]
+      m.signal = true;
+      m.input_shape.push_back(1);
+    }
 
     if (root.contains("dtype")) {
       const std::string d = ju::get_string(root["dtype"], "/dtype");
@@ -258,7 +264,7 @@ nlohmann::ordered_json model_to_json(const Model& m) {
   oj root;
   root["format"] = kModelFormat;
   root["name"] = m.name;
-  root["input"] = oj{{"name", m.input_name}, {"shape", m.input_shape}};
+  root["input"] = oj{{"name", m.input_name}, {"shape", caller_input_shape(m)}};
   root["dtype"] = dtype_name(m.dtype);
   oj layers = oj::array();
   for (size_t i = 0; i < m.nodes.size(); ++i) {

@@ -34,10 +34,11 @@ void apply_overrides(Model& m, const ModelOverrides& o) {
     m.input_shape[0] = *o.batch;
   }
   if (o.image) {
-    if (m.input_shape.size() != 4)
+    if (m.input_shape.size() != 4 || (m.signal && (*o.image)[1] != 1))
       throw Error(m.file, "/input/shape",
-                  cat("--image needs an image input [N, C, H, W], the model takes ",
-                      shape_str(m.input_shape)));
+                  cat("--image needs an image input [N, C, H, W]",
+                      m.signal ? " (Lx1 for [N, C, L])" : "", ", the model takes ",
+                      shape_str(caller_input_shape(m))));
     m.input_shape[2] = (*o.image)[0];
     m.input_shape[3] = (*o.image)[1];
   }

@@ -18,9 +18,15 @@ ModelInput load_model_input(const std::string& model, const ModelOverrides& over
   if (!is_float(r.input.dtype()))
     throw Error(input_path, "",
                 cat("the input must hold floats, not ", dtype_name(r.input.dtype())));
-  const Shape s = r.input.shape();
   ModelOverrides ov = overrides;
   r.model = load_model_or_shipped(model);
+  // A signal model's [N, C, L] is its [N, C, L, 1].
+  if (r.model.signal && r.input.shape().size() == 3) {
+    Shape held = r.input.shape();
+    held.push_back(1);
+    r.input = r.input.reshaped(held);
+  }
+  const Shape s = r.input.shape();
   r.images = s.empty() ? 0 : s[0];
   // A folded model takes any number of images: the last fold is filled with zero images.
   int64_t factor = 1;
@@ -28,7 +34,7 @@ ModelInput load_model_input(const std::string& model, const ModelOverrides& over
     if (n.op == OpKind::fold) factor = n.attrs.factor;
   if (s.size() == r.model.input_shape.size()) {
     if (!ov.batch) ov.batch = (s[0] + factor - 1) / factor * factor;
-    if (!ov.image && s.size() == 4) ov.image = Int2{s[2], s[3]};
+    if (!ov.image && s.size() == 4) ov.image = Int2{s[2], s[3]}; // a signal's: [L, 1]
   }
   apply_overrides(r.model, ov);
   Shape padded = s;
@@ -36,9 +42,9 @@ ModelInput load_model_input(const std::string& model, const ModelOverrides& over
       r.model.input_shape[0] - padded[0] < factor)
     padded[0] = r.model.input_shape[0];
   if (padded != r.model.input_shape)
-    throw Error(
-        input_path, "",
-        cat("has shape ", shape_str(s), ", the model takes ", shape_str(r.model.input_shape)));
+    throw Error(input_path, "",
+                cat("has shape ", shape_str(caller_output_shape(r.model, s)), ", the model takes ",
+                    shape_str(caller_input_shape(r.model))));
   if (padded != s) {
     r.input = pad_batch(r.input, padded[0]);
     const int64_t pad = padded[0] - s[0];

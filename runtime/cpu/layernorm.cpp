@@ -106,11 +106,46 @@ void layernorm_backward_params(CView<T> x, CView<T> dy, const T* mean, const T* 
   }
 }
 
+template <class T> void layernorm_invstd(double eps, CView<T> x, View<T> y) {
+  const Geo g(x.shape);
+  detail::need(numel(y.shape) == g.n * g.s, "layernorm_invstd",
+               "y must hold one value per position");
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t s = 0; s < g.s; ++s) {
+      double mean, invstd;
+      stats(g, x.data, n, s, eps, mean, invstd);
+      y.data[n * g.s + s] = T(invstd);
+    }
+}
+
+// invstd = (var + eps)^(-1/2) and dvar / dx_c = 2 (x_c - mean) / C (the mean's own
+// derivative sums to zero), so dx_c = -dy * invstd^3 * (x_c - mean) / C.
+template <class T>
+void layernorm_invstd_backward(double eps, CView<T> x, CView<T> dy, View<T> dx, bool accumulate) {
+  detail::need_same(x.shape, dx.shape, "layernorm_invstd.backward", "x", "dx");
+  const Geo g(x.shape);
+  detail::need(numel(dy.shape) == g.n * g.s, "layernorm_invstd.backward",
+               "dy must hold one value per position");
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t s = 0; s < g.s; ++s) {
+      double mean, invstd;
+      stats(g, x.data, n, s, eps, mean, invstd);
+      const double k = -double(dy.data[n * g.s + s]) * invstd * invstd * invstd / double(g.c);
+      for (int64_t c = 0; c < g.c; ++c) {
+        const int64_t i = g.at(n, c, s);
+        put(dx.data[i], k * (double(x.data[i]) - mean), accumulate);
+      }
+    }
+}
+
 #define KILN_INSTANTIATE(T)                                                                        \
   template void layernorm<T>(double, CView<T>, const T*, const T*, View<T>);                       \
   template void layernorm_backward<T>(double, CView<T>, CView<T>, const T*, View<T>, T*, T*,       \
                                       bool);                                                       \
-  template void layernorm_backward_params<T>(CView<T>, CView<T>, const T*, const T*, T*, T*, bool);
+  template void layernorm_backward_params<T>(CView<T>, CView<T>, const T*, const T*, T*, T*,       \
+                                             bool);                                                \
+  template void layernorm_invstd<T>(double, CView<T>, View<T>);                                    \
+  template void layernorm_invstd_backward<T>(double, CView<T>, CView<T>, View<T>, bool);
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 #undef KILN_INSTANTIATE

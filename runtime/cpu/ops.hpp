@@ -75,6 +75,11 @@ void layernorm(double eps, CView<T> x, const T* weight, const T* bias, View<T> y
 template <class T>
 void layernorm_backward(double eps, CView<T> x, CView<T> dy, const T* weight, View<T> dx, T* mean,
                         T* invstd, bool accumulate);
+// layernorm_invstd: each position's 1 / sqrt(var + eps) over its C channels, [N, 1, ...]
+// (the statistic layernorm computes); its gradient dx = -dy * invstd^3 * (x - mean) / C.
+template <class T> void layernorm_invstd(double eps, CView<T> x, View<T> y);
+template <class T>
+void layernorm_invstd_backward(double eps, CView<T> x, CView<T> dy, View<T> dx, bool accumulate);
 // Channel moves of [N, C, *spatial]: ShuffleNet's channel shuffle (y channel k*g + i is x
 // channel i*(C/g) + k; its gradient is the shuffle with C/g groups) and channels
 // [begin, begin + C_y) of x; the slice's gradient writes dy there and zeros elsewhere (or,

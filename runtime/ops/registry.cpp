@@ -23,6 +23,7 @@
   X(gelu_tanh)                                                                                     \
   X(mul)                                                                                           \
   X(layernorm)                                                                                     \
+  X(layernorm_invstd)                                                                              \
   X(channel_shuffle)                                                                               \
   X(channel_slice)                                                                                 \
   X(reduce)                                                                                        \

@@ -10,16 +10,21 @@
 //     to [N, 1, *spatial] buffers for the parameter kernel.
 //   backward_params: dweight[c] = sum over positions of dy * xhat, dbias[c] = sum dy (added
 //     to what they hold when ACCUMULATE), from the saved statistics.
+//   invstd_forward (layernorm_invstd): each position's invstd, as the forward computes it,
+//     into [N, 1, *spatial]; invstd_backward: dx = -dy[p] * invstd^3 * (x - mean) / C
+//     (added to dx when ACCUMULATE).
 //
-// Cfg (forward, backward): T, N, K (channels), S (spatial positions; 1 for [N, C]),
-//      CLASS_LAST (channels contiguous: nhwc and [N, C]), THREADS, EPS, STATS and
-//      ACCUMULATE (backward). Mapping as softmax.cuh's ClassRows: a warp per position when
-//      channels are contiguous, otherwise a thread per position; grid-stride over positions.
+// Cfg (forward, backward, invstd_*): T, N, K (channels), S (spatial positions; 1 for [N, C]),
+//      CLASS_LAST (channels contiguous: nhwc and [N, C]), THREADS, EPS, STATS (backward) and
+//      ACCUMULATE (backward, invstd_backward). Mapping as softmax.cuh's ClassRows: a warp per
+//      position when channels are contiguous, otherwise a thread per position; grid-stride over
+//      positions.
 // Cfg (backward_params): T, N, C, S, CHANNELS_LAST, COLS, THREADS, ACCUMULATE; mapping as
 //      batchnorm_train.cuh's BnChannel: a block per channel (channel-major) or per COLS
 //      neighbouring channels (channels-last); grid ceil(C / COLS).
 // Arguments, in order: forward: x, weight, bias, y · backward: x, dy, weight, dx,
-//      [mean, invstd] · backward_params: x, dy, mean, invstd, dweight, dbias.
+//      [mean, invstd] · backward_params: x, dy, mean, invstd, dweight, dbias ·
+//      invstd_forward: x, y · invstd_backward: x, dy, dx.
 #pragma once
 
 #include "dense/batchnorm_train.cuh"
@@ -91,6 +96,40 @@ template <class Cfg> KILN_FN void layernorm_backward(const KernelArgs& a) {
       const I i = b + k * R::KSTRIDE;
       const float xhat = (to_float(x[i]) - mean) * invstd;
       float v = invstd * (to_float(dy[i]) * to_float(w[k]) - sg - xhat * sgx);
+      if (Cfg::ACCUMULATE) v += to_float(dx[i]);
+      dx[i] = from_float<T>(v);
+    }
+  }
+}
+
+// Position p's statistic is element p of [N, 1, *spatial] in either layout (one channel).
+template <class Cfg> KILN_FN void layernorm_invstd_forward(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using R = ClassRows<Cfg>;
+  using I = typename R::I;
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<T> y = arg<T>(a, 1);
+  for (I p = R::first_position(); p < R::P; p += R::position_step()) {
+    float mean, invstd;
+    layernorm_stats<Cfg>(x, R::base(p), mean, invstd);
+    if (R::lane() == 0) y[p] = from_float<T>(invstd);
+  }
+}
+
+template <class Cfg> KILN_FN void layernorm_invstd_backward(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using R = ClassRows<Cfg>;
+  using I = typename R::I;
+  const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
+  const Global<T> dx = arg<T>(a, 2);
+  for (I p = R::first_position(); p < R::P; p += R::position_step()) {
+    const I b = R::base(p);
+    float mean, invstd;
+    layernorm_stats<Cfg>(x, b, mean, invstd);
+    const float k = -to_float(dy[p]) * invstd * invstd * invstd / float(Cfg::K);
+    for (int k2 = R::lane(); k2 < Cfg::K; k2 += R::LANES) {
+      const I i = b + k2 * R::KSTRIDE;
+      float v = k * (to_float(x[i]) - mean);
       if (Cfg::ACCUMULATE) v += to_float(dx[i]);
       dx[i] = from_float<T>(v);
     }

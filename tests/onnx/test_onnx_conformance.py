@@ -49,7 +49,9 @@ SUPPORTED = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePo
 
 
 def categorize(reason):
-    rules = [("has element type", "dtype not f32"), ("sequence or optional", "sequence / optional types"), ("has rank", "input rank not 2 or 4 (kiln: NCHW or [N, F])"),
+    rules = [("has element type", "dtype not f32"), ("sequence or optional", "sequence / optional types"), ("has rank", "input rank not 2, 3 or 4 (kiln: NCHW, [N, C, L] or [N, F])"),
+             ("(rank 3, which kiln holds", "operator not mapped on a 1-D signal [N, C, L]"),
+             ("(the node reads a 1-D signal", "refused on a 1-D signal for its own reason"),
              ("inputs (", "several data inputs"), ("kiln imports 2-D", "not 2-D (NCHW)"),
              ("attribute", "attribute value unsupported"), ("must be a constant", "data-dependent operand"),
              ("is a constant", "constant output or operand"), ("adds ", "broadcasting / constant operand"),

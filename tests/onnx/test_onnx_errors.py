@@ -157,7 +157,10 @@ expect("opset.onnx", conv_model(opset=22), "opset 22 is not supported", "9 to 21
 two = conv_model()
 two.graph.input.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8]))
 expect("two_inputs.onnx", two, "2 inputs", "one input")
-expect("rank3.onnx", conv_model(input_shape=(1, 3, 8)), 'input "x"', "has rank 3")
+expect("rank5.onnx", conv_model(input_shape=(1, 3, 8, 8, 8)), 'input "x"', "has rank 5", "[N, C, L]")
+# A rank-3 input is a 1-D signal: a 2-D conv's 4-D weight on it is refused by the conv.
+expect("rank3.onnx", conv_model(input_shape=(1, 3, 8)), 'node "conv" (Conv)', "weight has shape [4, 3, 3, 3]",
+       "1-D Conv of [N, C, L]")
 bad_type = conv_model()
 bad_type.graph.input[0].type.tensor_type.elem_type = TensorProto.DOUBLE
 expect("double.onnx", bad_type, 'input "x"', "element type DOUBLE")

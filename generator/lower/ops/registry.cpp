@@ -12,9 +12,9 @@ extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, re
     add_lowering, concat_lowering, flatten_lowering, resize_lowering, softmax_lowering,
     fold_lowering, unfold_lowering, hardswish_lowering, clip_lowering, hardsigmoid_lowering,
     sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering,
-    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering,
-    conv_transpose2d_lowering, pad_lowering, reduce_sum_lowering, reduce_mean_lowering,
-    reduce_max_lowering;
+    layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering, conv_transpose2d_lowering,
+    pad_lowering, reduce_sum_lowering, reduce_mean_lowering, reduce_max_lowering,
+    layernorm_invstd_lowering;
 } // namespace lowering
 
 namespace {
@@ -51,6 +51,7 @@ const std::array kRules{
     &lowering::reduce_sum_lowering,
     &lowering::reduce_mean_lowering,
     &lowering::reduce_max_lowering,
+    &lowering::layernorm_invstd_lowering,
 };
 
 } // namespace

@@ -39,6 +39,9 @@ struct Value {
   // kiln's [N, C, H, W] `ref` (channels_last.cpp). Only the operators of a channels-last
   // region read it (each knows its axes are permuted); Transpose(0, 3, 1, 2) ends it.
   bool channels_last = false;
+  // A 1-D signal (signal.cpp): ONNX sees [N, C, L] where kiln holds [N, C, L, 1]. Only the
+  // operators signal.cpp lists read it, the window ones through their 2-D form.
+  bool signal = false;
   // A channel shuffle in progress (ops_channels.cpp): the activation reshaped to
   // [N, groups, C/groups, H, W], and after Transpose(0, 2, 1, 3, 4) (`groups_transposed`)
   // seen as [N, C/groups, groups, H, W]; the Reshape back to [N, C, H, W] makes the layer.

@@ -10,11 +10,13 @@
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "generator/model/onnx/ops_channels.hpp"
+#include "generator/model/onnx/signal.hpp"
 #include "generator/model/onnx/tensor_proto.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 
 #include <filesystem>
+#include <optional>
 
 namespace kiln {
 
@@ -51,9 +53,10 @@ void read_input(const onnx::GraphProto& g, const std::map<std::string, Tensor>& 
                     "bf16 or f64 with --dtype)"));
   if (!tt.has_shape()) throw Error("", where, "has no shape");
   const int rank = tt.shape().dim_size();
-  if (rank != 4 && rank != 2)
+  if (rank != 4 && rank != 3 && rank != 2)
     throw Error("", where,
-                cat("has rank ", rank, "; kiln models take [N, C, H, W] or [N, features]"));
+                cat("has rank ", rank,
+                    "; kiln models take [N, C, H, W], [N, C, L] (a 1-D signal) or [N, features]"));
   Shape s;
   for (int i = 0; i < rank; ++i) {
     const auto& d = tt.shape().dim(i);
@@ -68,6 +71,10 @@ void read_input(const onnx::GraphProto& g, const std::map<std::string, Tensor>& 
                   cat("dimension ", i, " is symbolic (\"", d.dim_param(),
                       "\"); kiln needs the image size fixed in the file"));
     }
+  }
+  if (rank == 3) { // a 1-D signal, held as [N, C, L, 1] (signal.hpp)
+    s.push_back(1);
+    m.signal = true;
   }
   m.input_name = in.name();
   m.input_shape = s;
@@ -122,6 +129,7 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
     }
     available.insert(m.input_name);
     c.values[m.input_name] = oi::Value{};
+    c.values[m.input_name].signal = m.signal;
 
     // Every node is tried, so that one import reports every problem (import_problems.hpp).
     const auto& table = oi::op_converters();
@@ -137,10 +145,20 @@ ImportedModel import_onnx_bytes(std::span<const std::byte> bytes, const std::str
       } else {
         try {
           if (n.output_size() == 0) throw Error("", oi::node_label(n), "has no output");
-          oi::refuse_grouped_reader(c, n);
-          const bool cl = oi::reads_channels_last(c, n);
-          it->second(c, n);
-          if (cl) oi::mark_channels_last(c, n);
+          // A node reading a 1-D signal converts in its 2-D form (signal.hpp).
+          std::optional<onnx::NodeProto> as_2d;
+          if (oi::reads_signal(c, n)) as_2d = oi::signal_node(c, n);
+          const onnx::NodeProto& n2 = as_2d ? *as_2d : n;
+          oi::refuse_grouped_reader(c, n2);
+          const bool cl = oi::reads_channels_last(c, n2);
+          try {
+            it->second(c, n2);
+          } catch (const Error& e) {
+            if (!as_2d) throw;
+            throw oi::signal_error(e); // says which shapes are kiln's
+          }
+          if (cl) oi::mark_channels_last(c, n2);
+          if (as_2d) oi::mark_signal(c, n2);
           continue;
         } catch (const oi::Unavailable&) {
           // an input failed: this node's own problems cannot be known

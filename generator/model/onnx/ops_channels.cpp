@@ -49,6 +49,7 @@ Shape onnx_shape(const Converter& c, const Value& v) {
   }
   if (v.channels_last) return {s[0], s[2], s[3], s[1]};
   if (v.flat) return {numel(s)};
+  if (v.signal) return {s[0], s[1], s[2]};
   return s;
 }
 

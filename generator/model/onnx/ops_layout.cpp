@@ -4,7 +4,8 @@
 // ONNX normalises over every axis from `axis` on, so axis 1 of an NCHW [N, C, H, W] is a
 // different op (over C, H and W) unless H = W = 1. The node layer_norm_pattern.cpp makes of
 // an exporter's written-out LayerNorm normalises its one axis alone (kReducedAxisAttr): the
-// channels of an NCHW activation too; it may have no Scale (ones).
+// channels of an NCHW activation too; it may have no Scale (ones). Its Mean and InvStdDev
+// outputs, where read, are layers of their own (reduce_mean over C, layernorm_invstd).
 #include "generator/model/onnx/layer_norm_pattern.hpp"
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
@@ -43,7 +44,6 @@ void convert_layer_norm(Converter& c, const onnx::NodeProto& n) {
     throw Error("", node_label(n),
                 cat("attribute \"stash_type\" = ", at.get_int("stash_type", 1),
                     ": kiln computes the statistics in float (stash_type 1) or wider"));
-  c.require_unused_outputs(n, 1); // Mean, InvStdDev
   const int x = c.activation(n, 0, "X");
   const bool last = c.channels_last(n, 0);
   const Shape s = c.shape_of(x);
@@ -106,6 +106,23 @@ void convert_layer_norm(Converter& c, const onnx::NodeProto& n) {
       zero.set(i, 0);
     c.add_param(layer, "bias", zero);
   }
+  // Mean and InvStdDev where the graph reads them: each position's statistics over the
+  // channels, [N, 1, H, W] ([N, H, W, 1] as ONNX sees a channels-last region; [N, 1] of
+  // [N, C]): reduce_mean over C and layernorm_invstd, each a layer of its own on x.
+  const auto stat = [&](int i, std::string_view suffix, OpKind op, const Attrs& sa) {
+    const std::string& o = i < n.output_size() ? n.output(i) : std::string();
+    if (o.empty() || !c.uses.count(o) || c.uses.at(o) == 0) return;
+    onnx::NodeProto r = n;
+    r.set_name(n.name().empty() ? "" : n.name() + std::string(suffix));
+    r.set_output(0, o);
+    c.add_layer(r, op, sa, {x});
+  };
+  Attrs mean;
+  mean.reduce_c = true;
+  stat(1, ".mean", OpKind::reduce_mean, mean);
+  Attrs inv;
+  inv.eps = a.eps;
+  stat(2, ".invstd", OpKind::layernorm_invstd, inv);
 }
 
 } // namespace kiln::onnx_import

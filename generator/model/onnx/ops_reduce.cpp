@@ -6,7 +6,8 @@
 // (ReduceSum) or 17 (ReduceMean, ReduceMax) and an input after, with noop_with_empty_axes
 // (no axes: the input unchanged). Negative axes count from the end; no axes (without noop)
 // means every axis, the batch axis included: refused, as is any set naming N. Inside a
-// channels-last region the axes are those of [N, H, W, C] (ConvNeXt-style heads).
+// channels-last region the axes are those of [N, H, W, C] (ConvNeXt-style heads); of a 1-D
+// signal [N, C, L] (signal.hpp) they are C and L, L being H and W of kiln's [N, C, L, 1].
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
@@ -40,8 +41,9 @@ void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_
                   : std::initializer_list<std::string_view>{"axes", "keepdims"});
   const int x = c.activation(n, 0);
   const bool last = c.channels_last(n, 0);
+  const bool signal = c.raw_input(n, 0).signal;
   const Shape s = c.shape_of(x);
-  const int64_t rank = int64_t(s.size());
+  const int64_t rank = signal ? 3 : int64_t(s.size());
   // ONNX's axis a of [N, H, W, C] is kiln's axis of [N, C, H, W].
   const auto kiln_axis = [&](int64_t a) { return !last ? a : a == 0 ? 0 : a == 3 ? 1 : a + 1; };
   std::vector<int64_t> axes;
@@ -63,18 +65,23 @@ void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_
       throw Error("", node_label(n),
                   cat("axis ", a, " is out of range for ", shape_str(s), " (rank ", rank, ")"));
     norm.push_back(kiln_axis(a < 0 ? a + rank : a));
+    // L of a 1-D signal [N, C, L] is H of kiln's [N, C, L, 1]; W (1) goes with it.
+    if (signal && norm.back() == 2) norm.push_back(3);
   }
   std::sort(norm.begin(), norm.end());
   if (std::adjacent_find(norm.begin(), norm.end()) != norm.end())
     throw Error("", node_label(n), cat("axes [", axes_str(axes), "] name an axis twice"));
-  const bool fits = (rank == 4 || rank == 2) && !norm.empty() && norm[0] >= 1;
+  const bool fits = (s.size() == 4 || s.size() == 2) && !norm.empty() && norm[0] >= 1;
   if (!fits)
     throw Error("", node_label(n),
                 cat("reduces axes [", axes_str(axes), "] of ", shape_str(s),
-                    last ? " (seen channels-last: the axes of [N, H, W, C])" : "",
+                    last     ? " (seen channels-last: the axes of [N, H, W, C])"
+                    : signal ? " (a 1-D signal [N, C, L])"
+                             : "",
                     ": kiln imports ", n.op_type(),
-                    " over any of C, H, W of [N, C, H, W] or C of [N, C], never N"));
-  if (op != OpKind::reduce_sum && rank == 4 && norm == std::vector<int64_t>{2, 3}) {
+                    " over any of C, H, W of [N, C, H, W], C, L of [N, C, L] or C of [N, C], "
+                    "never N"));
+  if (op != OpKind::reduce_sum && s.size() == 4 && norm == std::vector<int64_t>{2, 3}) {
     Attrs a; // a global pool: the whole image as one window
     a.kernel = {s[2], s[3]};
     a.stride = {s[2], s[3]};
@@ -90,6 +97,13 @@ void convert_reduce(Converter& c, const onnx::NodeProto& n, OpKind op, int axes_
   for (int64_t d : norm)
     (d == 1 ? a.reduce_c : d == 2 ? a.reduce_h : a.reduce_w) = true;
   a.keepdims = keep != 0;
+  if (signal && !keep && norm == std::vector<int64_t>{1}) {
+    // [N, C, L] over C without keepdims is ONNX's [N, L]: kiln's [N, 1, L, 1], flattened.
+    a.keepdims = true;
+    const int r = c.add_layer(renamed(n, ".reduce"), op, a, {x});
+    c.add_layer(n, OpKind::flatten, {}, {r});
+    return;
+  }
   c.add_layer(n, op, a, {x});
 }
 

@@ -23,7 +23,9 @@ int64_t norm_axis(const onnx::NodeProto& n, int64_t axis, int64_t rank) {
 
 // An activation given a new shape: unchanged (no layer), or [N, ...] -> [N, features], which
 // is kiln's flatten. Anything else kiln cannot express.
-void reshape_activation(Converter& c, const onnx::NodeProto& n, int x, const Shape& target) {
+// `seen`: the shape ONNX gives x (a 1-D signal's [N, C, L]), for the message.
+void reshape_activation(Converter& c, const onnx::NodeProto& n, int x, const Shape& target,
+                        const Shape& seen) {
   const Shape s = c.shape_of(x);
   if (target == s) {
     Value v;
@@ -37,7 +39,7 @@ void reshape_activation(Converter& c, const onnx::NodeProto& n, int x, const Sha
     return;
   }
   throw Error("", node_label(n),
-              cat("reshapes ", shape_str(s), " to ", shape_str(target),
+              cat("reshapes ", shape_str(seen), " to ", shape_str(target),
                   ": kiln reshapes activations only to [N, features] (a flatten before a "
                   "classifier)"));
 }
@@ -48,13 +50,19 @@ std::vector<int64_t> axes_of(Converter& c, const onnx::NodeProto& n, const NodeA
   return const_ints(n, c.constant(n, 1, "axes"), "axes");
 }
 
+// A 1-D signal as ONNX sees it ([N, C, L]): its reshapes are ONNX's.
 Shape value_shape(const Converter& c, const Value& v) {
-  return v.is_const ? v.constant.shape() : c.shape_of(v.ref);
+  return v.is_const ? v.constant.shape() : v.signal ? onnx_shape(c, v) : c.shape_of(v.ref);
 }
 
 void set_shape(Converter& c, const onnx::NodeProto& n, const Value& v, const Shape& target) {
   if (v.is_const) return c.set_const_output(n, v.constant.reshaped(target));
-  reshape_activation(c, n, v.ref, target);
+  if (v.signal && target == onnx_shape(c, v)) { // a 1-D signal unchanged
+    c.set_output(n, 0, v);
+    ++c.dropped;
+    return;
+  }
+  reshape_activation(c, n, v.ref, target, value_shape(c, v));
 }
 
 } // namespace

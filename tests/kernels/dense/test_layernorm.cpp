@@ -1,5 +1,6 @@
 // templates/dense/layernorm.cuh: the forward, the backward (with and without writing the
-// per-position statistics, accumulating or not) and the parameter reduction, channel-major
+// per-position statistics, accumulating or not), the parameter reduction and
+// layernorm_invstd's forward and backward (accumulating or not), channel-major
 // and channels-last, 2-D and 4-D, short and long channel rows. Every variant compiles for
 // sm_75, sm_80 and sm_90 and matches the f64 reference on the emulator with all checks on
 // (tolerances: DESIGN.md 6, fp32 1e-5, fp16/bf16 1e-2).
@@ -56,6 +57,22 @@ StepSpec ln_params(DType t, Shape x, Layout l, bool acc) {
   return s;
 }
 
+StepSpec invstd_forward(DType t, Shape x, Layout l, double eps = 1e-5) {
+  StepSpec s{label("layernorm_invstd.forward", t, x, l), Fn::layernorm_invstd_forward,
+             OpKind::layernorm_invstd};
+  s.args = {{"x", x, t, l}, {"y", stats_of(x), t, l}};
+  s.attrs.eps = eps;
+  return s;
+}
+
+StepSpec invstd_backward(DType t, Shape x, Layout l, bool acc) {
+  StepSpec s{label("layernorm_invstd.backward", t, x, l, acc ? " acc" : ""),
+             Fn::layernorm_invstd_backward, OpKind::layernorm_invstd};
+  s.args = {{"x", x, t, l}, {"dy", stats_of(x), t, l}, {"dx", x, t, l}};
+  s.accumulate = acc;
+  return s;
+}
+
 std::vector<StepSpec> specs() {
   const Layout nchw = Layout::nchw, nhwc = Layout::nhwc;
   std::vector<StepSpec> s;
@@ -65,6 +82,8 @@ std::vector<StepSpec> specs() {
     s.push_back(ln_forward(t, {2, 6, 3, 4}, nhwc));
     s.push_back(ln_backward(t, {2, 6, 3, 4}, nhwc, true, false));
     s.push_back(ln_params(t, {2, 6, 3, 4}, nhwc, false));
+    s.push_back(invstd_forward(t, {2, 6, 3, 4}, nchw));
+    s.push_back(invstd_backward(t, {2, 6, 3, 4}, nhwc, false));
     if (f32) {
       s.push_back(ln_forward(t, {3, 37}, nchw, 1e-6));
       s.push_back(ln_forward(t, {1, 96, 5, 3}, nhwc, 1e-6)); // ConvNeXt's width: 3 lanes each
@@ -76,6 +95,11 @@ std::vector<StepSpec> specs() {
       s.push_back(ln_params(t, {1, 96, 5, 3}, nhwc, true));
       s.push_back(ln_params(t, {3, 37}, nchw, false));
       s.push_back(ln_params(t, {2, 3, 30, 30}, nchw, false)); // many positions per channel
+      s.push_back(invstd_forward(t, {1, 96, 5, 3}, nhwc, 1e-6));
+      s.push_back(invstd_forward(t, {3, 37}, nchw));
+      s.push_back(invstd_backward(t, {2, 6, 3, 4}, nchw, true));
+      s.push_back(invstd_backward(t, {1, 96, 5, 3}, nhwc, false));
+      s.push_back(invstd_backward(t, {3, 37}, nchw, true));
     }
   }
   return s;

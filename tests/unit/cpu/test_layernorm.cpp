@@ -100,3 +100,46 @@ TEST_CASE("layernorm: backward and parameter gradients accumulate") {
 }
 
 } // namespace kiln::cpu::test
+
+namespace kiln::cpu::test {
+
+TEST_CASE(
+    "layernorm_invstd: the statistic layernorm computes, its gradient by finite differences") {
+  // Position 0 holds {1, 3} (biased variance 1), position 1 holds {5, 5} (variance 0).
+  const TensorD x({1, 2, 1, 2}, {1, 5, 3, 5});
+  TensorD y({1, 1, 1, 2});
+  layernorm_invstd<double>(1e-5, x.cview(), y.view());
+  CHECK(y[0] == doctest::Approx(1 / std::sqrt(1 + 1e-5)).epsilon(1e-15));
+  CHECK(y[1] == doctest::Approx(1 / std::sqrt(1e-5)).epsilon(1e-15));
+  Rng rng(43);
+  for (double eps : {1e-5, 1e-2})
+    for (const Shape& s : ln_shapes) {
+      Shape st = s;
+      st[1] = 1;
+      TensorD xr = random_tensor(s, rng, -2, 2);
+      const TensorD dy = random_tensor(st, rng);
+      // The same as layernorm's backward leaves for its parameter step.
+      TensorD inv(st), inv_bw(st), mean(st), unused(s);
+      const TensorD ones({s[1]}, 1.0), zeros(s);
+      layernorm_invstd<double>(eps, xr.cview(), inv.view());
+      layernorm_backward<double>(eps, xr.cview(), zeros.cview(), ones.v.data(), unused.view(),
+                                 mean.v.data(), inv_bw.v.data(), false);
+      CHECK(inv.v == inv_bw.v);
+      auto f = [&] {
+        TensorD o(st);
+        layernorm_invstd<double>(eps, xr.cview(), o.view());
+        return dot(dy, o);
+      };
+      TensorD dx(s);
+      layernorm_invstd_backward<double>(eps, xr.cview(), dy.cview(), dx.view(), false);
+      check_grad("layernorm_invstd " + shape_str(s) + " dx", xr.v, dx.v, f);
+      check_accumulate(
+          "layernorm_invstd dx " + shape_str(s), s,
+          [&](View<double> d, bool acc) {
+            layernorm_invstd_backward<double>(eps, xr.cview(), dy.cview(), d, acc);
+          },
+          rng);
+    }
+}
+
+} // namespace kiln::cpu::test

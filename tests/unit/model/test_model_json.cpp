@@ -64,8 +64,9 @@ TEST_CASE("top-level structure") {
   expect_error(R"({"format": "kiln-model/1", "name": "t", "layers": []})", "/", "missing \"input\"");
   expect_error(R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [1, 3, 0, 8]}, "layers": []})",
                "/input/shape/2", "must be positive");
-  expect_error(R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [1, 3, 8]}, "layers": []})",
-               "/input/shape", "dimensions");
+  expect_error(
+      R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [1, 3, 8, 8, 8]}, "layers": []})",
+      "/input/shape", "dimensions");
   expect_error(R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [99999999, 99999999, 99999, 8]}, "layers": []})",
                "/input/shape", "absurdly large");
   expect_error(model_with_layers(conv, R"("dtype": "int8",)"), "/dtype", "unknown dtype");
@@ -224,4 +225,26 @@ TEST_CASE("numbers out of range are errors, not crashes (found by fuzz_model)") 
                "m.json", "malformed JSON");
   expect_error(R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [1, 3, 8, 8]}, "layers": [{"name": "c", "op": "conv2d", "out_channels": 99999999999999999999999, "kernel": 3}]})",
                "m.json", "");
+}
+
+TEST_CASE("an input [N, C, L] is a 1-D signal, held as [N, C, L, 1] and saved as given") {
+  const std::string text =
+      R"({"format": "kiln-model/1", "name": "t", "input": {"shape": [2, 3, 16]}, "layers": [)"
+      R"({"name": "c", "op": "conv2d", "out_channels": 4, "kernel": [5, 1], "padding": [2, 0]},)"
+      R"({"name": "m", "op": "reduce_mean", "reduce_h": true, "reduce_w": true, "keepdims": false}],)"
+      R"( "outputs": ["c", "m"]})";
+  const Model m = parse_model(text, "m.json");
+  CHECK(m.signal);
+  CHECK(m.input_shape == Shape{2, 3, 16, 1});
+  CHECK(caller_input_shape(m) == Shape{2, 3, 16});
+  CHECK(m.nodes[0].shape == Shape{2, 4, 16, 1});
+  CHECK(caller_output_shape(m, m.nodes[0].shape) == Shape{2, 4, 16});
+  CHECK(caller_output_shape(m, m.nodes[1].shape) == Shape{2, 4}); // not 4-D: as it is
+  const std::string saved = model_to_text(m);
+  CHECK(model_to_json(m)["input"]["shape"] == nlohmann::ordered_json{2, 3, 16});
+  CHECK(parse_model(saved, "s.json").input_shape == m.input_shape);
+  // An image model is none of this.
+  const Model image = parse_model(model_with_layers(conv), "i.json");
+  CHECK(!image.signal);
+  CHECK(caller_output_shape(image, Shape{2, 4, 8, 1}) == Shape{2, 4, 8, 1});
 }

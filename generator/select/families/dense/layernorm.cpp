@@ -27,9 +27,31 @@ Variant base(const StepInfo& s, DType t, Layout l, const Shape& x, const std::st
   return v;
 }
 
-// forward and backward: one position's channels per warp (contiguous) or per thread.
+// The per-position kernel of each function, and its arguments.
+std::string_view kernel_of(Fn fn) {
+  switch (fn) {
+  case Fn::layernorm_forward: return "layernorm_forward";
+  case Fn::layernorm_backward: return "layernorm_backward";
+  case Fn::layernorm_invstd_forward: return "layernorm_invstd_forward";
+  default: return "layernorm_invstd_backward";
+  }
+}
+
+std::vector<std::string> args_of(Fn fn) {
+  switch (fn) {
+  case Fn::layernorm_forward: return {"x", "weight", "bias", "y"};
+  case Fn::layernorm_backward: return {"x", "dy", "weight", "dx"};
+  case Fn::layernorm_invstd_forward: return {"x", "y"};
+  default: return {"x", "dy", "dx"};
+  }
+}
+
+// forward, backward and layernorm_invstd's: one position's channels per warp (contiguous)
+// or per thread.
 Variant per_position(const StepInfo& s, DType t, Layout l) {
-  const bool fwd = s.step.fn == Fn::layernorm_forward;
+  const Fn fn = s.step.fn;
+  const bool fwd = fn == Fn::layernorm_forward || fn == Fn::layernorm_invstd_forward;
+  const bool invstd = fn == Fn::layernorm_invstd_forward || fn == Fn::layernorm_invstd_backward;
   const Shape& x = s.shape("x");
   const Ncs g = ncs(x);
   const bool last = channels_last(x, l);
@@ -37,8 +59,7 @@ Variant per_position(const StepInfo& s, DType t, Layout l) {
   const bool acc = !fwd && s.step.accumulate;
   const std::string config = fmt::format("_eps{}", name_number(s.step.attrs.eps)) +
                              (stats ? "_stats" : "") + (acc ? "_acc" : "");
-  Variant v = base(s, t, l, x, fwd ? "layernorm_forward" : "layernorm_backward", config,
-                   last ? "warprow" : "threadpos");
+  Variant v = base(s, t, l, x, std::string(kernel_of(fn)), config, last ? "warprow" : "threadpos");
   cfg_int(v, "N", g.n);
   cfg_int(v, "K", g.c);
   cfg_int(v, "S", g.s);
@@ -49,8 +70,7 @@ Variant per_position(const StepInfo& s, DType t, Layout l) {
     cfg_bool(v, "STATS", stats);
     cfg_bool(v, "ACCUMULATE", acc);
   }
-  v.args = fwd ? std::vector<std::string>{"x", "weight", "bias", "y"}
-               : std::vector<std::string>{"x", "dy", "weight", "dx"};
+  v.args = args_of(fn);
   if (stats) v.args.insert(v.args.end(), {"mean", "invstd"});
   const int64_t positions = g.n * g.s, lanes = last ? 32 : 1;
   v.grid = {grid_stride_blocks(s.gpu, positions * lanes, kThreads), 1, 1};
@@ -58,8 +78,9 @@ Variant per_position(const StepInfo& s, DType t, Layout l) {
   const double bytes = double(numel(x)) * double(dtype_size(t));
   // A position's channels are read three times (sum, squares, write; from cache after the
   // first), dy twice more in the backward.
-  v.bytes = fwd ? 2 * bytes : (acc ? 5 : 4) * bytes;
-  v.flops = (fwd ? 8.0 : 16.0) * double(numel(x));
+  // invstd's forward writes one value per position, its backward reads one dy per position.
+  v.bytes = invstd ? (fwd ? 1 : (acc ? 3 : 2)) * bytes : fwd ? 2 * bytes : (acc ? 5 : 4) * bytes;
+  v.flops = (fwd ? (invstd ? 4.0 : 8.0) : (invstd ? 8.0 : 16.0)) * double(numel(x));
   v.efficiency = last ? 0.7 * std::min(1.0, double(g.c) / 32.0) : 0.7;
   v.note = last ? "a warp per position, lanes over the channels, shuffle reductions"
                 : "a thread per position, looping over the channels (strided by H*W)";
@@ -101,7 +122,8 @@ Variant per_channel(const StepInfo& s, DType t, Layout l) {
 std::vector<Variant> LayernormFamily::candidates(const StepInfo& s) const {
   const Fn fn = s.step.fn;
   if (fn != Fn::layernorm_forward && fn != Fn::layernorm_backward &&
-      fn != Fn::layernorm_backward_params)
+      fn != Fn::layernorm_backward_params && fn != Fn::layernorm_invstd_forward &&
+      fn != Fn::layernorm_invstd_backward)
     return {};
   const auto t = common_dtype(s);
   const auto l = common_layout(s);

@@ -6,7 +6,8 @@
 namespace kiln::dense {
 
 // layernorm.forward and layernorm.backward (a warp or a thread per position, as softmax),
-// layernorm.backward_params (a block per channel or per group of channels, as batchnorm).
+// layernorm.backward_params (a block per channel or per group of channels, as batchnorm);
+// layernorm_invstd.forward and .backward (per position, as layernorm's).
 class LayernormFamily final : public Family {
 public:
   std::string_view name() const override { return "layernorm"; }
