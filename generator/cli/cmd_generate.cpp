@@ -43,13 +43,18 @@ void generate_cmd(const GenerateArgs& a) {
   for (const auto& [f, n] : families)
     fam += fmt::format("{}{} {}", fam.empty() ? "" : ", ", n, f);
   fmt::print(
-      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}{}\n"
+      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}{}{}\n"
       "wrote {}/kernels/*.cu, manifest.json, plan.json\n",
       m.name, g.name, g.arch, chosen, fam,
       o.all_variants ? fmt::format(" + {} alternatives", gen.assigned.kernels.size() - chosen) : "",
       gen.assigned.library_steps.size(), layout_name(gen.layout), human_bytes(gen.plan.arena_bytes),
       gen.tf32_weights
           ? fmt::format(", {} weights rounded to tf32 once (prepare)", gen.tf32_weights)
+          : "",
+      gen.channel_views.views
+          ? fmt::format(", {} channel copies as views ({} kept, {} steps fewer)",
+                        gen.channel_views.views, gen.channel_views.copies,
+                        gen.channel_views.steps_removed)
           : "",
       a.output);
 }

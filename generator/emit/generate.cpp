@@ -82,6 +82,11 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.conv_pool = plan_conv_pool(p, g);
     gen.split_k = plan_split_k(p, g);
   }
+  // Concat inputs and channel slices as views of one buffer where a channel window is
+  // contiguous (batch 1): not under a memory budget (the views change the lifetimes the
+  // schedule planned).
+  const bool budgeted = !schedule.is_null() && (o.schedule != "store-all" || !o.budget.empty());
+  if (!budgeted) gen.channel_views = plan_channel_views(p);
   // f32 weights that only tf32 tensor-core convs read: rounded once when written (prepare).
   if (!o.cudnn_only) gen.tf32_weights = round_tf32_weights(p, g);
   std::optional<TunedSelection> tuned;
@@ -178,6 +183,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   for (const ConvPoolDecision& d : gen.conv_pool)
     pooled.push_back(conv_pool_json(d));
   man["conv_pool"] = pooled;
+  if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
+    man["channel_views"] = channel_views_json(gen.channel_views);
   gen.files.push_back({"manifest.json", man.dump(2) + "\n"});
   gen.files.push_back({"plan.json", plan_to_json(gen.plan).dump(1) + "\n"});
   return gen;

@@ -6,6 +6,7 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/model.hpp"
+#include "generator/rewrite/channel_views.hpp"
 #include "generator/rewrite/conv_pool.hpp"
 #include "generator/rewrite/sparse_plan.hpp"
 #include "generator/rewrite/split_k.hpp"
@@ -48,6 +49,7 @@ struct Generated {
   std::vector<ConvPoolDecision> conv_pool; // the convs fused with the max pool after them
   std::vector<SplitKDecision> split_k;     // the steps split over ranges of their reduction
   int tf32_weights = 0; // weight buffers rounded to tf32 once, in the prepare phase
+  ChannelViews channel_views; // concat inputs and channel slices made views (no copy)
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content
