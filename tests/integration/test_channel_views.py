@@ -6,6 +6,7 @@ row of batch 2 (copies) bit for bit; the emulator runs the generated kernels on 
 the cpu does."""
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -19,7 +20,7 @@ layers = [
     {"name": "stem", "op": "conv2d", "out_channels": 8, "kernel": 3, "padding": 1},
     {"name": "a", "op": "conv2d", "out_channels": 8, "kernel": 1, "inputs": ["stem"]},
     {"name": "ra", "op": "relu"},
-    {"name": "b", "op": "conv2d", "out_channels": 8, "kernel": 3, "padding": 1, "inputs": ["stem"]},
+    {"name": "b", "op": "conv2d", "out_channels": 8, "kernel": 3, "padding": 1, "bias": False, "inputs": ["stem"]},
     {"name": "bn", "op": "batchnorm"},
     {"name": "rb", "op": "relu"},
     {"name": "cat", "op": "concat", "inputs": ["ra", "rb"]},
@@ -65,10 +66,11 @@ x1 = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
 x2 = np.concatenate([x1, rng.standard_normal((1, 3, 8, 8)).astype(np.float32)])
 y1, y2 = same_rows(path("net.json"), x1, x2, "views_net")
 
-# The generated plans: at batch 1 both slices and both concats' steps are gone but the copy of
-# the slice `left` (a view itself) into `unit`; at batch 2 every copy stays.
-out1, _ = kt.kiln("generate", path("net.json"), "--gpu", "h100", "--batch", 1, "-o", path("g1"))
-kt.kiln("generate", path("net.json"), "--gpu", "h100", "--batch", 2, "-o", path("g2"))
+# The generated plans (NCHW: the T4 has no f32 tensor cores): at batch 1 both slices and both
+# concats' steps are gone but the copy of the slice `left` (a view itself) into `unit`; at
+# batch 2 every copy stays.
+out1, _ = kt.kiln("generate", path("net.json"), "--gpu", "t4", "--batch", 1, "-o", path("g1"))
+kt.kiln("generate", path("net.json"), "--gpu", "t4", "--batch", 2, "-o", path("g2"))
 s1, s2 = forward_steps(path("g1")), forward_steps(path("g2"))
 print(f"views_net forward steps: batch 1 {len(s1)} ({copies(s1)} copies), batch 2 {len(s2)} ({copies(s2)} copies)")
 kt.check(copies(s2) == 4 and copies(s1) == 1 and len(s1) < len(s2),
@@ -86,6 +88,11 @@ plan1 = json.load(open(path("g1/plan.json")))
 views = {b["name"]: b for b in plan1["buffers"] if "view_offset" in b}
 kt.check(views.get("act:rb", {}).get("view_of") == "act:cat" and views["act:rb"]["view_offset"] == 8 * 64,
          f"rb is cat's channels 8..16: {views.get('act:rb')}")
+# NHWC (the H100's tf32 convs) at H*W > 1: a channel window is strided, every copy stays.
+kt.kiln("generate", path("net.json"), "--gpu", "h100", "--batch", 1, "--layout", "nhwc", "-o", path("gh"))
+cvh = json.load(open(path("gh/manifest.json"))).get("channel_views", {})
+kt.check(cvh.get("views") == 0 and all("nhwc" in k["reason"] for k in cvh.get("kept", [])),
+         f"nhwc keeps the copies: {cvh}")
 out, _ = kt.kiln("inspect", path("net.json"), "--batch", 1)
 kt.check("at batch 1: 5 of 6 are views, 3 copy steps fewer" in out, f"inspect says it: {out!r}")
 out, _ = kt.kiln("inspect", path("net.json"), "--batch", 2)
@@ -94,8 +101,8 @@ kt.check("at batch 2: 0 of 6 are views" in out, f"inspect at batch 2: {out!r}")
 # The emulator runs the generated kernels over the views (batch 1) and the copies (batch 2).
 np.save(path("x1.npy"), x1)
 np.save(path("x2.npy"), x2)
-kt.kiln("run", path("net.json"), "--device", "emu", "--batch", 1, "--input", path("x1.npy"), "-o", path("e1.npy"))
-kt.kiln("run", path("net.json"), "--device", "emu", "--batch", 2, "--input", path("x2.npy"), "-o", path("e2.npy"))
+kt.kiln("run", path("net.json"), "--device", "emu", "--gpu", "t4", "--batch", 1, "--input", path("x1.npy"), "-o", path("e1.npy"))
+kt.kiln("run", path("net.json"), "--device", "emu", "--gpu", "t4", "--batch", 2, "--input", path("x2.npy"), "-o", path("e2.npy"))
 r1, r2 = kt.rel(np.load(path("e1.npy")), y1), kt.rel(np.load(path("e2.npy")), y2)
 print(f"views_net emu vs cpu: batch 1 (views) {r1:.2e}, batch 2 (copies) {r2:.2e}")
 kt.check(r1 < 5e-4 and r2 < 5e-4, f"emu differs from cpu: {r1}, {r2}")
@@ -105,12 +112,45 @@ kt.check(r1 < 5e-4 and r2 < 5e-4, f"emu differs from cpu: {r1}, {r2}")
 np.save(path("t1.npy"), np.array([1], np.int64))
 kt.kiln("run", path("net.json"), "--device", "cpu", "--batch", 1, "--input", path("x1.npy"), "--train", "--target",
         path("t1.npy"), "--grads", path("gc.safetensors"))
-kt.kiln("run", path("net.json"), "--device", "emu", "--batch", 1, "--input", path("x1.npy"), "--train", "--target",
+kt.kiln("run", path("net.json"), "--device", "emu", "--gpu", "t4", "--batch", 1, "--input", path("x1.npy"), "--train", "--target",
         path("t1.npy"), "--grads", path("ge.safetensors"))
 gc, ge = kt.read_safetensors(path("gc.safetensors")), kt.read_safetensors(path("ge.safetensors"))
 worst = max(kt.rel(ge[k], gc[k]) for k in gc)
 print(f"views_net training step at batch 1, emu vs cpu gradients: worst {worst:.2e}")
 kt.check(set(gc) == set(ge) and worst < 1e-3, f"training gradients differ: {worst}")
+
+# An ONNX ShuffleNet-style unit (x.chunk(2) as Split, one half through a branch, Concat): the
+# two halves become views of the stem's output, the branch writes into the concat's output.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "onnx"))
+import onnx_models as om  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+P = {"stem.weight": rng.randn(8, 3, 3, 3) * 0.4, "stem.bias": rng.randn(8), "u.weight": rng.randn(4, 4, 1, 1) * 0.5,
+     "u.bias": rng.randn(4), "fc.weight": rng.randn(3, 8) * 0.5, "fc.bias": rng.randn(3)}
+nodes = [
+    helper.make_node("Conv", ["x", "stem.weight", "stem.bias"], ["s"], name="stem", pads=[1, 1, 1, 1]),
+    helper.make_node("Constant", [], ["halves"], value=helper.make_tensor("halves_t", TensorProto.INT64, [2], [4, 4])),
+    helper.make_node("Split", ["s", "halves"], ["h0", "h1"], name="chunk", axis=1),
+    helper.make_node("Conv", ["h1", "u.weight", "u.bias"], ["u"], name="u"),
+    helper.make_node("Relu", ["u"], ["ur"], name="ur"),
+    helper.make_node("Concat", ["h0", "ur"], ["cat"], name="cat", axis=1),
+    helper.make_node("GlobalAveragePool", ["cat"], ["gap"]),
+    helper.make_node("Flatten", ["gap"], ["fl"]),
+    helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["out"], name="fc", transB=1),
+]
+import onnx  # noqa: E402
+onnx.save(om.model(nodes, [om.init(k, v) for k, v in P.items()], "x", "out", 13, name="chunk_unit",
+                   input_shape=("N", 3, 8, 8)), path("unit.onnx"))
+oy1, oy2 = same_rows(path("unit.onnx"), x1, x2, "ONNX chunk unit")
+out, _ = kt.kiln("generate", path("unit.onnx"), "--gpu", "t4", "--batch", 1, "-o", path("o1"))
+cvo = json.load(open(path("o1/manifest.json"))).get("channel_views", {})
+kt.check(cvo.get("views") == 3 and cvo.get("copies") == 1, f"the ONNX unit at batch 1: {cvo}")
+kt.check(copies(forward_steps(path("o1"))) == 1, "the ONNX unit keeps one copy step (h0 into cat)")
+kt.kiln("run", path("unit.onnx"), "--device", "emu", "--gpu", "t4", "--batch", 1, "--input", path("x1.npy"), "-o",
+        path("oe1.npy"))
+r = kt.rel(np.load(path("oe1.npy")), oy1)
+print(f"ONNX chunk unit at batch 1 (views), emu vs cpu: {r:.2e}")
+kt.check(r < 5e-4, f"the ONNX unit on emu differs from the cpu: {r}")
 
 # densenet121 (torchvision's concats) at a small image: the block's last feature map is read
 # by one concat only and becomes a view; the cpu gives the same rows either way.
