@@ -3,6 +3,7 @@
 #include "runtime/error.hpp"
 #include "runtime/ops/registry.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -83,8 +84,18 @@ public:
       if (s.kind != StepKind::free && s.fn == Fn::concat_forward)
         concats[s.need("y")].push_back(a.global);
     }
+    // A concat whose inputs are the first inputs of a larger one (DenseNet: each layer
+    // concatenates every feature map before it, the block's last concat all of them) is nested
+    // in the largest: its root. Roots first, so that a nested concat whose inputs all became
+    // views of its root is itself a view of the root's first channels.
     for (const auto& [y, steps] : concats)
-      concat(y, steps);
+      inputs_[y] = ordered_inputs(steps);
+    for (const auto& [y, steps] : concats)
+      root_[y] = root_of(y);
+    for (const auto& [y, steps] : concats)
+      if (root_[y] == y) concat(y, steps);
+    for (const auto& [y, steps] : concats)
+      if (root_[y] != y) nested(y, steps);
     rebuild();
     return out_;
   }
@@ -99,6 +110,28 @@ private:
   void decide(const Step& s, int b, const std::string& reason) {
     out_.decisions.push_back({s.node, buf(b).name, reason.empty(), reason});
     ++(reason.empty() ? out_.views : out_.copies);
+  }
+
+  // A concat's inputs in channel order (its steps each fill a range of channels).
+  std::vector<int> ordered_inputs(std::vector<int> steps) const {
+    std::sort(steps.begin(), steps.end(), [&](int a, int b) {
+      return step(a).channel_slice().offset < step(b).channel_slice().offset;
+    });
+    std::vector<int> xs;
+    for (int g : steps)
+      for (int x : step(g).variadic('x'))
+        xs.push_back(x);
+    return xs;
+  }
+
+  int root_of(int y) const {
+    const std::vector<int>& mine = inputs_.at(y);
+    int root = y;
+    for (const auto& [z, theirs] : inputs_)
+      if (theirs.size() > mine.size() && std::equal(mine.begin(), mine.end(), theirs.begin()) &&
+          theirs.size() > inputs_.at(root).size())
+        root = z;
+    return root;
   }
 
   void make_view(int b, int base, int64_t at) {
@@ -189,7 +222,8 @@ private:
     if (!u_.views[size_t(x)].empty()) return "the input is viewed by another buffer";
     if (times.at(x) > 1) return "the input appears twice in the concat";
     for (int r : u_.readers[size_t(x)])
-      if (step(r).fn == Fn::concat_forward && step(r).need("y") != y)
+      if (step(r).fn == Fn::concat_forward && step(r).need("y") != y &&
+          root_.at(step(r).need("y")) != y)
         return "the input is read by another concat too";
     if (buf(x).layout != buf(y).layout) return "the input has another layout";
     if (u_.writers[size_t(x)].size() != 1)
@@ -201,14 +235,18 @@ private:
       return "its producer does not run before the concat in its phase";
     if (producer.accumulate) return "its producer accumulates into it";
     if (fn_def(producer.fn).writes_part) return "its producer writes it in part";
+    // x's elements in y once a view.
+    const int64_t lo = first * inner_of(buf(y).shape), hi = lo + numel(buf(x).shape);
     for (const Arg& a : producer.args) {
       if (a.buffer == x && fn_updates(producer.fn, a.role)) return "its producer updates it";
       // In place: the producer would read what it writes (a residual or any input aliasing
-      // the concat's output).
-      if (!fn_writes(producer.fn, a.role) && (p_.base(a.buffer) == y || a.buffer == x))
+      // those elements of the concat's output; another input's, already a view, is apart).
+      if (fn_writes(producer.fn, a.role) || (a.buffer != x && p_.base(a.buffer) != y)) continue;
+      const int64_t at = buf(a.buffer).view_offset, end = at + numel(buf(a.buffer).shape);
+      if (a.buffer == x || a.buffer == y || (at < hi && lo < end))
         return "its producer reads the concat's output (in place)";
     }
-    return aligned(buf(y), first * inner_of(buf(y).shape));
+    return aligned(buf(y), lo);
   }
 
   void concat(int y, const std::vector<int>& steps) {
@@ -251,6 +289,27 @@ private:
     }
   }
 
+  // A concat nested in its root: a view of the root's first channels where each of its
+  // inputs became a view of the root at its own channel; otherwise it copies.
+  void nested(int y, const std::vector<int>& steps) {
+    const int root = root_.at(y);
+    std::string why = concat_output(y, steps);
+    if (why.empty() && !u_.views[size_t(y)].empty())
+      why = "the concat's output is viewed by another buffer";
+    int64_t at = 0;
+    for (int x : inputs_.at(y)) {
+      if (why.empty() && (buf(x).view_of != root || buf(x).view_offset != at))
+        why = "an input is no view of the concat it is nested in";
+      at += numel(buf(x).shape);
+    }
+    if (!why.empty()) return concat(y, steps);
+    decide(step(steps[0]), y, "");
+    make_view(y, root, 0);
+    for (int g : steps)
+      removed_[size_t(g)] = 1;
+    out_.steps_removed += int(steps.size());
+  }
+
   void rebuild() {
     for (size_t ph = 0, g = 0; ph < p_.phases.size(); ++ph) {
       std::vector<Step> steps;
@@ -269,6 +328,8 @@ private:
   Uses u_;
   std::vector<char> removed_;
   std::map<int, std::vector<Step>> replaced_;
+  std::map<int, std::vector<int>> inputs_; // per concat output: its inputs in channel order
+  std::map<int, int> root_;                // per concat output: the concat it is nested in
   ChannelViews out_;
 };
 

@@ -152,13 +152,15 @@ r = kt.rel(np.load(path("oe1.npy")), oy1)
 print(f"ONNX chunk unit at batch 1 (views), emu vs cpu: {r:.2e}")
 kt.check(r < 5e-4, f"the ONNX unit on emu differs from the cpu: {r}")
 
-# densenet121 (torchvision's concats) at a small image: the block's last feature map is read
-# by one concat only and becomes a view; the cpu gives the same rows either way.
+# densenet121 (torchvision's concats) at a small image: each block's feature maps are views of
+# its last concat, every other concat of the block a view of its first channels; the cpu gives
+# the same rows either way.
 dx1 = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
 dx2 = np.concatenate([dx1, rng.standard_normal((1, 3, 32, 32)).astype(np.float32)])
 same_rows("densenet121", dx1, dx2, "densenet121", extra=("--image", "32x32"))
 out, _ = kt.kiln("inspect", "densenet121", "--batch", 1, "--json")
 cv = json.loads(out).get("channel_views", {})
 print(f"densenet121 at batch 1: {cv.get('views')} views, {cv.get('copies')} copies")
-kt.check(cv.get("views", 0) > 0, f"densenet121 at batch 1 has views: {cv}")
+kt.check(cv.get("views") == 116 and cv.get("copies") == 0 and cv.get("steps_removed", 0) > 0,
+         f"densenet121 at batch 1: 62 feature maps and 54 nested concats are views: {cv}")
 kt.finish()

@@ -264,6 +264,52 @@ TEST_CASE("inputs, duplicates, shared inputs and reshaping views copy") {
   check_same_as_copies(m, {}, 1);
 }
 
+// DenseNet's concats: each layer's takes every feature map before it; the block's last takes
+// them all, and the others are views of its first channels.
+Model dense_block(const char* first) {
+  return parse_model(cat(R"({"format": "kiln-model/1", "name": "dense_block",
+  "input": {"name": "image", "shape": [1, 4, 4, 4]},
+  "layers": [
+    {"name": "x0", "op": "conv2d", "out_channels": 4, "kernel": 1},
+    {"name": "f1", "op": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1},
+    {"name": "c2", "op": "concat", "inputs": [")",
+                         first, R"(", "f1"]},
+    {"name": "n2", "op": "batchnorm"},
+    {"name": "f2", "op": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1},
+    {"name": "c3", "op": "concat", "inputs": [")",
+                         first, R"(", "f1", "f2"]},
+    {"name": "n3", "op": "batchnorm"},
+    {"name": "gap", "op": "global_avgpool"},
+    {"name": "flat", "op": "flatten"},
+    {"name": "fc", "op": "linear", "out_features": 2}]})"),
+                     "dense_block.json");
+}
+
+TEST_CASE("a concat nested in a larger one (DenseNet) is a view of its first channels") {
+  Plan p = lower_model_steps(dense_block("x0"), {});
+  const ChannelViews v = plan_channel_views(p);
+  const auto r = reasons(v);
+  CHECK(v.views == 4); // x0, f1, f2 into c3, and c2 as c3's first 8 channels
+  CHECK(v.copies == 0);
+  CHECK(v.steps_removed == 2);
+  const int c3 = p.find_buffer("act:c3");
+  CHECK(p.buffers[size_t(p.find_buffer("act:c2"))].view_of == c3);
+  CHECK(p.buffers[size_t(p.find_buffer("act:c2"))].view_offset == 0);
+  CHECK(p.buffers[size_t(p.find_buffer("act:f2"))].view_offset == 8 * 16);
+  CHECK(count_fn(p, Fn::concat_forward) == 0);
+  LowerOptions train;
+  train.train = true;
+  check_same_as_copies(dense_block("x0"), {}, 4);
+  check_same_as_copies(dense_block("x0"), train, 4);
+  // The model's image as the first feature map: it copies, so c2 cannot be a view of c3 and
+  // copies too (its f1 is already c3's).
+  Plan q = lower_model_steps(dense_block("image"), {});
+  const ChannelViews w = plan_channel_views(q);
+  CHECK(w.views == 2); // f1 and f2 into c3
+  CHECK(count_fn(q, Fn::concat_forward) == 2);
+  check_same_as_copies(dense_block("image"), {}, 2);
+}
+
 TEST_CASE("a misaligned channel offset keeps the copy") {
   const Model m = parse_model(R"({"format": "kiln-model/1", "name": "misaligned",
   "input": {"name": "image", "shape": [1, 1, 3, 3]},
