@@ -3,10 +3,12 @@
 //  - a channel slice (channel_slice.forward: ONNX Split/Slice, ShuffleNet's chunk) becomes a
 //    view of its input at the slice's first channel, and its step goes;
 //  - each input of a concat becomes a view of the concat's output at its channel offset: its
-//    producer writes in place, and the concat's step goes once every input is a view.
+//    producer writes in place, and the concat's step goes once every input is a view;
+//  - a concat whose inputs are the first inputs of a larger one (DenseNet's) becomes a view of
+//    that one's first channels.
 // Kernels are unchanged: they get another pointer. Wherever a view could change what a step
 // reads or writes, the copy stays, with the reason recorded. The pass runs on inference and
-// training plans (unscheduled: the views change lifetimes a budgeted schedule has fixed),
+// training plans (not under a budget: the views change lifetimes a budgeted schedule fixed),
 // after the rewrites that restructure steps (fusion, layouts, sparse, conv+pool, split-K)
 // and before kernels are assigned.
 #pragma once

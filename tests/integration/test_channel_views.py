@@ -163,4 +163,20 @@ cv = json.loads(out).get("channel_views", {})
 print(f"densenet121 at batch 1: {cv.get('views')} views, {cv.get('copies')} copies")
 kt.check(cv.get("views") == 116 and cv.get("copies") == 0 and cv.get("steps_removed", 0) > 0,
          f"densenet121 at batch 1: 62 feature maps and 54 nested concats are views: {cv}")
+# Its generated kernels on the emulator over the views, against the cpu; the plan at batch 1 has
+# no concat step left, the one at batch 2 copies.
+np.save(path("dx1.npy"), dx1)
+kt.kiln("run", "densenet121", "--device", "emu", "--gpu", "t4", "--batch", 1, "--image", "32x32", "--input",
+        path("dx1.npy"), "-o", path("de1.npy"))
+kt.kiln("run", "densenet121", "--device", "cpu", "--batch", 1, "--image", "32x32", "--input", path("dx1.npy"), "-o",
+        path("dc1.npy"))
+r = kt.rel(np.load(path("de1.npy")), np.load(path("dc1.npy")))
+print(f"densenet121 (32x32) at batch 1 (views), emu vs cpu: {r:.2e}")
+kt.check(r < 5e-4, f"densenet121 on emu differs from the cpu: {r}")
+for b in (1, 2):
+    kt.kiln("generate", "densenet121", "--gpu", "t4", "--batch", b, "--image", "32x32", "-o", path(f"dn{b}"))
+d1, d2 = forward_steps(path("dn1")), forward_steps(path("dn2"))
+print(f"densenet121 forward steps: batch 1 {len(d1)} ({copies(d1)} copies), batch 2 {len(d2)} ({copies(d2)} copies)")
+kt.check(copies(d1) == 0 and copies(d2) == 100 and len(d1) == len(d2) - 100,
+         f"densenet121 copy steps: {copies(d1)} at batch 1, {copies(d2)} at batch 2")
 kt.finish()
