@@ -29,7 +29,8 @@ struct InspectArgs {
 };
 
 // The channel copies (concat inputs, channel slices) of the inference plan at this batch
-// that become views (generator/rewrite/channel_views.hpp); none without such layers.
+// that become views (generator/rewrite/channel_views.hpp), in NCHW: a GPU whose kernels want
+// NHWC keeps them where H*W > 1. None without such layers.
 std::optional<ChannelViews> channel_views_of(const Model& m) {
   if (std::none_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) {
         return n.op == OpKind::concat || n.op == OpKind::channel_slice;
@@ -142,8 +143,8 @@ void inspect(const InspectArgs& a) {
              m.nodes.size(), with_commas(m.total_params()), human_count(m.total_macs()),
              with_commas(m.total_macs()), human_bytes(act));
   if (const auto v = channel_views_of(m))
-    fmt::print("channel copies (concat inputs, channel slices) at batch {}: {} of {} are views, "
-               "{} copy steps fewer\n",
+    fmt::print("channel copies (concat inputs, channel slices) of the NCHW plan at batch {}: {} of "
+               "{} are views, {} copy steps fewer\n",
                m.input_shape[0], v->views, v->views + v->copies, v->steps_removed);
   if (prof)
     fmt::print("density: the fraction of nonzeros in a conv2d layer's input ({} of {} measured, "

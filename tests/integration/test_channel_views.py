@@ -94,9 +94,9 @@ cvh = json.load(open(path("gh/manifest.json"))).get("channel_views", {})
 kt.check(cvh.get("views") == 0 and all("nhwc" in k["reason"] for k in cvh.get("kept", [])),
          f"nhwc keeps the copies: {cvh}")
 out, _ = kt.kiln("inspect", path("net.json"), "--batch", 1)
-kt.check("at batch 1: 5 of 6 are views, 3 copy steps fewer" in out, f"inspect says it: {out!r}")
+kt.check("of the NCHW plan at batch 1: 5 of 6 are views, 3 copy steps fewer" in out, f"inspect says it: {out!r}")
 out, _ = kt.kiln("inspect", path("net.json"), "--batch", 2)
-kt.check("at batch 2: 0 of 6 are views" in out, f"inspect at batch 2: {out!r}")
+kt.check("of the NCHW plan at batch 2: 0 of 6 are views" in out, f"inspect at batch 2: {out!r}")
 
 # The emulator runs the generated kernels over the views (batch 1) and the copies (batch 2).
 np.save(path("x1.npy"), x1)
