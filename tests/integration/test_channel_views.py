@@ -88,6 +88,15 @@ plan1 = json.load(open(path("g1/plan.json")))
 views = {b["name"]: b for b in plan1["buffers"] if "view_offset" in b}
 kt.check(views.get("act:rb", {}).get("view_of") == "act:cat" and views["act:rb"]["view_offset"] == 8 * 64,
          f"rb is cat's channels 8..16: {views.get('act:rb')}")
+# A training step under a recompute budget keeps every copy: the schedule planned its lifetimes.
+kt.kiln("generate", path("net.json"), "--gpu", "t4", "--batch", 1, "--train", "--schedule", "rotor", "--budget", "1MiB",
+        "-o", path("gr"))
+kt.check("channel_views" not in json.load(open(path("gr/manifest.json"))), "no channel views under a budget")
+kt.check(copies(forward_steps(path("gr"))) >= 4, "the budgeted training plan copies")
+kt.kiln("generate", path("net.json"), "--gpu", "t4", "--batch", 1, "--train", "-o", path("gt"))
+cvt = json.load(open(path("gt/manifest.json"))).get("channel_views", {})
+kt.check(cvt.get("views") == 5, f"a store-all training step views as inference does: {cvt}")
+
 # NHWC (the H100's tf32 convs) at H*W > 1: a channel window is strided, every copy stays.
 kt.kiln("generate", path("net.json"), "--gpu", "h100", "--batch", 1, "--layout", "nhwc", "-o", path("gh"))
 cvh = json.load(open(path("gh/manifest.json"))).get("channel_views", {})
