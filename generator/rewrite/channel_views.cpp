@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace kiln {
 
@@ -219,13 +220,18 @@ private:
   std::string concat_input(int x, int y, int g, int64_t first,
                            const std::map<int, int>& times) const {
     if (std::string why = own_transient(x, "the input"); !why.empty()) return why;
-    if (!u_.views[size_t(x)].empty()) return "the input is viewed by another buffer";
     if (times.at(x) > 1) return "the input appears twice in the concat";
     for (int r : u_.readers[size_t(x)])
       if (step(r).fn == Fn::concat_forward && step(r).need("y") != y &&
           root_.at(step(r).need("y")) != y)
         return "the input is read by another concat too";
     if (buf(x).layout != buf(y).layout) return "the input has another layout";
+    if (!u_.views[size_t(x)].empty()) {
+      // A concat whose inputs all became views of it and whose steps went (Inception's
+      // concat of a branch pair inside its block's): it moves into y whole, with its views.
+      if (!gone_.count(x)) return "the input is viewed by another buffer";
+      return aligned(buf(y), first * inner_of(buf(y).shape));
+    }
     if (u_.writers[size_t(x)].size() != 1)
       return cat("the input is written by ", u_.writers[size_t(x)].size(),
                  " steps (recomputed or accumulated)");
@@ -251,6 +257,7 @@ private:
 
   void concat(int y, const std::vector<int>& steps) {
     const std::string whole = concat_output(y, steps);
+    bool gone = whole.empty();
     std::map<int, int> times;
     for (int g : steps)
       for (int x : step(g).variadic('x'))
@@ -263,12 +270,19 @@ private:
         std::string why = whole.empty() ? concat_input(x, y, g, at, times) : whole;
         decide(s, x, why);
         if (why.empty()) {
-          make_view(x, y, at * inner_of(buf(y).shape));
+          const int64_t el = at * inner_of(buf(y).shape);
+          for (int v : std::exchange(u_.views[size_t(x)], {})) { // (a concat moving whole)
+            p_.buffers[size_t(v)].view_of = y;
+            p_.buffers[size_t(v)].view_offset += el;
+            u_.views[size_t(y)].push_back(v);
+          }
+          make_view(x, y, el);
         } else {
           kept.push_back({x, at});
         }
         at += buf(x).shape[1];
       }
+      gone &= kept.empty();
       if (kept.size() == s.variadic('x').size()) continue;
       // The inputs left, as steps of consecutive channels (a ChannelSlice each).
       std::vector<Step> parts;
@@ -287,6 +301,7 @@ private:
       removed_[size_t(g)] = 1;
       replaced_[g] = std::move(parts);
     }
+    if (gone) gone_.insert(y);
   }
 
   // A concat nested in its root: a view of the root's first channels where each of its
@@ -330,6 +345,7 @@ private:
   std::map<int, std::vector<Step>> replaced_;
   std::map<int, std::vector<int>> inputs_; // per concat output: its inputs in channel order
   std::map<int, int> root_;                // per concat output: the concat it is nested in
+  std::set<int> gone_; // concat outputs whose inputs all became views of them, steps gone
   ChannelViews out_;
 };
 

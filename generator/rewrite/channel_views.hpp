@@ -5,7 +5,8 @@
 //  - each input of a concat becomes a view of the concat's output at its channel offset: its
 //    producer writes in place, and the concat's step goes once every input is a view;
 //  - a concat whose inputs are the first inputs of a larger one (DenseNet's) becomes a view of
-//    that one's first channels.
+//    that one's first channels; one that is an input of another (Inception's branch pairs)
+//    and whose inputs all became its views moves into that one whole.
 // Kernels are unchanged: they get another pointer. Wherever a view could change what a step
 // reads or writes, the copy stays, with the reason recorded. The pass runs on inference and
 // training plans (not under a budget: the views change lifetimes a budgeted schedule fixed),

@@ -310,6 +310,42 @@ TEST_CASE("a concat nested in a larger one (DenseNet) is a view of its first cha
   check_same_as_copies(dense_block("image"), {}, 2);
 }
 
+TEST_CASE("a concat inside another (Inception's branch pair) moves into it with its views") {
+  const Model m = parse_model(R"({"format": "kiln-model/1", "name": "inner",
+  "input": {"name": "image", "shape": [1, 4, 4, 4]},
+  "layers": [
+    {"name": "stem", "op": "conv2d", "out_channels": 4, "kernel": 1},
+    {"name": "a", "op": "conv2d", "out_channels": 4, "kernel": [1, 3], "padding": [0, 1]},
+    {"name": "b", "op": "conv2d", "out_channels": 4, "kernel": [3, 1], "padding": [1, 0], "inputs": ["stem"]},
+    {"name": "inner", "op": "concat", "inputs": ["a", "b"]},
+    {"name": "half", "op": "channel_slice", "begin": 4, "end": 8},
+    {"name": "c", "op": "conv2d", "out_channels": 4, "kernel": 1, "inputs": ["stem"]},
+    {"name": "outer", "op": "concat", "inputs": ["c", "inner"]},
+    {"name": "n", "op": "batchnorm"},
+    {"name": "d", "op": "conv2d", "out_channels": 4, "kernel": 1, "inputs": ["half"]},
+    {"name": "sum", "op": "add", "inputs": ["n", "n"]},
+    {"name": "gap", "op": "global_avgpool"},
+    {"name": "flat", "op": "flatten"},
+    {"name": "fc", "op": "linear", "out_features": 2}]})",
+                              "inner.json");
+  Plan p = lower_model_steps(m, {});
+  const ChannelViews v = plan_channel_views(p);
+  CHECK(v.copies == 0);
+  CHECK(v.views == 5); // the slice, a and b into inner, c and inner into outer
+  const int outer = p.find_buffer("act:outer");
+  for (const char* b : {"act:a", "act:b", "act:inner", "act:c", "act:half"}) {
+    CAPTURE(b);
+    CHECK(p.buffers[size_t(p.find_buffer(b))].view_of == outer);
+  }
+  CHECK(p.buffers[size_t(p.find_buffer("act:b"))].view_offset == 8 * 16);
+  CHECK(p.buffers[size_t(p.find_buffer("act:half"))].view_offset == 8 * 16);
+  CHECK(count_fn(p, Fn::concat_forward) == 0);
+  LowerOptions train;
+  train.train = true;
+  check_same_as_copies(m, {}, 5);
+  check_same_as_copies(m, train, 5);
+}
+
 TEST_CASE("a misaligned channel offset keeps the copy") {
   const Model m = parse_model(R"({"format": "kiln-model/1", "name": "misaligned",
   "input": {"name": "image", "shape": [1, 1, 3, 3]},
