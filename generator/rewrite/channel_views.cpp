@@ -77,7 +77,10 @@ public:
   ChannelViews run() {
     for (const At& a : u_.order) {
       const Step& s = step(a.global);
-      if (s.kind != StepKind::free && s.fn == Fn::channel_slice_forward) slice(a.global);
+      if (s.kind == StepKind::free) continue;
+      if (s.fn == Fn::channel_slice_forward) slice(a.global, "x", "y", s.attrs.begin);
+      // A concat's gradient: input k's is dy's channels at k's offset.
+      if (s.fn == Fn::concat_backward) slice(a.global, "dy", "dx", s.channel_slice().offset);
     }
     std::map<int, std::vector<int>> concats; // y -> its concat.forward steps, in order
     for (const At& a : u_.order) {
@@ -165,18 +168,19 @@ private:
     return "";
   }
 
-  // y = channels [begin, end) of x: y becomes a view of x.
-  void slice(int g) {
+  // y = channels [begin, begin + y's) of x (roles xr, yr): y becomes a view of x.
+  void slice(int g, const char* xr, const char* yr, int64_t begin) {
     const Step& s = step(g);
-    const int x = s.need("x"), y = s.need("y");
-    const int64_t begin = s.attrs.begin, channels = buf(x).shape.size() > 1 ? buf(x).shape[1] : 0;
+    const int x = s.need(xr), y = s.need(yr);
+    const int64_t channels = buf(x).shape.size() > 1 ? buf(x).shape[1] : 0;
+    const int64_t end = begin + (buf(y).shape.size() > 1 ? buf(y).shape[1] : 0);
     std::string why = own_transient(y, "the slice");
     if (why.empty()) why = own_transient(x, "its input");
     if (why.empty() && !u_.views[size_t(y)].empty()) why = "the slice is viewed by another buffer";
     if (why.empty() && (u_.writers[size_t(y)].size() != 1 || s.accumulate))
       why = "the slice is written by another step too (recomputed or accumulated)";
     if (why.empty() && buf(x).layout != buf(y).layout) why = "its input has another layout";
-    if (why.empty()) why = not_contiguous(buf(x), begin == 0 && s.attrs.end == channels);
+    if (why.empty()) why = not_contiguous(buf(x), begin == 0 && end == channels);
     const int64_t at = begin * inner_of(buf(x).shape);
     if (why.empty()) why = aligned(buf(x), at);
     // The view reads x's bytes as long as y is read: nothing may write x after the slice.

@@ -1,7 +1,8 @@
 // Channel slices and concats as views (DESIGN.md 4.4, `view_offset`). A channel window of a
 // tensor is contiguous when the batch is one image (NCHW; NHWC only where H*W == 1), so
-//  - a channel slice (channel_slice.forward: ONNX Split/Slice, ShuffleNet's chunk) becomes a
-//    view of its input at the slice's first channel, and its step goes;
+//  - a channel slice (channel_slice.forward: ONNX Split/Slice, ShuffleNet's chunk; in
+//    training also a concat.backward, input k's gradient as dy's channels) becomes a view of
+//    its input at the slice's first channel, and its step goes;
 //  - each input of a concat becomes a view of the concat's output at its channel offset: its
 //    producer writes in place, and the concat's step goes once every input is a view;
 //  - a concat whose inputs are the first inputs of a larger one (DenseNet's) becomes a view of
