@@ -132,6 +132,7 @@ ojson plan_to_json(const Plan& p) {
             {"offset", b.offset},
             {"bytes", b.bytes()}};
     if (b.view_of >= 0) o["view_of"] = name(b.view_of);
+    if (b.view_offset != 0) o["view_offset"] = b.view_offset;
     if (b.layout != Layout::nchw) o["layout"] = layout_name(b.layout);
     if (b.tf32) o["tf32"] = true;
     bufs.push_back(o);
@@ -207,9 +208,9 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       const std::string ptr = ju::child("/buffers", i);
       const json& b = bufs[i];
       ju::expect_object(b, ptr);
-      ju::reject_unknown_keys(
-          b, ptr,
-          {"name", "shape", "dtype", "role", "offset", "bytes", "view_of", "layout", "tf32"});
+      ju::reject_unknown_keys(b, ptr,
+                              {"name", "shape", "dtype", "role", "offset", "bytes", "view_of",
+                               "view_offset", "layout", "tf32"});
       Buffer buf;
       buf.name = ju::get_string(ju::require(b, "name", ptr), ptr + "/name");
       if (!index.emplace(buf.name, int(i)).second)
@@ -235,6 +236,11 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         throw Error("", ptr + "/bytes",
                     cat("does not match the shape and dtype (", buf.bytes(), ")"));
       if (b.contains("view_of")) views[i] = ju::get_string(b["view_of"], ptr + "/view_of");
+      if (b.contains("view_offset")) {
+        if (!b.contains("view_of"))
+          throw Error("", ptr + "/view_offset", "is only meaningful with \"view_of\"");
+        buf.view_offset = ju::get_int(b["view_offset"], ptr + "/view_offset");
+      }
       if (b.contains("layout")) {
         const std::string l = ju::get_string(b["layout"], ptr + "/layout");
         if (l != "nchw" && l != "nhwc")

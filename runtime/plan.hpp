@@ -65,6 +65,10 @@ struct Buffer {
   BufferRole role = BufferRole::activation;
   int64_t offset = 0; // in the arena (a view: its base's offset)
   int view_of = -1;   // base buffer of a view (a base is never a view itself)
+  // A view's first element in its base (0: a reshape of the whole base). A channel window
+  // of an N == 1 tensor is contiguous, so a concat's input or a channel slice can be a view
+  // at an offset (generator/rewrite/channel_views.cpp). Plan::byte_offset resolves it.
+  int64_t view_offset = 0;
   Layout layout = Layout::nchw;
   // f32 values rounded to tf32 (round_to_tf32) by the one step that writes them (a weight's
   // conversion or batchnorm folding in the prepare phase): tf32 tensor-core kernels read them
@@ -166,6 +170,13 @@ struct Plan {
   const Phase* phase(std::string_view name) const;
   int base(int buffer) const {
     return buffers[buffer].view_of >= 0 ? buffers[buffer].view_of : buffer;
+  }
+  // Where a buffer's first byte lies in the arena: its base's offset plus, for a view, its
+  // view_offset elements. Every backend (cpu, emu, cuda, the standalone program) and the
+  // tensor maps address buffers through this one function.
+  int64_t byte_offset(int buffer) const {
+    const Buffer& b = buffers[buffer];
+    return buffers[base(buffer)].offset + b.view_offset * int64_t(dtype_size(b.dtype));
   }
 };
 

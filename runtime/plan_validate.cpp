@@ -70,12 +70,22 @@ void validate_plan(const Plan& p) {
   for (int i = 0; i < nb; ++i) {
     const Buffer& b = p.buffers[i];
     const std::string where = cat("buffer \"", b.name, "\"");
+    if (b.view_of < 0 && b.view_offset != 0)
+      throw Error("", where, cat("has view_offset ", b.view_offset, " but is not a view"));
     if (b.view_of >= 0) {
       const Buffer& base = p.buffers[b.view_of];
       if (base.view_of >= 0) throw Error("", where, "is a view of a view");
-      if (base.bytes() != b.bytes() || base.dtype != b.dtype || base.offset != b.offset)
+      if (base.dtype != b.dtype || base.offset != b.offset)
         throw Error("", where,
-                    cat("is not a view of \"", base.name, "\" (bytes, dtype or offset differ)"));
+                    cat("is not a view of \"", base.name, "\" (dtype or offset differ)"));
+      // A view is the contiguous elements [view_offset, view_offset + numel) of its base.
+      const int64_t n = numel(b.shape), of = numel(base.shape);
+      if (b.view_offset < 0 || b.view_offset > of || n > of - b.view_offset)
+        throw Error("", where,
+                    cat("elements [", b.view_offset, ", ", b.view_offset + n,
+                        ") run outside its base \"", base.name, "\" of ", of, " elements"));
+      if (b.view_offset != 0 && b.layout != base.layout)
+        throw Error("", where, cat("is a window of \"", base.name, "\" in another layout"));
     }
     if (b.layout == Layout::nhwc && b.shape.size() != 4)
       throw Error("", where, "only 4-D buffers have the nhwc layout");

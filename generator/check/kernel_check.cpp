@@ -172,7 +172,8 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
     auto it = remap.find(a.buffer);
     if (it == remap.end()) {
       Buffer b = p.buffers[a.buffer];
-      b.view_of = -1;
+      b.view_of = -1; // a view becomes a buffer of its own here
+      b.view_offset = 0;
       const bool w = writes(step, a.role);
       const bool map = is_map(a);
       b.role = map                     ? BufferRole::derived

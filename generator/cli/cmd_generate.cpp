@@ -43,7 +43,7 @@ void generate_cmd(const GenerateArgs& a) {
   for (const auto& [f, n] : families)
     fam += fmt::format("{}{} {}", fam.empty() ? "" : ", ", n, f);
   fmt::print(
-      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}{}{}\n"
+      "generated {} for {} ({}): {} kernels ({}){}, {} cuDNN steps, {} layout, arena {}{}{}{}\n"
       "wrote {}/kernels/*.cu, manifest.json, plan.json\n",
       m.name, g.name, g.arch, chosen, fam,
       o.all_variants ? fmt::format(" + {} alternatives", gen.assigned.kernels.size() - chosen) : "",
@@ -58,6 +58,11 @@ void generate_cmd(const GenerateArgs& a) {
           : fmt::format(", {} squeeze-excite gate{} fused into {} conv{}", gen.gates.size(),
                         gen.gates.size() == 1 ? "" : "s", gen.gates.size() == 1 ? "its" : "their",
                         gen.gates.size() == 1 ? "" : "s"),
+      gen.channel_views.views
+          ? fmt::format(", {} channel copies as views ({} kept, {} steps fewer)",
+                        gen.channel_views.views, gen.channel_views.copies,
+                        gen.channel_views.steps_removed)
+          : "",
       a.output);
 }
 

@@ -5,8 +5,10 @@
 #include "generator/cli/inspect_fold.hpp"
 #include "generator/cli/model_args.hpp"
 #include "generator/gpu/gpu_desc.hpp"
+#include "generator/lower/lower.hpp"
 #include "generator/model/fold.hpp"
 #include "generator/model/profile.hpp"
+#include "generator/rewrite/channel_views.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -25,6 +27,18 @@ struct InspectArgs {
   std::string profile;
   std::string fold, gpu;
 };
+
+// The channel copies (concat inputs, channel slices) of the inference plan at this batch
+// that become views (generator/rewrite/channel_views.hpp), in NCHW: a GPU whose kernels want
+// NHWC keeps them where H*W > 1. None without such layers.
+std::optional<ChannelViews> channel_views_of(const Model& m) {
+  if (std::none_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) {
+        return n.op == OpKind::concat || n.op == OpKind::channel_slice;
+      }))
+    return std::nullopt;
+  Plan p = lower_model_steps(m, LowerOptions{});
+  return plan_channel_views(p);
+}
 
 size_t n_convs(const Model& m) {
   return size_t(std::count_if(m.nodes.begin(), m.nodes.end(),
@@ -90,6 +104,7 @@ void inspect(const InspectArgs& a) {
     j["total_macs"] = m.total_macs();
     j["total_flops"] = total_thop_flops(m);
     j["total_activation_bytes"] = act;
+    if (const auto v = channel_views_of(m)) j["channel_views"] = channel_views_json(*v);
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -129,6 +144,10 @@ void inspect(const InspectArgs& a) {
   fmt::print("\n{} layers, {} parameters, {} MACs ({}), {} of activations (all layer outputs)\n",
              m.nodes.size(), with_commas(m.total_params()), human_count(m.total_macs()),
              with_commas(m.total_macs()), human_bytes(act));
+  if (const auto v = channel_views_of(m))
+    fmt::print("channel copies (concat inputs, channel slices) of the NCHW plan at batch {}: {} of "
+               "{} are views, {} copy steps fewer\n",
+               m.input_shape[0], v->views, v->views + v->copies, v->steps_removed);
   if (prof)
     fmt::print("density: the fraction of nonzeros in a conv2d layer's input ({} of {} measured, "
                "{}on {}{}); tiles p10-p90: its spread over tiles of {}x{} pixels\n",

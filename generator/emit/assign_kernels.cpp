@@ -70,6 +70,7 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
         t.name = p.buffers[b].name + "." + std::string(layout_name(want)) + "#" + std::to_string(k);
       t.role = BufferRole::activation;
       t.view_of = -1;
+      t.view_offset = 0;
       t.layout = want;
       p.buffers.push_back(t);
       const int tmp = int(p.buffers.size()) - 1;

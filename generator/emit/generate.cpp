@@ -83,6 +83,11 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.split_k = plan_split_k(p, g);
     gen.gates = plan_gates(p, g); // after split-K: a split conv reads its gate the same way
   }
+  // Concat inputs and channel slices as views of one buffer where a channel window is
+  // contiguous (batch 1): not under a memory budget (the views change the lifetimes the
+  // schedule planned).
+  const bool budgeted = !schedule.is_null() && (o.schedule != "store-all" || !o.budget.empty());
+  if (!budgeted) gen.channel_views = plan_channel_views(p);
   // f32 weights and activations that only tf32 tensor-core convs read: rounded once, by their
   // writer (weights in the prepare phase).
   if (!o.cudnn_only) gen.tf32 = round_tf32_operands(p, g);
@@ -185,6 +190,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   for (const GateDecision& d : gen.gates)
     gated.push_back(gate_json(d));
   man["gates"] = gated;
+  if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
+    man["channel_views"] = channel_views_json(gen.channel_views);
   gen.files.push_back({"manifest.json", man.dump(2) + "\n"});
   gen.files.push_back({"plan.json", plan_to_json(gen.plan).dump(1) + "\n"});
   return gen;

@@ -6,6 +6,7 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/model.hpp"
+#include "generator/rewrite/channel_views.hpp"
 #include "generator/rewrite/conv_pool.hpp"
 #include "generator/rewrite/gates.hpp"
 #include "generator/rewrite/sparse_plan.hpp"
@@ -51,6 +52,7 @@ struct Generated {
   std::vector<SplitKDecision> split_k;     // the steps split over ranges of their reduction
   std::vector<GateDecision> gates;         // the squeeze-excite gates fused into their convs
   Tf32Operands tf32; // weights rounded to tf32 once (prepare), activations by their producer
+  ChannelViews channel_views; // concat inputs and channel slices made views (no copy)
   Layout layout = Layout::nchw;
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content

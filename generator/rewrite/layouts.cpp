@@ -48,6 +48,7 @@ int insert_convert(Plan& p, size_t phase, size_t at, int src, Layout layout,
     b.name = name + "#" + std::to_string(k);
   b.role = BufferRole::activation;
   b.view_of = -1;
+  b.view_offset = 0;
   b.offset = 0;
   b.layout = layout;
   p.buffers.push_back(b);

@@ -2,6 +2,7 @@
 
 #include "generator/lower/lower.hpp"
 #include "generator/lower/plan_builder.hpp"
+#include "generator/rewrite/channel_views.hpp"
 #include "generator/run/generated_run.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/io/file.hpp"
@@ -29,8 +30,10 @@ DevicePlan cpu_plan(const Model& m, const DevicePlanOptions& o) {
   lo.recipe = go.recipe;
   DevicePlan d;
   d.backend = std::make_unique<cpu::CpuBackend>();
-  if (!is_scheduled(go)) {
-    d.plan = lower_model(m, lo);
+  if (!is_scheduled(go)) { // channel copies as views, as generate makes them
+    Plan p = lower_model_steps(m, lo);
+    plan_channel_views(p);
+    d.plan = finish_plan(std::move(p));
     return d;
   }
   ScheduledSteps s = schedule_steps(m, o.gpu, lo, schedule_request(go));

@@ -22,19 +22,19 @@ void CpuBackend::prepare(const Plan& plan) {
 }
 
 void CpuBackend::upload(int buffer, const Tensor& t) {
-  std::memcpy(arena_.get() + plan_->buffers[buffer].offset, t.bytes(), t.nbytes());
+  std::memcpy(arena_.get() + plan_->byte_offset(buffer), t.bytes(), t.nbytes());
 }
 
 Tensor CpuBackend::download(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
   Tensor t(b.dtype, b.shape);
-  std::memcpy(t.bytes(), arena_.get() + b.offset, t.nbytes());
+  std::memcpy(t.bytes(), arena_.get() + plan_->byte_offset(buffer), t.nbytes());
   return t;
 }
 
 void CpuBackend::poison(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
-  std::byte* p = arena_.get() + b.offset;
+  std::byte* p = arena_.get() + plan_->byte_offset(buffer);
   const int64_t n = numel(b.shape);
   if (b.dtype == DType::f32) std::fill_n(reinterpret_cast<float*>(p), n, std::numeric_limits<float>::quiet_NaN());
   else if (b.dtype == DType::f64) std::fill_n(reinterpret_cast<double*>(p), n, std::numeric_limits<double>::quiet_NaN());

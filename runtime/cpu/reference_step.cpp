@@ -25,8 +25,9 @@ int64_t memory_index(const Buffer& b, int64_t i) {
   return ((n * H + h) * W + w) * C + c;
 }
 
-double load(const Buffer& b, const std::byte* arena, int64_t i) {
-  const std::byte* p = arena + b.offset + memory_index(b, i) * int64_t(dtype_size(b.dtype));
+// (`at`: the buffer's first byte, Plan::byte_offset into the arena.)
+double load(const Buffer& b, const std::byte* at, int64_t i) {
+  const std::byte* p = at + memory_index(b, i) * int64_t(dtype_size(b.dtype));
   uint16_t h;
   switch (b.dtype) {
   case DType::f16: std::memcpy(&h, p, 2); return half_bits_to_float(h);
@@ -45,8 +46,8 @@ double load(const Buffer& b, const std::byte* arena, int64_t i) {
   }
 }
 
-void store(const Buffer& b, std::byte* arena, int64_t i, double v) {
-  std::byte* p = arena + b.offset + memory_index(b, i) * int64_t(dtype_size(b.dtype));
+void store(const Buffer& b, std::byte* at, int64_t i, double v) {
+  std::byte* p = at + memory_index(b, i) * int64_t(dtype_size(b.dtype));
   uint16_t h;
   switch (b.dtype) {
   case DType::f16:
@@ -72,7 +73,7 @@ void store(const Buffer& b, std::byte* arena, int64_t i, double v) {
 void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
   if (step.sparse.guard != Guard::none) {
     int32_t nnz;
-    std::memcpy(&nnz, arena + plan.buffers[step.need("nnz")].offset, 4);
+    std::memcpy(&nnz, arena + plan.byte_offset(step.need("nnz")), 4);
     if (!guard_passes(step.sparse.guard, step.sparse.threshold, nnz))
       return; // the other path computes
   }
@@ -108,7 +109,7 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
       const Buffer& b = plan.buffers[a.buffer];
       if (c.where.count(a.buffer) || !is_float(b.dtype)) continue; // integers: raw<U>
       if (b.dtype == dtype_of<T>() && b.layout == Layout::nchw) {
-        c.where[a.buffer] = reinterpret_cast<T*>(arena + b.offset);
+        c.where[a.buffer] = reinterpret_cast<T*>(arena + plan.byte_offset(a.buffer));
         continue;
       }
       const int64_t n = numel(b.shape);
@@ -119,7 +120,7 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
       if (!out || step.accumulate || def.writes_part || fn_reads(step.fn, a.role) ||
           fn_updates(step.fn, a.role))
         for (int64_t i = 0; i < n; ++i)
-          v[size_t(i)] = T(load(b, arena, i));
+          v[size_t(i)] = T(load(b, arena + plan.byte_offset(a.buffer), i));
       c.where[a.buffer] = v.data();
       if (out) write_back.push_back({a.buffer, v.data()});
     }
@@ -130,7 +131,7 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
     for (auto [buf, data] : write_back) {
       const Buffer& b = plan.buffers[buf];
       for (int64_t i = 0, n = numel(b.shape); i < n; ++i)
-        store(b, arena, i, double(data[i]));
+        store(b, arena + plan.byte_offset(buf), i, double(data[i]));
     }
   };
   if (any_f64)
@@ -142,8 +143,9 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
   for (const Arg& a : step.args) {
     const Buffer& b = plan.buffers[a.buffer];
     if (!b.tf32 || !fn_writes(step.fn, a.role)) continue;
+    std::byte* at = arena + plan.byte_offset(a.buffer);
     for (int64_t i = 0, n = numel(b.shape); i < n; ++i) // f32, or a reference plan's f64
-      store(b, arena, i, double(round_to_tf32(float(load(b, arena, i)))));
+      store(b, at, i, double(round_to_tf32(float(load(b, at, i)))));
   }
 }
 

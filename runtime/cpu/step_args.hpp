@@ -49,11 +49,11 @@ template <class T> struct StepArgs {
   // An integer argument (sparse forms' index, count and nnz), in the arena as it is.
   template <class U> U* raw(std::string_view role) const {
     const int b = s.arg(role);
-    return b < 0 ? nullptr : reinterpret_cast<U*>(arena + p.buffers[b].offset);
+    return b < 0 ? nullptr : reinterpret_cast<U*>(arena + p.byte_offset(b));
   }
   std::span<const int64_t> targets() const {
     const int b = s.need("target");
-    return {reinterpret_cast<const int64_t*>(arena + p.buffers[b].offset),
+    return {reinterpret_cast<const int64_t*>(arena + p.byte_offset(b)),
             size_t(numel(p.buffers[b].shape))};
   }
 };

@@ -94,15 +94,16 @@ void CudaBackend::prepare(const Plan& plan) {
   for (const Phase& ph : plan.phases)
     for (const Step& st : ph.steps)
       if (st.fn == Fn::tensor_map_encode && st.kind != StepKind::free) {
-        const Buffer& out = plan.buffers[st.need("map")];
+        const int out = st.need("map");
         EncodedTensorMap bytes;
         try {
           bytes = encode_tensor_map(tensor_map_of(plan, st.tensor_map(), arena_));
         } catch (const Error& e) {
           throw Error("", where(st), e.message());
         }
-        check(cudaMemcpy(arena_ + out.offset, bytes.data(), sizeof bytes, cudaMemcpyHostToDevice),
-              "cudaMemcpy of a tensor map", out.name);
+        check(cudaMemcpy(arena_ + plan.byte_offset(out), bytes.data(), sizeof bytes,
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy of a tensor map", plan.buffers[out].name);
       }
   bool has_library = false;
   for (const Phase& ph : plan.phases)
@@ -118,16 +119,18 @@ void CudaBackend::prepare(const Plan& plan) {
 
 void CudaBackend::upload(int buffer, const Tensor& t) {
   const Buffer& b = plan_->buffers[buffer];
-  check(cudaMemcpy(arena_ + b.offset, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy",
-        b.name);
+  check(cudaMemcpy(arena_ + plan_->byte_offset(buffer), t.bytes(), t.nbytes(),
+                   cudaMemcpyHostToDevice),
+        "cudaMemcpy", b.name);
 }
 
 Tensor CudaBackend::download(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
   Tensor t(b.dtype, b.shape);
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", b.name);
-  check(cudaMemcpy(t.bytes(), arena_ + b.offset, t.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy",
-        b.name);
+  check(cudaMemcpy(t.bytes(), arena_ + plan_->byte_offset(buffer), t.nbytes(),
+                   cudaMemcpyDeviceToHost),
+        "cudaMemcpy", b.name);
   return t;
 }
 
@@ -135,7 +138,7 @@ void CudaBackend::poison(int buffer) {
   if (replaying_) return; // the graph holds the memset
   const Buffer& b = plan_->buffers[buffer];
   // All-ones bytes are NaN in f32, f16 and bf16.
-  check(cudaMemsetAsync(arena_ + b.offset, 0xff, size_t(b.bytes()),
+  check(cudaMemsetAsync(arena_ + plan_->byte_offset(buffer), 0xff, size_t(b.bytes()),
                         static_cast<cudaStream_t>(stream_)),
         "cudaMemsetAsync", b.name);
 }
@@ -151,7 +154,7 @@ void CudaBackend::run(const Step& step) {
       void* p[16];
     } args{};
     for (size_t i = 0; i < k.args.size(); ++i)
-      args.p[i] = arena_ + plan_->buffers[step.need(k.args[i])].offset;
+      args.p[i] = arena_ + plan_->byte_offset(step.need(k.args[i]));
     void* params[] = {&args};
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]->kernel),
                            dim3(unsigned(k.grid[0]), unsigned(k.grid[1]), unsigned(k.grid[2])),

@@ -106,7 +106,9 @@ public:
 
   void run(const Step& s, std::byte* arena) override {
     const Prepared& p = *prepared_.at(&s);
-    auto ptr = [&](std::string_view role) { return static_cast<void*>(arena + plan_->buffers[s.need(role)].offset); };
+    auto ptr = [&](std::string_view role) {
+      return static_cast<void*>(arena + plan_->byte_offset(s.need(role)));
+    };
     auto desc = [&](std::string_view role) { return p.t.at(std::string(role))->d; };
     const float one = 1.f, zero = 0.f, beta = s.accumulate ? 1.f : 0.f;
     switch (s.fn) {
@@ -200,7 +202,9 @@ private:
     ck(cudnnSetActivationDescriptor(p->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
        "cudnnSetActivationDescriptor");
     const Attrs& a = s.attrs;
-    auto ptr = [&](std::string_view role) { return static_cast<void*>(arena + plan_->buffers[s.need(role)].offset); };
+    auto ptr = [&](std::string_view role) {
+      return static_cast<void*>(arena + plan_->byte_offset(s.need(role)));
+    };
     switch (s.fn) {
     case Fn::conv2d_forward:
     case Fn::conv2d_backward_data:

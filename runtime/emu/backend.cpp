@@ -26,8 +26,9 @@ void EmuBackend::run(const Step& step) {
   const Kernel& k = plan().kernels[step.kernel];
   std::vector<EmuBuffer> args;
   for (const std::string& role : k.args) {
-    const Buffer& b = plan().buffers[step.need(role)];
-    args.push_back({arena() + b.offset, size_t(b.bytes()), b.name.c_str()});
+    const int i = step.need(role);
+    const Buffer& b = plan().buffers[i];
+    args.push_back({arena() + plan().byte_offset(i), size_t(b.bytes()), b.name.c_str()});
   }
   EmuLaunchConfig cfg;
   for (int d = 0; d < 3; ++d) {

@@ -18,7 +18,7 @@ constexpr RoleType types[] = {{"dst", ArgType::any}};
 template <class T> void fill(const StepArgs<T>& c) {
   const Buffer& b = c.p.buffers[c.s.need("dst")];
   if (!is_float(b.dtype)) { // an integer count: not staged, zeroed where it is
-    std::memset(c.arena + b.offset, 0, size_t(b.bytes()));
+    std::memset(c.arena + c.p.byte_offset(c.s.need("dst")), 0, size_t(b.bytes()));
     return;
   }
   cpu::View<T> dst = c.out("dst");

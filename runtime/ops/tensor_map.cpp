@@ -49,7 +49,7 @@ std::string tensor_map_problem(const Plan& p, const TensorMapEncode& m) {
     return cat("a box row of ", m.box[0] * es, " bytes is wider than the swizzle span (", m.swizzle,
                ")");
   if (m.oob_fill != "zero") return cat("oob_fill \"", m.oob_fill, "\": only \"zero\" is supported");
-  if (m.offset < 0 || (buf.offset + m.offset) % 16)
+  if (m.offset < 0 || (p.byte_offset(b) + m.offset) % 16)
     return cat("the address of \"", m.buffer, "\" + ", m.offset, " bytes is not 16-byte aligned");
   if (last > buf.bytes())
     return cat("reaches byte ", last, " of \"", m.buffer, "\", which has ", buf.bytes());
@@ -59,7 +59,7 @@ std::string tensor_map_problem(const Plan& p, const TensorMapEncode& m) {
 KilnTensorMap tensor_map_of(const Plan& p, const TensorMapEncode& m, const std::byte* arena) {
   KilnTensorMap t;
   std::memset(&t, 0, sizeof t);
-  t.global = arena + p.buffers[p.find_buffer(m.buffer)].offset + m.offset;
+  t.global = arena + p.byte_offset(p.find_buffer(m.buffer)) + m.offset;
   t.rank = unsigned(m.dims.size());
   t.elem_bytes = unsigned(dtype_size(m.dtype));
   t.swizzle = unsigned(m.swizzle);
@@ -80,7 +80,7 @@ static_assert(sizeof(KilnTensorMap) <= 128, "a map fits its 128-byte buffer");
 
 void check_encode(const StepCheck& c) {
   c.expect("map", {128});
-  if (c.p.buffers[c.s.need("map")].offset % 64)
+  if (c.p.byte_offset(c.s.need("map")) % 64)
     c.fail("the map buffer is not 64-byte aligned in the arena");
   if (const std::string why = tensor_map_problem(c.p, c.s.tensor_map()); !why.empty())
     c.fail("tensor map: " + why);
@@ -89,7 +89,7 @@ void check_encode(const StepCheck& c) {
 // The map with the host arena's address, as the emulator's kernels read it.
 template <class T> void encode(const cpu::StepArgs<T>& c) {
   const KilnTensorMap t = tensor_map_of(c.p, c.s.tensor_map(), c.arena);
-  std::byte* out = c.arena + c.p.buffers[c.s.need("map")].offset;
+  std::byte* out = c.arena + c.p.byte_offset(c.s.need("map"));
   std::memset(out, 0, 128);
   std::memcpy(out, &t, sizeof t);
 }
