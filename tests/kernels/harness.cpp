@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -212,6 +213,12 @@ Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::strin
     if (in.count(a.role)) e.write(a.buffer, in.at(a.role));
   e.run("forward");
   return e.read(s.need(out));
+}
+
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  std::vector<unsigned char> out(t.nbytes());
+  std::memcpy(out.data(), t.bytes(), out.size());
+  return out;
 }
 
 std::map<std::string, Tensor> random_inputs(const Built& b, uint64_t seed) {

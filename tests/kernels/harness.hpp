@@ -71,6 +71,8 @@ Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::strin
                const std::string& out);
 // Seeded random inputs of b's step by role, uniform in [-0.5, 0.5), in memory order.
 std::map<std::string, Tensor> random_inputs(const Built& b, uint64_t seed);
+// A tensor's bytes, for comparing runs bit for bit.
+std::vector<unsigned char> bytes_of(const Tensor& t);
 
 // A fresh temporary directory, removed at exit.
 std::string temp_dir(const std::string& prefix);

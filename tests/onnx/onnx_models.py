@@ -1,5 +1,7 @@
 """ONNX models built with python3-onnx's helper API (no PyTorch) for kiln's import tests,
 and the NumPy (float64) reference of the layers they use."""
+import sys
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -133,3 +135,15 @@ def resize(x, size, scales=None, mode="nearest", coord="half_pixel", nearest="ro
     tw = resize_taps(size[1], w, sc[1], mode, coord, nearest, length[1])
     rows = np.stack([a * x[:, :, i] + b * x[:, :, j] for i, j, a, b in th], axis=2)
     return np.stack([a * rows[:, :, :, i] + b * rows[:, :, :, j] for i, j, a, b in tw], axis=3)
+
+
+def onnxruntime_or_skip(ort_dir):
+    """onnxruntime from ort_dir (where `make tools` fetches it), or exit 77 (the test is
+    skipped) without it there."""
+    sys.path.insert(0, ort_dir)
+    try:
+        import onnxruntime
+    except ImportError as e:
+        print(f"skipped: onnxruntime not in {ort_dir} ({e}); `make tools` fetches it")
+        sys.exit(77)
+    return onnxruntime

@@ -24,12 +24,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 import onnx_models as om  # noqa: E402
 
-sys.path.insert(0, sys.argv[2])
-try:
-    import onnxruntime as ort  # noqa: E402
-except ImportError as e:
-    print(f"skipped: onnxruntime not in {sys.argv[2]} ({e}); `make tools` fetches it")
-    sys.exit(77)
+ort = om.onnxruntime_or_skip(sys.argv[2])
 
 TOL = 1e-4
 d = kt.tmpdir()

@@ -11,7 +11,6 @@
 #include "generator/compile/compile_dir.hpp"
 #include "runtime/tensor.hpp"
 
-#include <cstring>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <map>
@@ -113,12 +112,6 @@ std::vector<Built> gated_variants(const std::vector<std::string>& gpus) {
       specs.push_back(s);
   }
   return all_variants(specs, gpus);
-}
-
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  std::vector<unsigned char> out(t.nbytes());
-  std::memcpy(out.data(), t.bytes(), out.size());
-  return out;
 }
 
 } // namespace

@@ -9,7 +9,6 @@
 #include "runtime/half.hpp"
 #include "runtime/tensor.hpp"
 
-#include <cstring>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -61,12 +60,6 @@ Tensor rounded(Tensor t) {
   for (int64_t i = 0; i < t.numel(); ++i)
     t.set(i, double(round_to_tf32(float(t.get(i)))));
   return t;
-}
-
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  std::vector<unsigned char> out(t.nbytes());
-  std::memcpy(out.data(), t.bytes(), out.size());
-  return out;
 }
 
 } // namespace
