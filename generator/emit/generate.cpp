@@ -184,11 +184,11 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   man["tf32_activations"] = gen.tf32.activations;
   ojson pooled = ojson::array();
   for (const ConvPoolDecision& d : gen.conv_pool)
-    pooled.push_back(conv_pool_json(d));
+    pooled.push_back(fusion_json(d));
   man["conv_pool"] = pooled;
   ojson gated = ojson::array();
   for (const GateDecision& d : gen.gates)
-    gated.push_back(gate_json(d));
+    gated.push_back(fusion_json(d));
   man["gates"] = gated;
   if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
     man["channel_views"] = channel_views_json(gen.channel_views);

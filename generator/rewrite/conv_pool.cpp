@@ -4,8 +4,6 @@
 #include "generator/rewrite/readers.hpp"
 #include "generator/select/select.hpp"
 
-#include <cmath>
-
 namespace kiln {
 
 namespace {
@@ -52,11 +50,6 @@ std::vector<ConvPoolDecision> plan_conv_pool(Plan& p, const GpuDesc& g) {
     }
   }
   return out;
-}
-
-nlohmann::ordered_json conv_pool_json(const ConvPoolDecision& d) {
-  const auto us = [](double v) { return std::round(v * 1000) / 1000; };
-  return {{"node", d.node}, {"separate_us", us(d.separate_us)}, {"fused_us", us(d.fused_us)}};
 }
 
 } // namespace kiln

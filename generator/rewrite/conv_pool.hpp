@@ -9,22 +9,17 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "runtime/plan.hpp"
 
-#include <nlohmann/json.hpp>
-#include <string>
+#include "generator/rewrite/fusion_decision.hpp"
+
 #include <vector>
 
 namespace kiln {
 
-struct ConvPoolDecision {
-  std::string node;       // the fused step's node: "<conv>+<pool>"
-  double separate_us = 0; // the conv's and the pool's best estimates
-  double fused_us = 0;
-};
+// node "<conv>+<pool>"; separate_us the conv's and the pool's, fused_us the fused step's.
+using ConvPoolDecision = FusionDecision;
 
 // Rewrites the eligible pairs of an inference plan (after layouts and epilogue fusion,
 // before kernels are assigned); returns the pairs it fused.
 std::vector<ConvPoolDecision> plan_conv_pool(Plan& p, const GpuDesc& g);
-
-nlohmann::ordered_json conv_pool_json(const ConvPoolDecision& d);
 
 } // namespace kiln

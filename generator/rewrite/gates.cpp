@@ -41,11 +41,6 @@ std::vector<GateDecision> plan_gates(Plan& p, const GpuDesc& g) {
       if (r.size() != 1 || r[0] == SIZE_MAX || r[0] < i) continue;
       const Step& conv = steps[r[0]];
       if (!gateable_conv(conv) || conv.need("x") != y) continue;
-      bool freed = false; // x or the gate released before the conv runs
-      for (size_t j = i + 1; j < r[0]; ++j)
-        for (const Arg& a : steps[j].args)
-          freed |= steps[j].kind == StepKind::free && (a.buffer == x || a.buffer == gate);
-      if (freed) continue;
       Step fused = conv;
       for (Arg& a : fused.args)
         if (a.role == "x") a.buffer = x;
@@ -64,11 +59,6 @@ std::vector<GateDecision> plan_gates(Plan& p, const GpuDesc& g) {
     }
   }
   return out;
-}
-
-nlohmann::ordered_json gate_json(const GateDecision& d) {
-  const auto us = [](double v) { return std::round(v * 1000) / 1000; };
-  return {{"node", d.node}, {"separate_us", us(d.separate_us)}, {"fused_us", us(d.fused_us)}};
 }
 
 } // namespace kiln

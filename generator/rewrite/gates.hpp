@@ -11,22 +11,17 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "runtime/plan.hpp"
 
-#include <nlohmann/json.hpp>
-#include <string>
+#include "generator/rewrite/fusion_decision.hpp"
+
 #include <vector>
 
 namespace kiln {
 
-struct GateDecision {
-  std::string node;       // the fused step's node: "<mul>+<conv>"
-  double separate_us = 0; // the mul's and the conv's best estimates
-  double fused_us = 0;    // the gated conv's
-};
+// node "<mul>+<conv>"; separate_us the mul's and the conv's, fused_us the gated conv's.
+using GateDecision = FusionDecision;
 
 // Rewrites the eligible pairs of an inference plan (after layouts, split-K and conv + pool
 // fusion, before kernels are assigned); returns the pairs it fused.
 std::vector<GateDecision> plan_gates(Plan& p, const GpuDesc& g);
-
-nlohmann::ordered_json gate_json(const GateDecision& d);
 
 } // namespace kiln
