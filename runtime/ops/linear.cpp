@@ -51,7 +51,11 @@ constexpr OpDef op_defs[] = {{.kind = OpKind::linear,
                               .thop_flops = thop_flops,
                               .width = &Attrs::out_features}};
 
-// linear.forward: x, w, [b] -> y (the epilogue).
+// linear.forward: x, w, [b], [xmap0, wmap: the TMA tensor maps a Hopper kernel reads,
+// runtime/ops/tensor_map.cpp; the reference ignores them] -> y (the epilogue).
+constexpr std::string_view fwd_in[] = {"x", "w", "b", "xmap0", "wmap"};
+constexpr std::string_view fwd_optional[] = {"b", "xmap0", "wmap"};
+constexpr RoleType fwd_types[] = {{"xmap0", ArgType::u8}, {"wmap", ArgType::u8}};
 template <class T> void forward(const StepArgs<T>& c) {
   cpu::linear<T>(c.in("x"), c.in("w"), c.opt("b"), c.out("y"));
   cpu::epilogue(c);
@@ -78,8 +82,9 @@ void check_forward_split(const StepCheck& c) { check_split_in_kernel(c, false); 
 constexpr FnDef fn_defs[] = {
     {.fn = Fn::linear_forward,
      .name = "linear.forward",
-     .signature = {roles::x_w_b, roles::y, roles::b},
+     .signature = {fwd_in, roles::y, fwd_optional},
      .epilogue = true,
+     .types = fwd_types,
      .check = check_weighted_forward,
      .cpu_f32 = forward<float>,
      .cpu_f64 = forward<double>},

@@ -15,6 +15,10 @@
 //    (c, q0 + floor((t - PW) / SW), p0 + floor((r - PH) / SH), n). Dilation 1; C a multiple
 //    of BKC. (im2col mode would need one map for any stride, but the emulator does not
 //    interpret it yet, and a kernel that cannot be checked there is not chosen.)
+//  - FLAT (optional): a 1x1 stride-1 unpadded conv, or a linear layer (x [N][C], H = W = 1),
+//    is a plain GEMM over M = N * OH * OW rows of x: A is one 2-D tiled TMA of x as [M][C],
+//    box BKC x BM rows, and a tile is BM consecutive rows, whatever the image or row they
+//    fall in (a 7x7 map fills 128-row tiles where 8x8 pixel tiles leave 23% idle).
 // Each k iteration is one (r, s, block of BKC = 128 bytes of channels: 64 f16/bf16, 32 f32):
 // A is TP * TQ rows of 128 bytes (consumer
 // g takes rows 64g..64g+63), B BN rows of 128 bytes, both in the layout the TMA's 128-byte
@@ -26,10 +30,11 @@
 // (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
 // HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
 // arrive rounded to tf32, so that only the other is rounded in shared memory, or neither);
-// Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs).
+// Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs);
+// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM).
 // Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
-// ph * SW + pw), M w's tensor map, then x, w (what the maps read; named so the buffers stay
-// arguments), y, and bias, residual when present.
+// ph * SW + pw; FLAT: the one 2-D map), M w's tensor map, then x, w (what the maps read; named so
+// the buffers stay arguments), y, and bias, residual when present.
 #pragma once
 
 #include "common/epilogue.cuh"
@@ -37,11 +42,20 @@
 
 namespace kiln::hopper_conv {
 
+// FLAT: the GEMM over x's rows (above). Absent: false.
+template <class Cfg, class = void> struct flat_of { static constexpr bool value = false; };
+template <class Cfg> struct flat_of<Cfg, decltype(void(Cfg::FLAT))> {
+  static constexpr bool value = Cfg::FLAT;
+};
+
 template <class Cfg> struct Geometry {
   using T = typename Cfg::T;
   static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
-  static constexpr int TP = Cfg::TP, TQ = Cfg::TQ, BN = Cfg::BN, STAGES = Cfg::STAGES;
+  static constexpr int BN = Cfg::BN, STAGES = Cfg::STAGES;
   static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
+  static constexpr bool FLAT = flat_of<Cfg>::value;
+  static constexpr int TP = Cfg::TP, TQ = Cfg::TQ;
+  static constexpr int ROWS = Cfg::N * Cfg::OH * Cfg::OW; // GEMM rows (M)
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int BKC = 128 / int(sizeof(T)); // channels per k iteration: one 128 B row
   static constexpr int CB = C / BKC;               // channel blocks per filter tap
@@ -60,13 +74,17 @@ template <class Cfg> struct Geometry {
   static constexpr int BARRIERS = ROUND_TF32 ? 3 : 2; // per stage: full, empty(, rounded)
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);
-  static constexpr int TILES = Cfg::N * TILES_P * TILES_Q * O_BLOCKS; // output tiles
+  static constexpr int M_TILES = FLAT ? ceil_div(ROWS, BM) : Cfg::N * TILES_P * TILES_Q;
+  static constexpr int TILES = M_TILES * O_BLOCKS; // output tiles
   static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
   static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
   static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
+  static_assert(!FLAT || (KH == 1 && KW == 1 && Cfg::SH == 1 && Cfg::SW == 1 && Cfg::PH == 0 &&
+                          Cfg::PW == 0 && TP == 1),
+                "FLAT: a 1x1, stride-1, unpadded conv (x's rows are the GEMM's), TP = 1");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
   static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
@@ -81,12 +99,26 @@ template <class Cfg> KILN_CONST int smem_bytes() {
   return 1024 + G::STAGES * G::STAGE_BYTES + 8 * G::BARRIERS * G::STAGES;
 }
 
+// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:
+// then blocks of BM rows; m0 is the tile's first GEMM row either way).
+struct Tile {
+  int n, p0, q0, o0, m0;
+};
+template <class Cfg> KILN_FN Tile tile_at(int tile) {
+  using G = Geometry<Cfg>;
+  const int ob = tile % G::O_BLOCKS, mt = tile / G::O_BLOCKS;
+  if constexpr (G::FLAT) return Tile{0, 0, 0, ob * G::BN, mt * G::BM};
+  const int pt = mt % (G::TILES_P * G::TILES_Q), n = mt / (G::TILES_P * G::TILES_Q);
+  const int p0 = pt / G::TILES_Q * G::TP, q0 = pt % G::TILES_Q * G::TQ;
+  return Tile{n, p0, q0, ob * G::BN, (n * Cfg::OH + p0) * Cfg::OW + q0};
+}
+
 // The producer, for one output tile: for each k iteration, wait for its stage to be free,
 // announce the bytes, issue the two copies. `ring_it` counts the block's k iterations over
 // all its tiles: the stage and the barriers' phases follow from it.
 template <class Cfg>
 KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     int n, int p0, int q0, int o0, int& ring_it) {
+                     const Tile& tl, int& ring_it) {
   using G = Geometry<Cfg>;
   const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
   for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
@@ -107,8 +139,11 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
 #pragma unroll
     for (int m = 1; m < G::MAPS; ++m)
       if (m == which) xmap = tensor_map_arg(args, m);
-    tma_load(a, xmap, full + s, cb * G::BKC, q0 + ct, p0 + cr, n);
-    tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, o0);
+    if constexpr (G::FLAT) // rows past M: the copy's zero fill
+      tma_load(a, xmap, full + s, cb * G::BKC, tl.m0);
+    else
+      tma_load(a, xmap, full + s, cb * G::BKC, tl.q0 + ct, tl.p0 + cr, tl.n);
+    tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, tl.o0);
   }
 }
 
@@ -174,8 +209,7 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
 
 // y = act(acc + bias + residual) for the consumer's rows (fragment layout: hopper_cuda.cuh).
 template <class Cfg>
-KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n, int p0, int q0,
-                   int o0) {
+KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
@@ -187,10 +221,17 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n,
 #pragma unroll // constant register indices: the accumulators stay in registers
   for (int i = 0; i < Cfg::BN / 2; i += 2) {
     const int m = 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
-    const int o = o0 + 8 * (i / 4) + 2 * (lane % 4);
-    const int p = p0 + m / G::TQ, q = q0 + m % G::TQ;
-    if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
-    const i64 at = ((i64(n) * Cfg::OH + p) * Cfg::OW + q) * G::O + o;
+    const int o = tl.o0 + 8 * (i / 4) + 2 * (lane % 4);
+    i64 row; // y's NHWC row (GEMM row) of this pixel
+    if constexpr (G::FLAT) {
+      if (tl.m0 + m >= G::ROWS || o >= G::O) continue;
+      row = tl.m0 + m;
+    } else {
+      const int p = tl.p0 + m / G::TQ, q = tl.q0 + m % G::TQ;
+      if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
+      row = (i64(tl.n) * Cfg::OH + p) * Cfg::OW + q;
+    }
+    const i64 at = row * G::O + o;
     const float v0 = E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at);
     if constexpr (kPairs) {
       const float v1 = E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1);
@@ -202,17 +243,6 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, int n,
             from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1));
     }
   }
-}
-
-// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images.
-struct Tile {
-  int n, p0, q0, o0;
-};
-template <class Cfg> KILN_FN Tile tile_at(int tile) {
-  using G = Geometry<Cfg>;
-  const int ob = tile % G::O_BLOCKS, pt = tile / G::O_BLOCKS % (G::TILES_P * G::TILES_Q);
-  return Tile{tile / G::O_BLOCKS / (G::TILES_P * G::TILES_Q), pt / G::TILES_Q * G::TP,
-              pt % G::TILES_Q * G::TQ, ob * G::BN};
 }
 
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
@@ -241,7 +271,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
       int ring_it = 0;
       for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
         const Tile tl = tile_at<Cfg>(tile);
-        produce<Cfg>(args, ring, full, empty, tl.n, tl.p0, tl.q0, tl.o0, ring_it);
+        produce<Cfg>(args, ring, full, empty, tl, ring_it);
       }
     }
   } else {
@@ -251,7 +281,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
       const Tile tl = tile_at<Cfg>(tile);
       consume<Cfg>(acc, ring, full, empty, wg - 1, ring_it);
-      store<Cfg>(args, acc, wg - 1, tl.n, tl.p0, tl.q0, tl.o0);
+      store<Cfg>(args, acc, wg - 1, tl);
     }
   }
 }

@@ -24,6 +24,7 @@ struct Instance {
   int dtype; // 0 f16, 1 bf16, 2 f32 (tf32 on the tensor cores)
   int N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
   bool bias, residual, relu;
+  bool flat = false; // FLAT: x's rows are the GEMM's (TP 1, TQ = 64 * CONSUMERS)
 };
 
 // As conv_instances.cpp declares them.
@@ -196,6 +197,75 @@ const Instance kInstances[] = {
      2,
      true,
      false,
+     true},
+    // FLAT: a 1x1 over 7x7 at batch 3 (147 rows: a partial second tile), 64 -> 96 channels.
+    {"F16_FLAT_BN64_S3_C2",
+     0,
+     3,
+     64,
+     7,
+     7,
+     96,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     1,
+     128,
+     64,
+     3,
+     2,
+     true,
+     true,
+     true,
+     true},
+    // FLAT: a linear layer in f32 (tf32): 70 rows of 64 features -> 40.
+    {"TF32_FLAT_BN64_S2_C1_LINEAR",
+     2,
+     70,
+     64,
+     1,
+     1,
+     40,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     1,
+     64,
+     64,
+     2,
+     1,
+     true,
+     false,
+     false,
+     true},
+    // FLAT: bf16, wgmma N = 256 with one consumer, 45 rows.
+    {"BF16_FLAT_BN256_S2_C1",
+     1,
+     1,
+     128,
+     5,
+     9,
+     256,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     1,
+     64,
+     256,
+     2,
+     1,
+     false,
+     false,
+     true,
      true}};
 
 // A tensor of the instance's element type, as bytes.
@@ -270,6 +340,9 @@ struct Problem {
   std::vector<KilnTensorMap> x_maps(const Instance& in, const void* x0) const {
     std::vector<KilnTensorMap> maps;
     const unsigned long long e = elem(), c = (unsigned long long)in.C;
+    if (in.flat) // one 2-D map of x as [N * H * W][C], boxes of 64 * CONSUMERS rows
+      return {map_of(x0, elem(), 2, {c, (unsigned long long)in.N * in.H * in.W},
+                     {128 / elem(), unsigned(64 * in.CONSUMERS)})};
     for (int ph = 0; ph < in.SH; ++ph)
       for (int pw = 0; pw < in.SW; ++pw) {
         const auto* at =
@@ -292,6 +365,9 @@ struct Problem {
   }
   // Output tiles (the template's TILES); a launch of fewer blocks is persistent.
   unsigned tiles(const Instance& in) const {
+    if (in.flat)
+      return unsigned((in.N * OH * OW + 64 * in.CONSUMERS - 1) / (64 * in.CONSUMERS) *
+                      ((in.O + in.BN - 1) / in.BN));
     return unsigned(in.N * ((OH + in.TP - 1) / in.TP) * ((OW + in.TQ - 1) / in.TQ) *
                     ((in.O + in.BN - 1) / in.BN));
   }

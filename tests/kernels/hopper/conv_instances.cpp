@@ -85,8 +85,6 @@ struct BF16_T8x16_BN128_S2_C2_STRIDE2 {
 
 } // namespace
 
-// As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
-// __global__ so that the emulated library, built with hidden visibility, exports it.
 // 3x3 pad 1 over 10x12, 64 -> 64 channels in f32 with two consumers: each rounds its own
 // A rows to tf32 behind its own barrier (the other's rows and B are not its to touch).
 struct TF32_T8x16_BN64_S2_C2 {
@@ -98,6 +96,34 @@ struct TF32_T8x16_BN64_S2_C2 {
   static constexpr Act ACT = Act::relu;
 };
 
+// FLAT: x's rows are the GEMM's (a 1x1 stride-1 conv, a linear layer); conv_cases.hpp.
+struct F16_FLAT_BN64_S3_C2 {
+  using T = f16;
+  static constexpr int N = 3, C = 64, H = 7, W = 7, O = 96, KH = 1, KW = 1, SH = 1, SW = 1, PH = 0,
+                       PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 1, TQ = 128, BN = 64, STAGES = 3, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true, FLAT = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct TF32_FLAT_BN64_S2_C1_LINEAR {
+  using T = float;
+  static constexpr int N = 70, C = 64, H = 1, W = 1, O = 40, KH = 1, KW = 1, SH = 1, SW = 1, PH = 0,
+                       PW = 0;
+  static constexpr int OH = 1, OW = 1, TP = 1, TQ = 64, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, FLAT = true;
+  static constexpr Act ACT = Act::none;
+};
+struct BF16_FLAT_BN256_S2_C1 {
+  using T = bf16;
+  static constexpr int N = 1, C = 128, H = 5, W = 9, O = 256, KH = 1, KW = 1, SH = 1, SW = 1,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 5, OW = 9, TP = 1, TQ = 64, BN = 256, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = false, FLAT = true;
+  static constexpr Act ACT = Act::relu;
+};
+
+// As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
+// __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
   extern "C" __global__ void __launch_bounds__(hopper_conv::Geometry<Cfg>::THREADS, 1)             \
       conv_hopper_##Cfg(KernelArgs args) {                                                         \
@@ -112,3 +138,6 @@ KILN_HOPPER_CONV(F16_T8x16_BN128_S4_C2)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_STRIDE2)
 KILN_HOPPER_CONV(BF16_T8x16_BN128_S2_C2_STRIDE2)
 KILN_HOPPER_CONV(TF32_T8x16_BN64_S2_C2)
+KILN_HOPPER_CONV(F16_FLAT_BN64_S3_C2)
+KILN_HOPPER_CONV(TF32_FLAT_BN64_S2_C1_LINEAR)
+KILN_HOPPER_CONV(BF16_FLAT_BN256_S2_C1)

@@ -13,13 +13,17 @@ namespace kiln {
 
 namespace {
 
-// A pixel tile and its consumer warpgroups (TP * TQ = 64 per consumer); the flat ones for
-// small feature maps (a tile covers one image's pixels only).
+// A pixel tile and its consumer warpgroups (TP * TQ = 64 per consumer); the wide ones for
+// small feature maps (a tile covers one image's pixels only). `flat`: BM consecutive rows of
+// the GEMM (the template's FLAT: 1x1 stride-1 unpadded convs and linear layers), whatever
+// images they fall in.
 struct PixelTile {
   int tp, tq, consumers;
+  bool flat = false;
 };
-constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2}, {4, 32, 2}, {32, 4, 2},
-                                     {8, 8, 1},  {4, 16, 1}, {16, 4, 1}};
+constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2},        {4, 32, 2},
+                                     {32, 4, 2}, {8, 8, 1},         {4, 16, 1},
+                                     {16, 4, 1}, {1, 128, 2, true}, {1, 64, 1, true}};
 constexpr int kBns[] = {256, 128, 64};
 constexpr int kMaxStages = 4;
 
@@ -82,18 +86,50 @@ int64_t cfg_int_of(const Variant& v, std::string_view name) {
   throw Error("", v.name, cat("has no constant ", name));
 }
 
+bool cfg_bool_of(const Variant& v, std::string_view name) {
+  for (const CfgEntry& e : v.cfg)
+    if (e.name == name) return std::get<bool>(e.value);
+  return false;
+}
+
+
+// The GEMM a step is, as the template's constants: a conv forward as it is, a linear layer
+// (x [N, F], w [K, F]) as a 1x1 conv over 1x1 images, which only the flat tiles serve.
+struct Problem {
+  bool linear;
+  int64_t N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW;
+};
+
+std::optional<Problem> problem_of(const StepInfo& s) {
+  const Step& st = s.step;
+  if (st.accumulate || s.cc() != 90) return std::nullopt;
+  if (st.fn == Fn::linear_forward) {
+    const Shape &x = s.shape("x"), &w = s.shape("w");
+    if (x.size() != 2 || w.size() != 2) return std::nullopt;
+    return Problem{true, x[0], x[1], 1, 1, w[0], 1, 1, 1, 1, 0, 0, 1, 1};
+  }
+  if (st.fn != Fn::conv2d_forward || st.sparse.guard != Guard::none || st.arg("y_values") >= 0)
+    return std::nullopt;
+  const Attrs& a = st.attrs;
+  if (a.groups != 1 || a.dilation[0] != 1 || a.dilation[1] != 1 || !padding_end_tag(a).empty())
+    return std::nullopt;
+  // Tensor maps read x as NHWC in place: an NCHW x (a network's input) would need a
+  // conversion this family's price does not include.
+  if (s.arg("x").layout != Layout::nhwc) return std::nullopt;
+  const Shape &x = s.shape("x"), &w = s.shape("w"), &y = s.shape("y");
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return std::nullopt;
+  return Problem{false, x[0],        x[1],        x[2],         x[3],         w[0], w[2],
+                 w[3],  a.stride[0], a.stride[1], a.padding[0], a.padding[1], y[2], y[3]};
+}
+
 } // namespace
 
 bool is_hopper_conv(const Variant& v) { return v.family == "conv2d_hopper_wgmma"; }
 
 std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
+  const std::optional<Problem> pr = problem_of(s);
+  if (!pr) return {};
   const Step& st = s.step;
-  if (st.fn != Fn::conv2d_forward || st.accumulate || st.sparse.guard != Guard::none ||
-      st.arg("y_values") >= 0 || s.cc() != 90)
-    return {};
-  const Attrs& a = st.attrs;
-  if (a.groups != 1 || a.dilation[0] != 1 || a.dilation[1] != 1 || !padding_end_tag(a).empty())
-    return {};
   const Buffer& xb = s.arg("x");
   const DType t = xb.dtype;
   if (t != DType::f16 && t != DType::bf16 && t != DType::f32) return {};
@@ -101,31 +137,30 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
     if (s.plan.buffers[arg.buffer].dtype != t) return {};
   const std::optional<Math> math = tensor_core_math(t, s.cc());
   if (!math) return {};
-  // Tensor maps read x as NHWC in place: an NCHW x (a network's input) would need a
-  // conversion this family's price does not include.
-  if (xb.layout != Layout::nhwc) return {};
-  const Shape &x = xb.shape, &w = s.shape("w"), &y = s.shape("y");
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return {};
-  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], O = w[0], KH = w[2], KW = w[3];
-  const int64_t OH = y[2], OW = y[3], SH = a.stride[0], SW = a.stride[1];
+  const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = *pr;
+  const bool flat_ok = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0;
   const int64_t es = int64_t(dtype_size(t));
   if (C * es % 128 != 0 || H < SH || W < SW || SH * SW > 9) return {};
   // The template indexes with 32-bit ints.
-  if (std::max({numel(x), numel(w), numel(y)}) >= (int64_t(1) << 31)) return {};
+  if (std::max({numel(xb.shape), numel(s.shape("w")), numel(s.shape("y"))}) >= (int64_t(1) << 31))
+    return {};
   const KernelEpilogue ep = epilogue_of(s);
   const int64_t M = N * OH * OW, K = KH * KW * C;
   // tf32 weights rounded once in the prepare phase, activations by their producer's epilogue
   // (Buffer::tf32): what arrives rounded is not rounded per stage; y rounded for its readers.
   const bool b_tf32 = es == 4 && s.arg("w").tf32, a_tf32 = es == 4 && s.arg("x").tf32;
   const bool y_tf32 = es == 4 && s.arg("y").tf32;
-  const std::string shape = fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W, O, KH,
-                                        KW, SH, SW, a.padding[0], a.padding[1], ep.tag());
-  const double bytes = double((numel(x) + numel(w) + (ep.bias ? O : 0)) * es) +
-                       double(numel(y) * (ep.residual ? 2 : 1) * es);
+  const std::string shape = linear ? fmt::format("n{}f{}k{}{}", N, C, O, ep.tag())
+                                   : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W,
+                                                 O, KH, KW, SH, SW, PH, PW, ep.tag());
+  const double bytes = double((numel(xb.shape) + numel(s.shape("w")) + (ep.bias ? O : 0)) * es) +
+                       double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
   const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
   std::vector<Variant> out;
   for (const PixelTile& pt : kPixelTiles)
     for (int bn : kBns) {
+      // A linear layer's 1x1 images fill a pixel tile's first row only.
+      if (pt.flat ? !flat_ok : linear) continue;
       if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
       const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * 128;
       // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
@@ -134,14 +169,18 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
           std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + barriers));
       if (stages < 2) continue;
       const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
-      const int64_t o_blocks = (O + bn - 1) / bn, tiles = N * tiles_p * tiles_q * o_blocks;
+      const int64_t m_tiles = pt.flat ? (M + bm - 1) / bm : N * tiles_p * tiles_q;
+      const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
       const int64_t threads = 128 * (1 + pt.consumers);
       Variant v;
       v.family = std::string(name());
       v.header = "conv/hopper/igemm_wgmma.cuh";
       v.function = "kiln::hopper_conv::conv_fwd";
-      v.name = fmt::format("conv2d_hopper_wgmma_{}_nhwc_t{}x{}_bn{}_s{}_c{}_{}{}_sm90a",
-                           dtype_tag(t), pt.tp, pt.tq, bn, stages, pt.consumers, shape,
+      v.name = fmt::format("{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}_{}{}_sm90a",
+                           linear ? "linear" : "conv2d", dtype_tag(t),
+                           pt.flat ? std::string(linear ? "flat" : "nhwc_flat")
+                                   : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
+                           bn, stages, pt.consumers, shape,
                            fmt::format("{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
                                        y_tf32 ? "_ytf32" : ""));
       cfg_type(v, "T", cpp_type(t));
@@ -154,8 +193,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
                             {"KW", KW},
                             {"SH", SH},
                             {"SW", SW},
-                            {"PH", a.padding[0]},
-                            {"PW", a.padding[1]},
+                            {"PH", PH},
+                            {"PW", PW},
                             {"OH", OH},
                             {"OW", OW}})
         cfg_int(v, k, val);
@@ -167,13 +206,16 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       cfg_bool(v, "B_TF32", b_tf32);
       if (a_tf32) cfg_bool(v, "A_TF32", true);
       if (y_tf32) cfg_bool(v, "Y_TF32", true);
+      if (pt.flat) cfg_bool(v, "FLAT", true);
       ep.cfg(v);
       for (int64_t m = 0; m < SH * SW; ++m)
         v.args.push_back(fmt::format("xmap{}", m));
       v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
       ep.add_args(v);
-      v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
-      if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+      if (!linear) { // a linear layer's [N, F] operands have no layout
+        v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+        if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+      }
       v.block = {threads, 1, 1};
       v.grid = {tiles, 1, 1}; // one block per output tile (the template is persistent below)
       v.dynamic_smem = 1024 + stages * stage + barriers * stages;
@@ -184,14 +226,19 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.flops = 2.0 * double(M) * double(O) * double(K);
       v.bytes = bytes;
       v.math = *math;
-      const double util = double(OH) / double(tiles_p * pt.tp) * double(OW) /
-                          double(tiles_q * pt.tq) * double(O) / double(o_blocks * bn);
+      const double util =
+          (pt.flat ? double(M) / double(m_tiles * bm)
+                   : double(OH) / double(tiles_p * pt.tp) * double(OW) / double(tiles_q * pt.tq)) *
+          double(O) / double(o_blocks * bn);
       v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32);
       v.efficiency = kOutsideLoopEfficiency * util;
       v.note = fmt::format(
-          "implicit GEMM M={} N={} K={} on wgmma m64n{}k{} {}: {}x{} pixel tile, {} consumer "
-          "warpgroup(s), {} TMA stages (128-byte swizzle), {} x-map(s) + a w-map{}",
-          M, O, K, bn, 32 / es, math_name(*math), pt.tp, pt.tq, pt.consumers, stages, SH * SW,
+          "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA stages "
+          "(128-byte swizzle), {} x-map(s) + a w-map{}",
+          linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
+          pt.flat ? fmt::format("{}-row tile of x's rows", bm)
+                  : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
+          pt.consumers, stages, SH * SW,
           es != 4            ? ""
           : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
           : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
@@ -215,15 +262,24 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
   m.dtype = xb.dtype;
   m.swizzle = 128;
   m.element_strides = {1, 1, 1, 1};
-  for (int64_t ph = 0; ph < SH; ++ph)
-    for (int64_t pw = 0; pw < SW; ++pw) {
-      m.buffer = xb.name;
-      m.offset = (ph * W + pw) * C * es;
-      m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
-      m.strides = {SW * C * es, SH * W * C * es, H * W * C * es};
-      m.box = {128 / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
-      maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
-    }
+  if (cfg_bool_of(v, "FLAT")) { // x as [N * H * W][C], boxes of BM rows
+    m.buffer = xb.name;
+    m.offset = 0;
+    m.dims = {C, N * H * W};
+    m.strides = {C * es};
+    m.box = {128 / es, 64 * cfg_int_of(v, "CONSUMERS")};
+    m.element_strides = {1, 1};
+    maps.push_back({"xmap0", m});
+  } else
+    for (int64_t ph = 0; ph < SH; ++ph)
+      for (int64_t pw = 0; pw < SW; ++pw) {
+        m.buffer = xb.name;
+        m.offset = (ph * W + pw) * C * es;
+        m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
+        m.strides = {SW * C * es, SH * W * C * es, H * W * C * es};
+        m.box = {128 / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
+        maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
+      }
   m.buffer = wb.name;
   m.offset = 0;
   m.dims = {K, O};

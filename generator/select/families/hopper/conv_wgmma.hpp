@@ -1,7 +1,9 @@
 // conv2d.forward on Hopper (sm_90a): templates/conv/hopper/igemm_wgmma.cuh, TMA loads into
 // an mbarrier ring, a producer warpgroup and one or two wgmma consumer warpgroups. Offered on
 // sm_90 descriptors (h100, h200) for NHWC convolutions it can run: groups 1, dilation 1,
-// symmetric padding, C * sizeof(T) a multiple of 128 bytes, f16/bf16, f32 as tf32.
+// symmetric padding, C * sizeof(T) a multiple of 128 bytes, f16/bf16, f32 as tf32; and for
+// linear.forward (a 1x1 conv over 1x1 images) on flat tiles, which 1x1 stride-1 unpadded convs
+// also get (a tile is consecutive rows of the GEMM).
 #pragma once
 
 #include "generator/select/family.hpp"
@@ -23,8 +25,8 @@ bool is_hopper_conv(const Variant& v);
 
 // The tensor maps an instance of this family reads for step s, by argument role (xmap0..,
 // wmap), as tensor_map.encode describes them: x as SH * SW maps (one per row/column parity,
-// the template's comment), w as [O][KH*KW*C]; boxes of 128 bytes of channels, 128-byte
-// swizzle.
+// the template's comment; flat tiles: one 2-D map [N*H*W][C]), w as [O][KH*KW*C]; boxes of
+// 128 bytes of channels, 128-byte swizzle.
 std::vector<std::pair<std::string, TensorMapEncode>> hopper_conv_maps(const Variant& v,
                                                                       const Plan& p, const Step& s);
 

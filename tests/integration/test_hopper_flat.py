@@ -1,0 +1,71 @@
+"""The Hopper family's flat tiles (FLAT: a tile is 64 or 128 consecutive rows of the GEMM, for
+1x1 stride-1 unpadded convs and linear layers) through the whole path on the emulator:
+`kiln bench --device emu` builds each variant's plan, binds its tensor maps (x as one 2-D map
+[N * H * W][C]) and checks it against the cpu reference, in f16 and f32 (tf32 on the tensor
+cores; emu_hopper runs bf16 flat instances), on a small block whose 1x1 convs read NHWC
+activations (the network input is NCHW, which the family does not read) and whose head is two
+linear layers. Then where the cost model chooses them at full size: resnet50's 1x1 convs at
+batch 256, vgg16's classifier at batch 256 (both f16 on the h100)."""
+import csv
+import json
+import os
+
+import kiln_test as kt
+
+d = kt.tmpdir()
+
+
+def path(*p):
+    return os.path.join(d, *p)
+
+
+layers = [{"name": "c0", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1, "bias": False},
+          {"name": "r0", "op": "relu"},
+          {"name": "c1", "op": "conv2d", "out_channels": 128, "kernel": 1},
+          {"name": "r1", "op": "relu"},
+          {"name": "c2", "op": "conv2d", "out_channels": 64, "kernel": 1, "bias": False},
+          {"name": "add", "op": "add", "inputs": ["c2", "r0"]},
+          {"name": "gap", "op": "global_avgpool"},
+          {"name": "flatten", "op": "flatten"},
+          {"name": "fc1", "op": "linear", "out_features": 64},
+          {"name": "r2", "op": "relu"},
+          {"name": "fc2", "op": "linear", "out_features": 40}]
+model = path("flat.json")
+with open(model, "w") as f:
+    json.dump({"format": "kiln-model/1", "name": "flat", "input": {"shape": [5, 64, 6, 6]},
+               "layers": layers}, f)
+
+for dtype in ("f16", "f32"):
+    out = path(f"bench_{dtype}")
+    kt.kiln("bench", model, "--gpu", "h100", "--device", "emu", "--dtype", dtype, "-o", out)
+    rows = list(csv.DictReader(open(path(out, "sweep.csv"))))
+    failed = [r["variant"] for r in rows if r["check"] != "pass"]
+    kt.check(not failed, f"{dtype}: variants failed their check: {failed}")
+    flat_convs = [r for r in rows if r["variant"].startswith("conv2d_hopper_wgmma") and "_flat_" in r["variant"]]
+    linears = [r for r in rows if r["variant"].startswith("linear_hopper_wgmma")]
+    # c1 and c2 with BN 64 (f16: and c1 with 128), one or two consumers each; fc1 (its relu
+    # fused) and fc2, one or two consumers each.
+    kt.check(len(flat_convs) >= (6 if dtype == "f16" else 4), f"{dtype}: {len(flat_convs)} flat Hopper conv variants checked")
+    kt.check(len(linears) >= 4, f"{dtype}: {len(linears)} Hopper linear variants checked")
+    kt.check(all(r["family"] == "conv2d_hopper_wgmma" for r in flat_convs + linears),
+             f"{dtype}: a flat variant outside the Hopper family")
+    print(f"{dtype}: {len(rows)} variants checked on the emulator, {len(flat_convs)} flat convs "
+          f"and {len(linears)} linear layers on the Hopper family among them")
+
+
+def chosen(model, batch):
+    out = path(f"{model}_{batch}")
+    kt.kiln("generate", model, "--gpu", "h100", "--dtype", "f16", "--batch", batch, "-o", out)
+    man = json.load(open(path(out, "manifest.json")))
+    return [k for k in man["kernels"] if k["chosen"] and k["family"] == "conv2d_hopper_wgmma"]
+
+
+# As the cost model chose on 2026-11-26: resnet50 b256, 7 of its 1x1 convs on flat tiles (the
+# 7x7, 14x14 and 28x28 maps, where 8x8 or 8x16 pixel tiles leave rows idle); vgg16 b256, fc6 and fc7.
+flat = [k for k in chosen("resnet50", 256) if k["params"].get("FLAT") and k["name"].startswith("conv2d")]
+kt.check(len(flat) >= 3, f"resnet50 b256: {len(flat)} 1x1 convs on flat Hopper tiles")
+lin = [k for k in chosen("vgg16", 256) if k["name"].startswith("linear_hopper_wgmma")]
+kt.check(len(lin) >= 2, f"vgg16 b256: {len(lin)} linear layers on the Hopper family")
+print(f"resnet50 b256 f16: {len(flat)} flat Hopper convs; vgg16 b256 f16: {len(lin)} Hopper linear layers")
+
+kt.finish()
