@@ -43,6 +43,12 @@ E parse_enum(const std::pair<E, std::string_view> (&names)[N], const std::string
 
 std::string_view layout_name(Layout l) { return l == Layout::nhwc ? "nhwc" : "nchw"; }
 
+int64_t Buffer::run_count() const {
+  if (view_pitch <= 0 || shape.size() < 2) return 1;
+  // One run per image (NCHW) or per pixel (NHWC: the channels innermost).
+  return layout == Layout::nhwc ? numel(shape) / shape[1] : shape[0];
+}
+
 std::string_view role_name(BufferRole r) {
   for (auto& [e, n] : role_names)
     if (e == r) return n;
@@ -133,6 +139,7 @@ ojson plan_to_json(const Plan& p) {
             {"bytes", b.bytes()}};
     if (b.view_of >= 0) o["view_of"] = name(b.view_of);
     if (b.view_offset != 0) o["view_offset"] = b.view_offset;
+    if (b.view_pitch != 0) o["view_pitch"] = b.view_pitch;
     if (b.layout != Layout::nchw) o["layout"] = layout_name(b.layout);
     if (b.tf32) o["tf32"] = true;
     bufs.push_back(o);
@@ -210,7 +217,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
       ju::expect_object(b, ptr);
       ju::reject_unknown_keys(b, ptr,
                               {"name", "shape", "dtype", "role", "offset", "bytes", "view_of",
-                               "view_offset", "layout", "tf32"});
+                               "view_offset", "view_pitch", "layout", "tf32"});
       Buffer buf;
       buf.name = ju::get_string(ju::require(b, "name", ptr), ptr + "/name");
       if (!index.emplace(buf.name, int(i)).second)
@@ -240,6 +247,11 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         if (!b.contains("view_of"))
           throw Error("", ptr + "/view_offset", "is only meaningful with \"view_of\"");
         buf.view_offset = ju::get_int(b["view_offset"], ptr + "/view_offset");
+      }
+      if (b.contains("view_pitch")) {
+        if (!b.contains("view_of"))
+          throw Error("", ptr + "/view_pitch", "is only meaningful with \"view_of\"");
+        buf.view_pitch = ju::get_int(b["view_pitch"], ptr + "/view_pitch");
       }
       if (b.contains("layout")) {
         const std::string l = ju::get_string(b["layout"], ptr + "/layout");

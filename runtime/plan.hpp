@@ -69,12 +69,30 @@ struct Buffer {
   // of an N == 1 tensor is contiguous, so a concat's input or a channel slice can be a view
   // at an offset (generator/rewrite/channel_views.cpp). Plan::byte_offset resolves it.
   int64_t view_offset = 0;
+  // A pitched view (> 0): a channel window that is not contiguous (a batch of images in
+  // NCHW, or NHWC with H*W > 1), whose elements lie as rows of contiguous runs, one run per
+  // image (NCHW: C*H*W elements) or per pixel (NHWC: C elements), run r at view_offset +
+  // r * view_pitch elements. Only kernels compiled for that pitch touch one
+  // (Variant::pitched); the reference and the backends' reads and writes follow the runs.
+  int64_t view_pitch = 0;
   Layout layout = Layout::nchw;
   // f32 values rounded to tf32 (round_to_tf32) by the one step that writes them (a weight's
   // conversion or batchnorm folding in the prepare phase): tf32 tensor-core kernels read them
   // without rounding each operand again.
   bool tf32 = false;
   int64_t bytes() const { return numel(shape) * int64_t(dtype_size(dtype)); }
+  // Its elements as runs of contiguous memory: one run of numel unless pitched.
+  int64_t run_count() const;
+  int64_t run_elements() const { return numel(shape) / run_count(); }
+  int64_t run_stride() const { return view_pitch > 0 ? view_pitch : run_elements(); }
+  // Bytes from its first element to one past its last (bytes() unless pitched).
+  int64_t span_bytes() const {
+    return ((run_count() - 1) * run_stride() + run_elements()) * int64_t(dtype_size(dtype));
+  }
+  // Memory index (elements from its first) of element i in memory order (its layout's).
+  int64_t run_index(int64_t i) const {
+    return view_pitch > 0 ? i / run_elements() * view_pitch + i % run_elements() : i;
+  }
 };
 
 // A generated kernel: its image, entry symbol, launch geometry and the step argument each

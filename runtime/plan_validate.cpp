@@ -78,12 +78,34 @@ void validate_plan(const Plan& p) {
       if (base.dtype != b.dtype || base.offset != b.offset)
         throw Error("", where,
                     cat("is not a view of \"", base.name, "\" (dtype or offset differ)"));
-      // A view is the contiguous elements [view_offset, view_offset + numel) of its base.
-      const int64_t n = numel(b.shape), of = numel(base.shape);
+      // A view is the contiguous elements [view_offset, view_offset + numel) of its base, or
+      // a pitched one's runs from view_offset on.
+      const int64_t n = b.span_bytes() / int64_t(dtype_size(b.dtype)), of = numel(base.shape);
+      if (b.view_pitch < 0 || (b.view_pitch > 0 && b.shape.size() != 4))
+        throw Error("", where,
+                    cat("has view_pitch ", b.view_pitch, ": only a 4-D channel window is pitched"));
       if (b.view_offset < 0 || b.view_offset > of || n > of - b.view_offset)
         throw Error("", where,
                     cat("elements [", b.view_offset, ", ", b.view_offset + n,
                         ") run outside its base \"", base.name, "\" of ", of, " elements"));
+      if (b.view_pitch > 0 &&
+          (b.layout != base.layout || base.shape.size() != 4 || base.shape[0] != b.shape[0] ||
+           base.shape[2] != b.shape[2] || base.shape[3] != b.shape[3]))
+        throw Error("", where,
+                    cat("is pitched but no channel window of \"", base.name,
+                        "\" (its layout, batch and spatial size)"));
+      // Consecutive runs are one image (NCHW) or pixel (NHWC) of the base apart.
+      if (b.view_pitch > 0 &&
+          b.view_pitch !=
+              numel(base.shape) /
+                  (base.layout == Layout::nhwc ? numel(base.shape) / base.shape[1] : base.shape[0]))
+        throw Error(
+            "", where,
+            cat("has view_pitch ", b.view_pitch, " where its base \"", base.name,
+                "\" puts its images or pixels ",
+                numel(base.shape) / (base.layout == Layout::nhwc ? numel(base.shape) / base.shape[1]
+                                                                 : base.shape[0]),
+                " elements apart"));
       if (b.view_offset != 0 && b.layout != base.layout)
         throw Error("", where, cat("is a window of \"", base.name, "\" in another layout"));
     }
@@ -97,7 +119,7 @@ void validate_plan(const Plan& p) {
       const bool spatial_one = base.shape.size() == 4 && base.shape[2] == 1 && base.shape[3] == 1;
       if (base.layout != b.layout && !spatial_one)
         throw Error("", where, cat("views \"", base.name, "\" in another layout"));
-      if (base.layout == Layout::nhwc && base.shape != b.shape && !spatial_one)
+      if (base.layout == Layout::nhwc && base.shape != b.shape && !spatial_one && b.view_pitch == 0)
         throw Error("", where, "reshapes an nhwc buffer");
     }
     if (b.offset < 0 || b.offset > p.arena_bytes - b.bytes())

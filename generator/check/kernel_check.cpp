@@ -167,13 +167,19 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   };
   std::vector<Step> encodes;
   std::map<int, int> remap;
+  std::vector<std::pair<int, int>> pitched_bases; // (view here, its base in p)
   int64_t offset = 0;
   for (Arg& a : s.args) {
     auto it = remap.find(a.buffer);
     if (it == remap.end()) {
       Buffer b = p.buffers[a.buffer];
-      b.view_of = -1; // a view becomes a buffer of its own here
-      b.view_offset = 0;
+      // A view becomes a buffer of its own here; a pitched one (which its kernel writes
+      // through its pitch) stays a window of a base of its own in the device plan, added
+      // after the step's buffers (both plans number those alike).
+      const bool pitched = b.view_pitch > 0 && kernel && !f64;
+      if (pitched) pitched_bases.push_back({int(m.buffers.size()), p.base(a.buffer)});
+      b.view_of = -1;
+      if (!pitched) b.view_offset = 0, b.view_pitch = 0;
       const bool w = writes(step, a.role);
       const bool map = is_map(a);
       b.role = map                     ? BufferRole::derived
@@ -189,7 +195,7 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
             }
       if (f64 && is_float(b.dtype)) b.dtype = DType::f64, b.layout = Layout::nchw;
       b.offset = offset;
-      offset += (b.bytes() + 255) / 256 * 256;
+      offset += ((pitched ? p.buffers[p.base(a.buffer)].bytes() : b.bytes()) + 255) / 256 * 256;
       m.buffers.push_back(b);
       it = remap.emplace(a.buffer, int(m.buffers.size()) - 1).first;
       if (b.role == BufferRole::output) m.outputs.push_back(it->second);
@@ -198,6 +204,14 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
       if (b.role == BufferRole::param) m.params.push_back({b.name, it->second, -1, 0, 0});
     }
     a.buffer = it->second;
+  }
+  for (auto [view, base] : pitched_bases) { // the view's memory, as its base
+    Buffer b = p.buffers[base];
+    b.name = m.buffers[view].name + ".base";
+    b.role = BufferRole::activation;
+    b.offset = m.buffers[view].offset;
+    m.buffers.push_back(b);
+    m.buffers[view].view_of = int(m.buffers.size()) - 1;
   }
   if (kernel && !f64) {
     m.kernels.push_back(*kernel);

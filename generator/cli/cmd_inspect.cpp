@@ -29,8 +29,9 @@ struct InspectArgs {
 };
 
 // The channel copies (concat inputs, channel slices) of the inference plan at this batch
-// that become views (generator/rewrite/channel_views.hpp), in NCHW: a GPU whose kernels want
-// NHWC keeps them where H*W > 1. None without such layers.
+// that become views (generator/rewrite/channel_views.hpp), in NCHW on the cpu reference
+// (which writes through any pitch; a GPU plan's views depend on its kernels: kiln generate
+// says them). None without such layers.
 std::optional<ChannelViews> channel_views_of(const Model& m) {
   if (std::none_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) {
         return n.op == OpKind::concat || n.op == OpKind::channel_slice;

@@ -11,6 +11,7 @@
 #include "generator/rewrite/tf32_operands.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
 #include "generator/select/families/hopper/conv_wgmma.hpp"
+#include "generator/select/family.hpp"
 #include "generator/tune/tuned_selection.hpp"
 #include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
@@ -84,10 +85,17 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.gates = plan_gates(p, g); // after split-K: a split conv reads its gate the same way
   }
   // Concat inputs and channel slices as views of one buffer where a channel window is
-  // contiguous (batch 1): not under a memory budget (the views change the lifetimes the
-  // schedule planned).
+  // contiguous (batch 1), and concat inputs as pitched views where it is strided and some
+  // kernel for their producer writes through the pitch (none in the cuDNN-only plan): not
+  // under a memory budget (the views change the lifetimes the schedule planned).
   const bool budgeted = !schedule.is_null() && (o.schedule != "store-all" || !o.budget.empty());
-  if (!budgeted) gen.channel_views = plan_channel_views(p);
+  const WritesPitched writes_pitched = [&](const Plan& q, const Step& s) {
+    const StepInfo info{q, s, g};
+    return !o.cudnn_only &&
+           std::any_of(all_families().begin(), all_families().end(),
+                       [&](const Family* f) { return !step_candidates(*f, info).empty(); });
+  };
+  if (!budgeted) gen.channel_views = plan_channel_views(p, writes_pitched);
   // f32 weights and activations that only tf32 tensor-core convs read: rounded once, by their
   // writer (weights in the prepare phase).
   if (!o.cudnn_only) gen.tf32 = round_tf32_operands(p, g);

@@ -70,9 +70,22 @@ std::string not_contiguous(const Buffer& b, bool whole) {
   return "";
 }
 
+// A channel window of b at channel c: its first element and, where strided, its pitch (the
+// elements between consecutive images in NCHW, pixels in NHWC; 0 where contiguous).
+struct Window {
+  int64_t offset, pitch;
+};
+Window window_of(const Buffer& b, int64_t c) {
+  const bool strided = !not_contiguous(b, false).empty();
+  if (b.layout == Layout::nhwc)
+    return {strided ? c : c * inner_of(b.shape), strided ? b.shape[1] : 0};
+  return {c * inner_of(b.shape), strided ? numel(b.shape) / b.shape[0] : 0};
+}
+
 class ChannelViewPass {
 public:
-  explicit ChannelViewPass(Plan& p) : p_(p), u_(uses_of(p)), removed_(u_.order.size(), 0) {}
+  ChannelViewPass(Plan& p, const WritesPitched& writes_pitched)
+      : p_(p), u_(uses_of(p)), removed_(u_.order.size(), 0), writes_pitched_(writes_pitched) {}
 
   ChannelViews run() {
     for (const At& a : u_.order) {
@@ -138,9 +151,10 @@ private:
     return root;
   }
 
-  void make_view(int b, int base, int64_t at) {
+  void make_view(int b, int base, int64_t at, int64_t pitch = 0) {
     p_.buffers[size_t(b)].view_of = base;
     p_.buffers[size_t(b)].view_offset = at;
+    p_.buffers[size_t(b)].view_pitch = pitch;
     u_.views[size_t(base)].push_back(b); // later decisions see it: no view of a view
   }
 
@@ -216,13 +230,12 @@ private:
     if (u_.writers[size_t(y)].size() != steps.size())
       return "the concat's output is written by other steps too";
     if (channels != buf(y).shape[1]) return "the concat's steps do not cover its output once";
-    return not_contiguous(buf(y), false);
+    return not_contiguous(buf(y), true); // strided windows: pitched views (concat_input)
   }
 
   // Why x, written by its producer before the concat at global step g, cannot be a view of
   // the concat's output y at channel `first`.
-  std::string concat_input(int x, int y, int g, int64_t first,
-                           const std::map<int, int>& times) const {
+  std::string concat_input(int x, int y, int g, int64_t first, const std::map<int, int>& times) {
     if (std::string why = own_transient(x, "the input"); !why.empty()) return why;
     if (times.at(x) > 1) return "the input appears twice in the concat";
     for (int r : u_.readers[size_t(x)])
@@ -230,6 +243,21 @@ private:
           root_.at(step(r).need("y")) != y)
         return "the input is read by another concat too";
     if (buf(x).layout != buf(y).layout) return "the input has another layout";
+    const Window win = window_of(buf(y), first);
+    const bool strided = win.pitch > 0;
+    if (strided) {
+      // Only its producer and this concat may touch a pitched view: every other reader would
+      // need a kernel that reads through the pitch.
+      for (int r : u_.readers[size_t(x)])
+        if (step(r).fn != Fn::concat_forward || step(r).need("y") != y)
+          return cat(not_contiguous(buf(y), false), ", and the input is read by ",
+                     fn_name(step(r).fn), " (only its producer writes through a pitch)");
+      if (!u_.views[size_t(x)].empty()) return "the input is viewed by another buffer";
+      const int64_t es = int64_t(dtype_size(buf(y).dtype));
+      if (win.pitch * es % kChannelViewAlignment)
+        return cat("its pitch of ", win.pitch * es, " bytes is not ", kChannelViewAlignment,
+                   "-byte aligned");
+    }
     if (!u_.views[size_t(x)].empty()) {
       // A concat whose inputs all became views of it and whose steps went (Inception's
       // concat of a branch pair inside its block's): it moves into y whole, with its views.
@@ -245,6 +273,13 @@ private:
       return "its producer does not run before the concat in its phase";
     if (producer.accumulate) return "its producer accumulates into it";
     if (fn_def(producer.fn).writes_part) return "its producer writes it in part";
+    if (strided) {
+      for (const Arg& a : producer.args)
+        if (a.buffer != x && p_.base(a.buffer) == y)
+          return "its producer reads the concat's output (in place)";
+      if (std::string why = aligned(buf(y), win.offset); !why.empty()) return why;
+      return pitched_writer(x, y, win, producer);
+    }
     // x's elements in y once a view.
     const int64_t lo = first * inner_of(buf(y).shape), hi = lo + numel(buf(x).shape);
     for (const Arg& a : producer.args) {
@@ -257,6 +292,20 @@ private:
         return "its producer reads the concat's output (in place)";
     }
     return aligned(buf(y), lo);
+  }
+
+  // Whether x's producer can write x as the pitched window `win` of y: asked with the view
+  // made, which is undone either way (concat() makes it for good).
+  std::string pitched_writer(int x, int y, Window win, const Step& producer) {
+    if (!writes_pitched_) return "";
+    Buffer& b = p_.buffers[size_t(x)];
+    const Buffer saved = b;
+    b.view_of = y, b.view_offset = win.offset, b.view_pitch = win.pitch;
+    const bool ok = writes_pitched_(p_, producer);
+    b = saved;
+    return ok ? ""
+              : cat(not_contiguous(buf(y), false), ", and no kernel for its producer ",
+                    fn_name(producer.fn), " writes through a pitch");
   }
 
   void concat(int y, const std::vector<int>& steps) {
@@ -274,13 +323,13 @@ private:
         std::string why = whole.empty() ? concat_input(x, y, g, at, times) : whole;
         decide(s, x, why);
         if (why.empty()) {
-          const int64_t el = at * inner_of(buf(y).shape);
+          const Window win = window_of(buf(y), at);
           for (int v : std::exchange(u_.views[size_t(x)], {})) { // (a concat moving whole)
             p_.buffers[size_t(v)].view_of = y;
-            p_.buffers[size_t(v)].view_offset += el;
+            p_.buffers[size_t(v)].view_offset += win.offset;
             u_.views[size_t(y)].push_back(v);
           }
-          make_view(x, y, el);
+          make_view(x, y, win.offset, win.pitch);
         } else {
           kept.push_back({x, at});
         }
@@ -351,11 +400,14 @@ private:
   std::map<int, int> root_;                // per concat output: the concat it is nested in
   std::set<int> gone_; // concat outputs whose inputs all became views of them, steps gone
   ChannelViews out_;
+  WritesPitched writes_pitched_;
 };
 
 } // namespace
 
-ChannelViews plan_channel_views(Plan& p) { return ChannelViewPass(p).run(); }
+ChannelViews plan_channel_views(Plan& p, const WritesPitched& writes_pitched) {
+  return ChannelViewPass(p, writes_pitched).run();
+}
 
 ojson channel_views_json(const ChannelViews& v) {
   ojson kept = ojson::array();

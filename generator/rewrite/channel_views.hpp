@@ -8,8 +8,14 @@
 //  - a concat whose inputs are the first inputs of a larger one (DenseNet's) becomes a view of
 //    that one's first channels; one that is an input of another (Inception's branch pairs)
 //    and whose inputs all became its views moves into that one whole.
-// Kernels are unchanged: they get another pointer. Wherever a view could change what a step
-// reads or writes, the copy stays, with the reason recorded. The pass runs on inference and
+// Kernels are unchanged: they get another pointer. Where the window is strided (a batch of
+// images in NCHW, or NHWC with H*W > 1), a concat's input becomes a pitched view
+// (Buffer::view_pitch) where only its producer and the concat touch it and the producer can
+// write through the pitch (`writes_pitched`: a kernel compiled for it on the target GPU,
+// generate's; every step on the cpu reference, whose reads and writes follow the runs);
+// slices and nested concats copy there, their readers reading contiguous buffers.
+// Wherever a view could change what a step reads or writes, the copy stays, with the reason
+// recorded. The pass runs on inference and
 // training plans (not under a budget: the views change lifetimes a budgeted schedule fixed),
 // after the rewrites that restructure steps (fusion, layouts, sparse, conv+pool, split-K)
 // and before kernels are assigned.
@@ -17,6 +23,7 @@
 
 #include "runtime/plan.hpp"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,8 +48,12 @@ struct ChannelViews {
   std::vector<ChannelViewDecision> decisions;
 };
 
+// Whether step s of plan p, whose output has just become a pitched view, can be served (by a
+// kernel that writes through the pitch). Null: every step can (the cpu reference).
+using WritesPitched = std::function<bool(const Plan& p, const Step& s)>;
+
 // Rewrites an unfinished plan (before finish_plan) in place.
-ChannelViews plan_channel_views(Plan& p);
+ChannelViews plan_channel_views(Plan& p, const WritesPitched& writes_pitched = nullptr);
 
 nlohmann::ordered_json channel_views_json(const ChannelViews& v);
 

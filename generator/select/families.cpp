@@ -14,6 +14,17 @@ std::vector<Variant> step_candidates(const Family& f, const StepInfo& s) {
     std::erase_if(out, [](const Variant& v) {
       return std::find(v.args.begin(), v.args.end(), "gate") == v.args.end();
     });
+  // A pitched view (Buffer::view_pitch): only a kernel compiled for its pitch, in its layout.
+  for (const Arg& a : s.step.args) {
+    const Buffer& b = s.plan.buffers[size_t(a.buffer)];
+    if (b.view_pitch > 0)
+      std::erase_if(out, [&](const Variant& v) {
+        if (std::find(v.pitched.begin(), v.pitched.end(), a.role) == v.pitched.end()) return true;
+        for (const auto& [role, layout] : v.layouts)
+          if (role == a.role && layout != b.layout) return true;
+        return false;
+      });
+  }
   // A tf32 buffer it writes (Buffer::tf32): only a kernel that rounds what it stores.
   bool writes_tf32 = false;
   for (const Arg& a : s.step.args)

@@ -60,6 +60,10 @@ struct Variant {
   std::string note;       // why these parameters
   // Layout each 4-D argument must have (roles absent here accept either: none of ours).
   std::vector<std::pair<std::string, Layout>> layouts;
+  // Roles whose buffer may be a pitched view (Buffer::view_pitch, channel_views.cpp): the
+  // instance addresses it through the pitch its configuration names. A step with such an
+  // argument is offered only variants that list its role (step_candidates).
+  std::vector<std::string> pitched;
 
   int64_t threads() const { return block[0] * block[1] * block[2]; }
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }

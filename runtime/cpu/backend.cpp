@@ -21,24 +21,46 @@ void CpuBackend::prepare(const Plan& plan) {
   }
 }
 
+namespace {
+
+// f(memory, tensor bytes, run bytes) for each run of a buffer (one unless a pitched view).
+template <class F> void for_each_run(const Plan& p, int buffer, std::byte* arena, F f) {
+  const Buffer& b = p.buffers[buffer];
+  const int64_t es = int64_t(dtype_size(b.dtype)), run = b.run_elements() * es;
+  std::byte* at = arena + p.byte_offset(buffer);
+  for (int64_t r = 0; r < b.run_count(); ++r)
+    f(at + r * b.run_stride() * es, r * run, run);
+}
+
+} // namespace
+
 void CpuBackend::upload(int buffer, const Tensor& t) {
-  std::memcpy(arena_.get() + plan_->byte_offset(buffer), t.bytes(), t.nbytes());
+  const std::byte* src = t.bytes();
+  for_each_run(*plan_, buffer, arena_.get(), [&](std::byte* at, int64_t from, int64_t n) {
+    std::memcpy(at, src + from, size_t(n));
+  });
 }
 
 Tensor CpuBackend::download(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
   Tensor t(b.dtype, b.shape);
-  std::memcpy(t.bytes(), arena_.get() + plan_->byte_offset(buffer), t.nbytes());
+  std::byte* dst = t.bytes();
+  for_each_run(*plan_, buffer, arena_.get(),
+               [&](std::byte* at, int64_t to, int64_t n) { std::memcpy(dst + to, at, size_t(n)); });
   return t;
 }
 
 void CpuBackend::poison(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
-  std::byte* p = arena_.get() + plan_->byte_offset(buffer);
-  const int64_t n = numel(b.shape);
-  if (b.dtype == DType::f32) std::fill_n(reinterpret_cast<float*>(p), n, std::numeric_limits<float>::quiet_NaN());
-  else if (b.dtype == DType::f64) std::fill_n(reinterpret_cast<double*>(p), n, std::numeric_limits<double>::quiet_NaN());
-  else std::memset(p, 0xff, size_t(b.bytes())); // half/bf16 NaN pattern; -1 for integers
+  for_each_run(*plan_, buffer, arena_.get(), [&](std::byte* p, int64_t, int64_t bytes) {
+    const int64_t n = bytes / int64_t(dtype_size(b.dtype));
+    if (b.dtype == DType::f32)
+      std::fill_n(reinterpret_cast<float*>(p), n, std::numeric_limits<float>::quiet_NaN());
+    else if (b.dtype == DType::f64)
+      std::fill_n(reinterpret_cast<double*>(p), n, std::numeric_limits<double>::quiet_NaN());
+    else
+      std::memset(p, 0xff, size_t(bytes)); // half/bf16 NaN pattern; -1 for integers
+  });
 }
 
 void CpuBackend::run(const Step& step) {

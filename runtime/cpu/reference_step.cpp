@@ -17,12 +17,12 @@ namespace kiln::cpu {
 
 namespace {
 
-// Memory index of logical (NCHW-order) element i of a buffer.
+// Memory index of logical (NCHW-order) element i of a buffer (a pitched view's: in its runs).
 int64_t memory_index(const Buffer& b, int64_t i) {
-  if (b.layout == Layout::nchw) return i;
+  if (b.layout == Layout::nchw) return b.run_index(i);
   const int64_t C = b.shape[1], H = b.shape[2], W = b.shape[3];
   const int64_t w = i % W, h = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
-  return ((n * H + h) * W + w) * C + c;
+  return b.run_index(((n * H + h) * W + w) * C + c);
 }
 
 // (`at`: the buffer's first byte, Plan::byte_offset into the arena.)
@@ -108,7 +108,7 @@ void run_reference_step(const Plan& plan, const Step& step, std::byte* arena) {
     for (const Arg& a : step.args) {
       const Buffer& b = plan.buffers[a.buffer];
       if (c.where.count(a.buffer) || !is_float(b.dtype)) continue; // integers: raw<U>
-      if (b.dtype == dtype_of<T>() && b.layout == Layout::nchw) {
+      if (b.dtype == dtype_of<T>() && b.layout == Layout::nchw && b.view_pitch == 0) {
         c.where[a.buffer] = reinterpret_cast<T*>(arena + plan.byte_offset(a.buffer));
         continue;
       }

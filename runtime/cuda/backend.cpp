@@ -119,18 +119,28 @@ void CudaBackend::prepare(const Plan& plan) {
 
 void CudaBackend::upload(int buffer, const Tensor& t) {
   const Buffer& b = plan_->buffers[buffer];
-  check(cudaMemcpy(arena_ + plan_->byte_offset(buffer), t.bytes(), t.nbytes(),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy", b.name);
+  std::byte* at = arena_ + plan_->byte_offset(buffer);
+  const size_t es = dtype_size(b.dtype), run = size_t(b.run_elements()) * es;
+  if (b.view_pitch == 0)
+    check(cudaMemcpy(at, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy", b.name);
+  else // a pitched view's runs, row by row
+    check(cudaMemcpy2D(at, size_t(b.run_stride()) * es, t.bytes(), run, run, size_t(b.run_count()),
+                       cudaMemcpyHostToDevice),
+          "cudaMemcpy2D", b.name);
 }
 
 Tensor CudaBackend::download(int buffer) {
   const Buffer& b = plan_->buffers[buffer];
   Tensor t(b.dtype, b.shape);
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize", b.name);
-  check(cudaMemcpy(t.bytes(), arena_ + plan_->byte_offset(buffer), t.nbytes(),
-                   cudaMemcpyDeviceToHost),
-        "cudaMemcpy", b.name);
+  const std::byte* at = arena_ + plan_->byte_offset(buffer);
+  const size_t es = dtype_size(b.dtype), run = size_t(b.run_elements()) * es;
+  if (b.view_pitch == 0)
+    check(cudaMemcpy(t.bytes(), at, t.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy", b.name);
+  else
+    check(cudaMemcpy2D(t.bytes(), run, at, size_t(b.run_stride()) * es, run, size_t(b.run_count()),
+                       cudaMemcpyDeviceToHost),
+          "cudaMemcpy2D", b.name);
   return t;
 }
 
@@ -138,9 +148,15 @@ void CudaBackend::poison(int buffer) {
   if (replaying_) return; // the graph holds the memset
   const Buffer& b = plan_->buffers[buffer];
   // All-ones bytes are NaN in f32, f16 and bf16.
-  check(cudaMemsetAsync(arena_ + plan_->byte_offset(buffer), 0xff, size_t(b.bytes()),
-                        static_cast<cudaStream_t>(stream_)),
-        "cudaMemsetAsync", b.name);
+  std::byte* at = arena_ + plan_->byte_offset(buffer);
+  const size_t es = dtype_size(b.dtype);
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  if (b.view_pitch == 0)
+    check(cudaMemsetAsync(at, 0xff, size_t(b.bytes()), stream), "cudaMemsetAsync", b.name);
+  else
+    check(cudaMemset2DAsync(at, size_t(b.run_stride()) * es, 0xff, size_t(b.run_elements()) * es,
+                            size_t(b.run_count()), stream),
+          "cudaMemset2DAsync", b.name);
 }
 
 void CudaBackend::run(const Step& step) {

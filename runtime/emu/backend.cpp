@@ -28,7 +28,7 @@ void EmuBackend::run(const Step& step) {
   for (const std::string& role : k.args) {
     const int i = step.need(role);
     const Buffer& b = plan().buffers[i];
-    args.push_back({arena() + plan().byte_offset(i), size_t(b.bytes()), b.name.c_str()});
+    args.push_back({arena() + plan().byte_offset(i), size_t(b.span_bytes()), b.name.c_str()});
   }
   EmuLaunchConfig cfg;
   for (int d = 0; d < 3; ++d) {

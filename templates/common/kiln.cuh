@@ -128,4 +128,14 @@ template <class Cfg> struct y_tf32_of<Cfg, decltype(void(Cfg::Y_TF32))> {
   static constexpr bool value = Cfg::Y_TF32;
 };
 
+// Y_PITCH: elements between the starts of consecutive pixels' channels of an NHWC y that is
+// a channel window of a wider tensor (a concat's output: generator/rewrite/channel_views.cpp,
+// Buffer::view_pitch). Absent: Default, y's own channel count.
+template <class Cfg, int Default, class = void> struct y_pitch_of {
+  static constexpr int value = Default;
+};
+template <class Cfg, int Default> struct y_pitch_of<Cfg, Default, decltype(void(Cfg::Y_PITCH))> {
+  static constexpr int value = Cfg::Y_PITCH;
+};
+
 } // namespace kiln

@@ -5,7 +5,9 @@
 cores; emu_hopper runs bf16 flat instances), on a small block whose 1x1 convs read NHWC
 activations (the network input is NCHW, which the family does not read) and whose head is two
 linear layers. Then where the cost model chooses them at full size: resnet50's 1x1 convs at
-batch 256, vgg16's classifier at batch 256 (both f16 on the h100)."""
+batch 256, vgg16's classifier at batch 256 (both f16 on the h100). And the family's y written
+through a pitch (Y_PITCH: two 64-channel convs whose outputs are pitched views of their
+concat's, channel_views.cpp), every tile shape checked the same way."""
 import csv
 import json
 import os
@@ -51,6 +53,33 @@ for dtype in ("f16", "f32"):
              f"{dtype}: a flat variant outside the Hopper family")
     print(f"{dtype}: {len(rows)} variants checked on the emulator, {len(flat_convs)} flat convs "
           f"and {len(linears)} linear layers on the Hopper family among them")
+
+
+# Two branches concatenated: their convs write into the concat's output through its pitch.
+cat_layers = [{"name": "stem", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1},
+              {"name": "a", "op": "conv2d", "out_channels": 64, "kernel": 1, "inputs": ["stem"]},
+              {"name": "ra", "op": "relu"},
+              {"name": "b", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1, "inputs": ["stem"]},
+              {"name": "cat", "op": "concat", "inputs": ["ra", "b"]},
+              {"name": "head", "op": "conv2d", "out_channels": 8, "kernel": 1},
+              {"name": "gap", "op": "global_avgpool"},
+              {"name": "flatten", "op": "flatten"},
+              {"name": "fc", "op": "linear", "out_features": 3}]
+with open(path("cat.json"), "w") as f:
+    json.dump({"format": "kiln-model/1", "name": "cat", "input": {"shape": [2, 8, 6, 6]}, "layers": cat_layers}, f)
+out = path("bench_cat")
+kt.kiln("bench", path("cat.json"), "--gpu", "h100", "--device", "emu", "--dtype", "f16", "-o", out)
+rows = list(csv.DictReader(open(path(out, "sweep.csv"))))
+pitched = [r for r in rows if r["variant"].startswith("conv2d_hopper_wgmma") and "_yp128_" in r["variant"]]
+kt.check(not [r for r in rows if r["check"] != "pass"], "a variant of the concat model failed its check")
+# a (1x1, relu fused): the Hopper family's nine tile shapes; b (3x3) is split in the kernel at
+# this size, which the Hopper family does not serve: the mma.sync family's split-K completion
+# writes through the pitch there.
+split = [r for r in rows if "split" in r["variant"] and "_yp128_" in r["variant"]]
+kt.check(len(pitched) >= 9, f"{len(pitched)} Hopper variants writing through a pitch checked")
+kt.check(len(split) >= 4, f"{len(split)} split-K variants writing through a pitch checked")
+print(f"concat of two 64-channel convs (f16, batch 2): {len(pitched)} Hopper and {len(split)} in-kernel "
+      f"split-K variants writing through a pitch of 128 checked on the emulator")
 
 
 def chosen(model, batch):

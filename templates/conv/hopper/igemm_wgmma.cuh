@@ -31,7 +31,8 @@
 // HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
 // arrive rounded to tf32, so that only the other is rounded in shared memory, or neither);
 // Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs);
-// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM).
+// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); Y_PITCH
+// (optional: y a channel window of a concat's output, its pixels Y_PITCH elements apart).
 // Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
 // ph * SW + pw; FLAT: the one 2-D map), M w's tensor map, then x, w (what the maps read; named so
 // the buffers stay arguments), y, and bias, residual when present.
@@ -217,7 +218,8 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const 
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
   // Registers i and i + 1 (i even) are channels o and o + 1 of one pixel: 16-bit outputs of
   // an even channel count leave as one 32-bit store.
-  constexpr bool kPairs = sizeof(T) == 2 && G::O % 2 == 0;
+  constexpr int YP = y_pitch_of<Cfg, G::O>::value; // y's pixels YP elements apart (Y_PITCH)
+  constexpr bool kPairs = sizeof(T) == 2 && G::O % 2 == 0 && YP % 2 == 0;
 #pragma unroll // constant register indices: the accumulators stay in registers
   for (int i = 0; i < Cfg::BN / 2; i += 2) {
     const int m = 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
@@ -231,15 +233,15 @@ KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const 
       if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
       row = (i64(tl.n) * Cfg::OH + p) * Cfg::OW + q;
     }
-    const i64 at = row * G::O + o;
+    const i64 at = row * G::O + o, yat = row * YP + o; // residual, y
     const float v0 = E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at);
     if constexpr (kPairs) {
       const float v1 = E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1);
-      view_as<u32>(y)[at / 2] = u32(from_float<T>(v0).bits) | u32(from_float<T>(v1).bits) << 16;
+      view_as<u32>(y)[yat / 2] = u32(from_float<T>(v0).bits) | u32(from_float<T>(v1).bits) << 16;
     } else {
-      y[at] = from_float<T>(v0);
+      y[yat] = from_float<T>(v0);
       if (o + 1 < G::O)
-        y[at + 1] =
+        y[yat + 1] =
             from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1));
     }
   }

@@ -119,6 +119,9 @@ KILN_FN void store_output(const KernelArgs& args, const BlockTile<Cfg>& bt, cons
   using E = epilogue_of<Cfg>;
   constexpr int O = G::O;
   constexpr bool PAIRS = O % 2 == 0;
+  // y's pixels YP elements apart: O, or a concat's channel count where y is a window of it.
+  constexpr int YP = y_pitch_of<Cfg, O>::value;
+  constexpr bool Y_PAIRS = PAIRS && YP % 2 == 0;
   using Pair = typename pick<G::ES == 2, u32, u64>::type;
   KILN_IGEMM_UNROLL
   for (int j = 0; j < G::NT; ++j) {
@@ -158,12 +161,13 @@ KILN_FN void store_output(const KernelArgs& args, const BlockTile<Cfg>& bt, cons
         }
         const float v0 = E::apply(acc[i][j][2 * h], b0, r0);
         const float v1 = E::apply(acc[i][j][2 * h + 1], b1, r1);
-        if constexpr (PAIRS) {
-          arg<Pair>(args, G::kArgY)[at / 2] = pair(from_float<T>(v0), from_float<T>(v1));
+        const I yat = m * YP + o;
+        if constexpr (Y_PAIRS) {
+          arg<Pair>(args, G::kArgY)[yat / 2] = pair(from_float<T>(v0), from_float<T>(v1));
         } else {
           const Global<T> y = arg<T>(args, G::kArgY);
-          y[at] = from_float<T>(v0);
-          if (o + 1 < O) y[at + 1] = from_float<T>(v1);
+          y[yat] = from_float<T>(v0);
+          if (o + 1 < O) y[yat + 1] = from_float<T>(v1);
         }
       }
     }

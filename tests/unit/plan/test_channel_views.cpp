@@ -137,7 +137,8 @@ void check_same_as_copies(const Model& m, const LowerOptions& lo, int views) {
 
 } // namespace
 
-TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 they copy") {
+TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 they copy or "
+          "are pitched") {
   Plan p = lower_model_steps(branches(1), {});
   const ChannelViews v = plan_channel_views(p);
   const auto r = reasons(v);
@@ -156,16 +157,40 @@ TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 
   CHECK(reasons(v).at("act:half") == "");
   CHECK(v.steps_removed == 2);
 
+  // Batch 2, where no kernel writes through a pitch: every copy stays.
+  const WritesPitched none = [](const Plan&, const Step&) { return false; };
   Plan q = lower_model_steps(branches(2), {});
-  const ChannelViews w = plan_channel_views(q);
+  const ChannelViews w = plan_channel_views(q, none);
   CHECK(w.views == 0);
-  CHECK(reasons(w).at("act:ra").find("a batch of 2") != std::string::npos);
+  CHECK(reasons(w).at("act:ra") == "a batch of 2: a channel window is strided, and no kernel for "
+                                   "its producer relu.forward writes through a pitch");
   CHECK(count_fn(q, Fn::concat_forward) == 2);
+
+  // Batch 2 on the cpu reference (which writes through any pitch): the concat inputs only their
+  // producer and the concat touch are pitched views, one image of the concat's output apart;
+  // the slice and its output (which conv c reads too) copy.
+  Plan pp = lower_model_steps(branches(2), {});
+  const ChannelViews x = plan_channel_views(pp);
+  const auto rr = reasons(x);
+  CHECK(rr.at("act:ra") == "");
+  CHECK(rr.at("act:bn") == "");
+  CHECK(rr.at("act:c") == "");
+  CHECK(rr.at("act:half") == "a batch of 2: a channel window is strided");
+  CHECK(x.views == 3);
+  const Buffer& bn = pp.buffers[size_t(pp.find_buffer("act:bn"))];
+  CHECK(bn.view_of == pp.find_buffer("act:cat"));
+  CHECK(bn.view_offset == 4 * 16);
+  CHECK(bn.view_pitch == 12 * 16);
+  CHECK(bn.run_count() == 2);
+  CHECK(bn.run_elements() == 8 * 16);
+  CHECK(bn.run_index(8 * 16 + 5) == 12 * 16 + 5); // image 1's sixth element
+  CHECK(count_fn(pp, Fn::concat_forward) == 1);   // cat2's copy of the slice
+  CHECK(count_fn(pp, Fn::channel_slice_forward) == 1);
 }
 
 TEST_CASE("the views compute what the copies did, bit for bit, in inference and training") {
   check_same_as_copies(branches(1), {}, 4);
-  check_same_as_copies(branches(2), {}, 0);
+  check_same_as_copies(branches(2), {}, 3); // pitched views
   LowerOptions train;
   train.train = true;
   // Training: the forward's 4 and the gradients of 3 concat inputs, each a view of the concat's
@@ -222,14 +247,22 @@ TEST_CASE("the pass keeps the copy wherever a view would be unsafe") {
   // The slice's input written after the slice.
   CHECK(why([&](Plan& p) { p.phases[0].steps.push_back(producer(p, buf(p, "act:cat"))); },
             "act:half") == "its input is written again after the slice");
-  // nhwc: a channel window is strided unless H*W == 1.
+  // nhwc: a channel window is strided unless H*W == 1; a slice copies, a concat's input is
+  // a pitched view (the cpu reference writes through any pitch).
+  const auto nhwc = [&](Plan& p) {
+    for (Buffer& b : p.buffers)
+      if (b.role == BufferRole::activation && b.shape.size() == 4) b.layout = Layout::nhwc;
+  };
+  CHECK(why(nhwc, "act:half") == "nhwc with H*W > 1: a channel window is strided");
+  CHECK(why(nhwc, "act:ra") == "");
+  // A pitched view's producer that reads the concat's output.
   CHECK(why(
             [&](Plan& p) {
-              for (Buffer& b : p.buffers)
-                if (b.role == BufferRole::activation && b.shape.size() == 4)
-                  b.layout = Layout::nhwc;
+              nhwc(p);
+              for (Arg& a : producer(p, buf(p, "act:bn")).args)
+                if (a.role == "x") a.buffer = buf(p, "act:cat");
             },
-            "act:ra") == "nhwc with H*W > 1: a channel window is strided");
+            "act:bn") == "its producer reads the concat's output (in place)");
   // A graph output.
   CHECK(why([&](Plan& p) { p.buffers[size_t(buf(p, "act:bn"))].role = BufferRole::output; },
             "act:bn") == "the input is not a transient (role output)");
@@ -389,6 +422,31 @@ TEST_CASE("plan validation checks a view's offset") {
   fails([&](Plan& q) { q.buffers[size_t(bn)].view_offset = 8 * 16 + 1; }, "run outside its base");
   fails([&](Plan& q) { q.buffers[size_t(bn)].view_offset = -16; }, "run outside its base");
   fails([&](Plan& q) { q.buffers[size_t(bn)].layout = Layout::nhwc; }, "in another layout");
+  // A pitched view: a 4-D channel window of its base, one image of it apart.
+  Plan pp = lower_model_steps(branches(2), {});
+  plan_channel_views(pp);
+  const Plan pitched = finish_plan(std::move(pp));
+  const int pbn = pitched.find_buffer("act:bn");
+  REQUIRE(pitched.buffers[size_t(pbn)].view_pitch == 12 * 16);
+  CHECK(pitched.buffers[size_t(pbn)].span_bytes() == (12 * 16 + 8 * 16) * 4);
+  auto fails_pitched = [&](auto mutate, const char* what) {
+    Plan q = pitched;
+    mutate(q);
+    expect_rejected(q, what);
+  };
+  fails_pitched([&](Plan& q) { q.buffers[size_t(pbn)].view_pitch = 10 * 16; },
+                "puts its images or pixels 192 elements apart");
+  fails_pitched([&](Plan& q) { q.buffers[size_t(pbn)].view_offset = 8 * 16; },
+                "run outside its base");
+  fails_pitched([&](Plan& q) { q.buffers[size_t(pbn)].view_pitch = -1; }, "view_pitch -1");
+  // The pitched plan survives its JSON form; view_pitch without view_of is refused.
+  const std::string text = plan_to_json(pitched).dump(1);
+  CHECK(plan_to_json(parse_plan(text, "plan.json")).dump(1) == text);
+  nlohmann::json jp = plan_to_json(good);
+  for (auto& b : jp["buffers"])
+    if (b["name"] == "act:stem") b["view_pitch"] = 4;
+  CHECK_THROWS_WITH_AS(parse_plan(jp.dump(), "plan.json"),
+                       doctest::Contains("only meaningful with \"view_of\""), Error);
   // view_offset without view_of, in JSON.
   nlohmann::json j = plan_to_json(good);
   for (auto& b : j["buffers"])

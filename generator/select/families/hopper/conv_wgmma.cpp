@@ -142,7 +142,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const int64_t es = int64_t(dtype_size(t));
   if (C * es % 128 != 0 || H < SH || W < SW || SH * SW > 9) return {};
   // The template indexes with 32-bit ints.
-  if (std::max({numel(xb.shape), numel(s.shape("w")), numel(s.shape("y"))}) >= (int64_t(1) << 31))
+  // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart.
+  const int64_t y_pitch = linear ? 0 : s.arg("y").view_pitch;
+  if (std::max({numel(xb.shape), numel(s.shape("w")), s.arg("y").span_bytes() / es}) >=
+      (int64_t(1) << 31))
     return {};
   const KernelEpilogue ep = epilogue_of(s);
   const int64_t M = N * OH * OW, K = KH * KW * C;
@@ -152,7 +155,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const bool y_tf32 = es == 4 && s.arg("y").tf32;
   const std::string shape = linear ? fmt::format("n{}f{}k{}{}", N, C, O, ep.tag())
                                    : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W,
-                                                 O, KH, KW, SH, SW, PH, PW, ep.tag());
+                                                 O, KH, KW, SH, SW, PH, PW, ep.tag()) +
+                                         (y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : "");
   const double bytes = double((numel(xb.shape) + numel(s.shape("w")) + (ep.bias ? O : 0)) * es) +
                        double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
   const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
@@ -207,6 +211,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       if (a_tf32) cfg_bool(v, "A_TF32", true);
       if (y_tf32) cfg_bool(v, "Y_TF32", true);
       if (pt.flat) cfg_bool(v, "FLAT", true);
+      if (y_pitch > 0) {
+        cfg_int(v, "Y_PITCH", y_pitch);
+        v.pitched = {"y"};
+      }
       ep.cfg(v);
       for (int64_t m = 0; m < SH * SW; ++m)
         v.args.push_back(fmt::format("xmap{}", m));

@@ -119,8 +119,11 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // The kernel also forms offsets a little past the tensors (rows of the last tiles, the
   // image row of a padded pixel) that it never dereferences: keep those in range too.
   const int64_t slack = H * W * C + 256 * (O + K);
-  const bool idx64 =
-      std::max({numel(x), numel(y), numel(w), slices_numel}) + slack >= kIndex32Limit;
+  // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart;
+  // not a pooled y (its staged store has no pitch), which step_candidates then refuses.
+  const int64_t y_pitch = split || pool || linear ? 0 : s.arg("y").view_pitch;
+  const int64_t y_span = y_pitch > 0 ? s.arg("y").span_bytes() / es : numel(y);
+  const bool idx64 = std::max({numel(x), y_span, numel(w), slices_numel}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
   // tf32 weights rounded once in the prepare phase, activations by their producer's epilogue
@@ -136,8 +139,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       split       ? fmt::format("_split{}", S)
       : in_kernel ? fmt::format("_split{}reduce", S)
                   : "",
-      fmt::format("{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
-                  y_tf32 ? "_ytf32" : ""));
+      fmt::format("{}{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
+                  y_tf32 ? "_ytf32" : "", y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : ""));
   // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) * es) +
                        (split       ? 4.0 * double(numel(y))
@@ -236,6 +239,10 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "SPLIT", S);
       if (in_kernel) cfg_bool(v, "SPLIT_REDUCE", true);
       if (gate) cfg_bool(v, "GATE", true);
+      if (y_pitch > 0) {
+        cfg_int(v, "Y_PITCH", y_pitch);
+        v.pitched = {"y"};
+      }
       cfg_bool(v, "POOL", pool);
       if (pool) {
         cfg_int(v, "PKH", st.fused_pool().pool.kernel[0]);
