@@ -158,6 +158,9 @@ struct Plan {
   std::string kiln_version;
   DType dtype = DType::f32;
   bool train = false;
+  // A 1-D signal model: its first input [N, C, L, 1] is given as [N, C, L], and a 4-D output
+  // [N, C, L, 1] is written as [N, C, L] (optional "signal" in the JSON, default false).
+  bool signal = false;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<ParamBinding> params;
@@ -179,6 +182,10 @@ struct Plan {
     return buffers[base(buffer)].offset + b.view_offset * int64_t(dtype_size(b.dtype));
   }
 };
+
+// A shape as the plan's caller sees it: [N, C, L, 1] of a signal plan is [N, C, L]; any
+// other shape, and every shape of another plan, is itself.
+Shape caller_shape(const Plan& p, const Shape& s);
 
 // Loads and validates a plan: every reference in range, every step's arguments present
 // with the shapes its function needs, buffers inside the arena. Throws kiln::Error.
