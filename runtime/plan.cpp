@@ -182,6 +182,21 @@ Shape caller_shape(const Plan& p, const Shape& s) {
   return {s[0], s[1], s[2]};
 }
 
+Shape caller_target_shape(const Plan& p) {
+  Shape s = p.buffers[size_t(p.target)].shape;
+  if (p.signal && s.size() == 3 && s[2] == 1) s.pop_back();
+  return s;
+}
+
+Tensor held_target(const Plan& p, Tensor t, const std::string& file) {
+  const Shape& held = p.buffers[size_t(p.target)].shape;
+  if (t.shape() == held) return t;
+  if (t.shape() == caller_target_shape(p)) return t.reshaped(held);
+  throw Error(
+      file, "",
+      cat("has shape ", shape_str(t.shape()), ", expected ", shape_str(caller_target_shape(p))));
+}
+
 Plan parse_plan(std::string_view text, const std::string& file) {
   try {
     const json j = ju::parse(text, file);

@@ -17,6 +17,7 @@
 #include "runtime/shape.hpp"
 #include "runtime/step_fn.hpp"
 #include "runtime/step_params.hpp"
+#include "runtime/tensor.hpp"
 
 #include <array>
 #include <nlohmann/json.hpp>
@@ -186,6 +187,11 @@ struct Plan {
 // A shape as the plan's caller sees it: [N, C, L, 1] of a signal plan is [N, C, L]; any
 // other shape, and every shape of another plan, is itself.
 Shape caller_shape(const Plan& p, const Shape& s);
+// The training target as the caller gives it: a signal plan's per-position [N, L, 1] is [N, L].
+Shape caller_target_shape(const Plan& p);
+// A target read from a file as the plan holds it (a signal plan's [N, L] is its [N, L, 1]);
+// throws kiln::Error naming `file` when its shape is neither.
+Tensor held_target(const Plan& p, Tensor t, const std::string& file);
 
 // Loads and validates a plan: every reference in range, every step's arguments present
 // with the shapes its function needs, buffers inside the arena. Throws kiln::Error.

@@ -60,9 +60,11 @@ void usage(FILE* f, const char* argv0) {
       "  --weights  parameters by name (PyTorch state_dict names); default: seeded\n"
       "  --bench N  run N times more after a warm-up and print latency and throughput medians\n",
       argv0, p.model.c_str(), p.gpu.c_str(), p.arch.c_str(), p.kiln_version.c_str(), argv0,
-      p.train
-          ? "  --target T.npy --grads G.safetensors   (a training build: the step's gradients)\n"
-          : "",
+      p.train ? cat("  --target T.npy --grads G.safetensors   (a training build: the step's "
+                    "gradients; T: class indices, .npy ",
+                    shape_str(caller_target_shape(p)), ")\n")
+                    .c_str()
+              : "",
       shape_str(caller_shape(p, in)).c_str(),
       p.signal ? " (a 1-D signal [N, C, L]; [N, C, L, 1] is read too)" : "",
       shape_str(caller_shape(p, p.buffers[p.outputs[0]].shape)).c_str());
@@ -143,6 +145,8 @@ int main(int argc, char** argv) {
     int64_t images = 0;
     Tensor x = read_input(plan, a.input, images, argv[0]);
     const Shape& want = plan.buffers[plan.inputs[0]].shape;
+    const Tensor target =
+        plan.train ? held_target(plan, io::read_npy(a.target), a.target).to(DType::i64) : Tensor();
     CudaOptions co;
     co.device = a.device;
     CudaBackend backend([](const std::string& image) { return std::string(embedded(image)); }, co);
@@ -153,7 +157,7 @@ int main(int argc, char** argv) {
     else
       bind_seeded_weights(ex, plan, a.seed);
     ex.write(plan.inputs[0], x);
-    if (plan.train) ex.write(plan.target, io::read_npy(a.target).to(DType::i64));
+    if (plan.train) ex.write(plan.target, target);
     auto step = [&] {
       ex.run("forward");
       if (plan.train) ex.run("backward");

@@ -4,8 +4,9 @@ kiln train takes --data/--val-data [N, C, L] (and [N, C, L, 1], the same run to 
 learns a separable task (loss falling every epoch, validation accuracy >= 90%) on cpu; the
 emulator's generated kernels give the cpu's losses (as printed, to 1e-4); [N, C, H, W] with W != 1, and
 [N, C, L] for an image model, are errors that say what the model takes; --image is L or Lx1.
-The program of kiln build names [N, C, L] and the output's caller shape in --help and refuses a
-wrong input before it looks for a GPU; where a GPU runs it, its output has kiln run's shape
+A per-position target of a signal output is [N, L] (or [N, L, 1]) in kiln run --train and in a
+training build. The program of kiln build names [N, C, L], the output's caller shape (and a
+training build its target's) in --help and refuses a wrong input before it looks for a GPU; where a GPU runs it, its output has kiln run's shape
 and values (within 5e-3, tf32's; rank 3 for a rank-3 output)."""
 import json
 import os
@@ -103,6 +104,17 @@ kt.kiln("run", sig, "--weights", path("cpu.st"), "--input", path("x8.npy"), "-o"
 kt.kiln("run", trunk, "--input", path("x8.npy"), "-o", path("rt8.npy"))
 kt.check(np.load(path("rt8.npy")).shape == (8, 8, L // 2), "kiln run writes the trunk's [N, C, L] output")
 
+# A per-position training target of a signal output [N, K, L] is [N, L] (or [N, L, 1]).
+np.save(path("t8.npy"), (np.arange(8 * (L // 2)) % 8).reshape(8, L // 2).astype(np.int64))
+np.save(path("t8h.npy"), np.load(path("t8.npy"))[..., None])
+for t in ("t8", "t8h"):
+    kt.kiln("run", trunk, "--input", path("x8.npy"), "--train", "--target", path(t + ".npy"), "--grads",
+            path(t + "_g.st"))
+kt.check(open(path("t8_g.st"), "rb").read() == open(path("t8h_g.st"), "rb").read(),
+         "[N, L] and [N, L, 1] targets give the same gradients")
+kt.expect_error(["run", trunk, "--input", path("x8.npy"), "--train", "--target", path("y.npy"), "--grads",
+                 path("e_g.st")], "has shape [40], expected [8, 16]")
+
 # kiln build: the program takes [N, C, L] and writes the caller's rank.
 for name, m, want_out, weights, ref in (("sig", sig, [8, K], path("cpu.st"), "ry8.npy"),
                                          ("trunk", trunk, [8, 8, L // 2], None, "rt8.npy")):
@@ -132,4 +144,11 @@ for name, m, want_out, weights, ref in (("sig", sig, [8, K], path("cpu.st"), "ry
             # An f32 conv may take tf32 tensor cores on a GPU: a tf32 tolerance.
             kt.check(r.returncode == 0 and list(got.shape) == want_out and kt.rel(got, want) < 5e-3,
                      f"{name} on a GPU: {r.stderr} {got.shape} vs kiln run's {want.shape}")
+# A training build names its [N, L] target and refuses another before it looks for a GPU.
+kt.kiln("build", trunk, "--gpu", "h100", "--train", "-o", path("train_bin"))
+h = subprocess.run([path("train_bin"), "--help"], capture_output=True, text=True)
+kt.check("T: class indices, .npy [8, 16]" in h.stdout, f"training build --help: {h.stdout}")
+r = subprocess.run([path("train_bin"), "--input", path("x8.npy"), "--target", path("y.npy"), "--grads",
+                    path("bg.st")], capture_output=True, text=True)
+kt.check(r.returncode == 2 and "has shape [40], expected [8, 16]" in r.stderr, f"training build: {r.stderr!r}")
 kt.finish()

@@ -116,6 +116,20 @@ TEST_CASE("a signal plan says so, survives its JSON form, and is validated") {
   image.signal = false;
   CHECK(caller_shape(image, Shape{3, 6, 5, 1}) == Shape{3, 6, 5, 1});
 
+  // Its classifier's target [N] is itself; a per-position target [N, L, 1] is given as [N, L].
+  CHECK(caller_target_shape(q) == Shape{3});
+  LowerOptions train;
+  train.train = true;
+  Model trunk = signal_model(DType::f32);
+  trunk.outputs = {trunk.find("c2")}; // [3, 6, 5, 1]
+  const Plan seg = lower_model(trunk, train);
+  REQUIRE(seg.buffers[size_t(seg.target)].shape == Shape{3, 5, 1});
+  CHECK(caller_target_shape(seg) == Shape{3, 5});
+  CHECK(held_target(seg, Tensor(DType::i64, {3, 5}), "t.npy").shape() == Shape{3, 5, 1});
+  CHECK(held_target(seg, Tensor(DType::i64, {3, 5, 1}), "t.npy").shape() == Shape{3, 5, 1});
+  CHECK_THROWS_WITH_AS(held_target(seg, Tensor(DType::i64, {3, 4}), "t.npy"),
+                       doctest::Contains("has shape [3, 4], expected [3, 5]"), Error);
+
   // Optional: a plan without the key is not a signal plan, and writes no key.
   nlohmann::json j = nlohmann::json::parse(text);
   j.erase("signal");
