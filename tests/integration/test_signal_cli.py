@@ -2,12 +2,13 @@
 
 kiln train takes --data/--val-data [N, C, L] (and [N, C, L, 1], the same run to the bit) and
 learns a separable task (loss falling every epoch, validation accuracy >= 90%) on cpu; the
-emulator's generated kernels give the cpu's losses (as printed, to 1e-4); [N, C, H, W] with W != 1, and
-[N, C, L] for an image model, are errors that say what the model takes; --image is L or Lx1.
-A per-position target of a signal output is [N, L] (or [N, L, 1]) in kiln run --train and in a
-training build. The program of kiln build names [N, C, L], the output's caller shape (and a
-training build its target's) in --help and refuses a wrong input before it looks for a GPU; where a GPU runs it, its output has kiln run's shape
-and values (within 5e-3, tf32's; rank 3 for a rank-3 output)."""
+emulator's generated kernels give the cpu's losses (as printed, to 1e-4); [N, C, H, W] with
+W != 1, and [N, C, L] for an image model, are errors that say what the model takes; --image
+is L or Lx1. A training step's gradients on emu equal the cpu's (1e-4). A per-position target
+of a signal output is [N, L] (or [N, L, 1]) in kiln run --train and in a training build. The
+program of kiln build names [N, C, L], the output's caller shape (and a training build its
+target's) in --help and refuses a wrong input before it looks for a GPU; where a GPU runs it,
+its output has kiln run's shape and values (within 5e-3, tf32's; rank 3 for a rank-3 output)."""
 import json
 import os
 import re
@@ -112,6 +113,17 @@ for t in ("t8", "t8h"):
             path(t + "_g.st"))
 kt.check(open(path("t8_g.st"), "rb").read() == open(path("t8h_g.st"), "rb").read(),
          "[N, L] and [N, L, 1] targets give the same gradients")
+# The training step's gradients on the emulator's generated kernels against the cpu's.
+np.save(path("y8.npy"), y[:8].astype(np.int64))
+for dev in ("cpu", "emu"):
+    kt.kiln("run", sig, "--device", dev, *(["--gpu", "t4"] if dev == "emu" else []), "--input", path("x8.npy"),
+            "--train", "--target", path("y8.npy"), "--grads", path(f"sg_{dev}.st"))
+gc, ge = kt.read_safetensors(path("sg_cpu.st")), kt.read_safetensors(path("sg_emu.st"))
+kt.check(sorted(gc) == sorted(ge) and len(gc) == 6, f"gradients of every parameter: {sorted(gc)} {sorted(ge)}")
+for k in gc:
+    err = kt.rel(ge.get(k, 0 * gc[k]), gc[k])
+    print(f"training step gradient {k:10s} emu vs cpu: {err:.1e}")
+    kt.check(err < 1e-4 and np.abs(gc[k]).max() > 0, f"{k}: emu gradient differs from the cpu's: {err}")
 kt.expect_error(["run", trunk, "--input", path("x8.npy"), "--train", "--target", path("y.npy"), "--grads",
                  path("e_g.st")], "has shape [40], expected [8, 16]")
 
