@@ -127,6 +127,7 @@ ojson plan_to_json(const Plan& p) {
   if (!p.arch.empty()) j["arch"] = p.arch;
   j["dtype"] = dtype_name(p.dtype);
   j["train"] = p.train;
+  if (p.signal) j["signal"] = true;
   j["arena_bytes"] = p.arena_bytes;
   auto name = [&](int b) { return p.buffers[b].name; };
   ojson bufs = ojson::array();
@@ -183,6 +184,26 @@ ojson plan_to_json(const Plan& p) {
   return j;
 }
 
+Shape caller_shape(const Plan& p, const Shape& s) {
+  if (!p.signal || s.size() != 4 || s[3] != 1) return s;
+  return {s[0], s[1], s[2]};
+}
+
+Shape caller_target_shape(const Plan& p) {
+  Shape s = p.buffers[size_t(p.target)].shape;
+  if (p.signal && s.size() == 3 && s[2] == 1) s.pop_back();
+  return s;
+}
+
+Tensor held_target(const Plan& p, Tensor t, const std::string& file) {
+  const Shape& held = p.buffers[size_t(p.target)].shape;
+  if (t.shape() == held) return t;
+  if (t.shape() == caller_target_shape(p)) return t.reshaped(held);
+  throw Error(
+      file, "",
+      cat("has shape ", shape_str(t.shape()), ", expected ", shape_str(caller_target_shape(p))));
+}
+
 Plan parse_plan(std::string_view text, const std::string& file) {
   try {
     const json j = ju::parse(text, file);
@@ -190,7 +211,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     ju::reject_unknown_keys(j, "",
                             {"format", "kiln_version", "model", "gpu", "arch", "dtype", "train",
                              "arena_bytes", "buffers", "params", "inputs", "outputs", "target",
-                             "loss", "phases", "kernels"});
+                             "loss", "phases", "kernels", "signal"});
     const std::string format = ju::get_string(ju::require(j, "format", ""), "/format");
     if (format != kPlanFormat)
       throw Error("", "/format",
@@ -205,6 +226,7 @@ Plan parse_plan(std::string_view text, const std::string& file) {
     if (!dtype || !is_float(*dtype)) throw Error("", "/dtype", cat("unknown dtype \"", dt, "\""));
     p.dtype = *dtype;
     p.train = ju::get_bool(ju::require(j, "train", ""), "/train");
+    if (j.contains("signal")) p.signal = ju::get_bool(j["signal"], "/signal");
     p.arena_bytes = ju::get_int(ju::require(j, "arena_bytes", ""), "/arena_bytes");
 
     std::map<std::string, int> index;

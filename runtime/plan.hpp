@@ -17,6 +17,7 @@
 #include "runtime/shape.hpp"
 #include "runtime/step_fn.hpp"
 #include "runtime/step_params.hpp"
+#include "runtime/tensor.hpp"
 
 #include <array>
 #include <nlohmann/json.hpp>
@@ -176,6 +177,9 @@ struct Plan {
   std::string kiln_version;
   DType dtype = DType::f32;
   bool train = false;
+  // A 1-D signal model: its first input [N, C, L, 1] is given as [N, C, L], and a 4-D output
+  // [N, C, L, 1] is written as [N, C, L] (optional "signal" in the JSON, default false).
+  bool signal = false;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<ParamBinding> params;
@@ -197,6 +201,15 @@ struct Plan {
     return buffers[base(buffer)].offset + b.view_offset * int64_t(dtype_size(b.dtype));
   }
 };
+
+// A shape as the plan's caller sees it: [N, C, L, 1] of a signal plan is [N, C, L]; any
+// other shape, and every shape of another plan, is itself.
+Shape caller_shape(const Plan& p, const Shape& s);
+// The training target as the caller gives it: a signal plan's per-position [N, L, 1] is [N, L].
+Shape caller_target_shape(const Plan& p);
+// A target read from a file as the plan holds it (a signal plan's [N, L] is its [N, L, 1]);
+// throws kiln::Error naming `file` when its shape is neither.
+Tensor held_target(const Plan& p, Tensor t, const std::string& file);
 
 // Loads and validates a plan: every reference in range, every step's arguments present
 // with the shapes its function needs, buffers inside the arena. Throws kiln::Error.

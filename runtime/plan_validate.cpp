@@ -144,6 +144,13 @@ void validate_plan(const Plan& p) {
   for (int b : p.outputs)
     expect_role(b, BufferRole::output, "output");
   if (p.target >= 0) expect_role(p.target, BufferRole::target, "target");
+  // A signal plan's caller gives [N, C, L]: the input it is held in must be [N, C, L, 1].
+  if (p.signal) {
+    if (p.inputs.empty()) throw Error("", "/signal", "a signal plan needs an input");
+    const Shape& s = p.buffers[size_t(p.inputs[0])].shape;
+    if (s.size() != 4 || s[3] != 1)
+      throw Error("", "/signal", cat("a signal plan's input is [N, C, L, 1], not ", shape_str(s)));
+  }
   if (p.loss >= 0) {
     expect_role(p.loss, BufferRole::loss, "loss");
     if (p.buffers[p.loss].shape != Shape{1}) throw Error("", "loss", "must have shape [1]");

@@ -94,11 +94,7 @@ void run(const RunArgs& a) {
       throw Error(
           a.target, "",
           cat("targets must be integer class indices (int64), not ", dtype_name(target.dtype())));
-    if (target.shape() != plan.buffers[plan.target].shape)
-      throw Error(a.target, "",
-                  cat("has shape ", shape_str(target.shape()), ", expected ",
-                      shape_str(plan.buffers[plan.target].shape)));
-    ex.write(plan.target, target.to(DType::i64));
+    ex.write(plan.target, held_target(plan, target, a.target).to(DType::i64));
   }
 
   const auto t0 = std::chrono::steady_clock::now();

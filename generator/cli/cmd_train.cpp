@@ -109,11 +109,14 @@ void train(const TrainArgs& a) {
           : fmt::format("sgd lr {}{}", u.lr,
                         r.momentum ? fmt::format(" momentum {}", r.momentum) : "");
   const std::string note = schedule_note(u.schedule, a.device);
-  fmt::print("kiln train {}{} on {}: {} parameters; {} images [{}, {}, {}] in {} batches of {} "
+  // One sample's shape as the data holds it: [C, H, W], or a signal's [C, L].
+  Shape sample = caller_input_shape(m);
+  sample.erase(sample.begin());
+  fmt::print("kiln train {}{} on {}: {} parameters; {} {} {} in {} batches of {} "
              "per epoch; {}{}, {}{}\n",
              m.name, u.fold > 1 ? fmt::format(" (folds {} images)", u.fold) : "", a.device,
-             with_commas(m.total_params()), u.images, m.input_shape[1], m.input_shape[2],
-             m.input_shape[3], u.steps, u.batch, opt,
+             with_commas(m.total_params()), u.images, m.signal ? "signals" : "images",
+             shape_str(sample), u.steps, u.batch, opt,
              r.weight_decay ? fmt::format(" weight decay {}", r.weight_decay) : "", what,
              note.empty() ? "" : "; " + note);
   if (u.dropped)
@@ -151,11 +154,16 @@ void add_train(CLI::App& app) {
       "a whole number of folds. Each epoch leaves out the last partial batch (N mod batch images, "
       "different ones every epoch: the order is reshuffled)");
   cmd->get_option("--image")->description(
-      "image size HxW the model is built for (default: the data's; they must agree)");
-  cmd->add_option("--data", a->data, "training images, .npy [N, C, H, W] (f16 or f32)")->required();
+      "image size HxW the model is built for (a 1-D signal model's: L or Lx1; default: the "
+      "data's; they must agree)");
+  cmd->add_option("--data", a->data,
+                  "training images, .npy [N, C, H, W] (f16 or f32); a 1-D signal model's: "
+                  "[N, C, L] (or [N, C, L, 1])")
+      ->required();
   cmd->add_option("--labels", a->labels, "their classes, .npy [N] int64 or int32")->required();
   cmd->add_option("--val-data", a->val_data,
-                  "validation images, .npy [M, C, H, W]: accuracy after every epoch");
+                  "validation images, .npy [M, C, H, W] ([M, C, L] for a 1-D signal model): "
+                  "accuracy after every epoch");
   cmd->add_option("--val-labels", a->val_labels, "their classes, .npy [M] int64 or int32");
   cmd->add_option("--distill", a->distill,
                   "a teacher's logits for the training images, .npy [N, classes] floats: the loss "

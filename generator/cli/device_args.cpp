@@ -11,7 +11,9 @@ void DeviceArgs::add_to(CLI::App* cmd) {
                   "parameters by name (.safetensors, PyTorch state_dict names); default: an ONNX "
                   "model's own initializers, else seeded");
   cmd->add_option("--seed", seed, "seed for the weights when no --weights are given (default 0)");
-  cmd->add_option("--input", input, "input batch, .npy [N, C, H, W]")->required();
+  cmd->add_option("--input", input,
+                  "input batch, .npy [N, C, H, W] ([N, C, L] for a 1-D signal model)")
+      ->required();
 }
 
 } // namespace kiln::cli

@@ -15,7 +15,9 @@ void ModelArgs::add_to(CLI::App* cmd, bool model_optional) {
   else
     model = "resnet18";
   cmd->add_option("--batch", batch, "override the input batch size");
-  cmd->add_option("--image", image, "override the input image size, HxW (or one number)");
+  cmd->add_option(
+      "--image", image,
+      "override the input image size, HxW (or one number: square, or a 1-D signal's L)");
   cmd->add_option("--dtype", dtype, "override the element type: f32, f16, bf16 or f64")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "f64"}));
 }
@@ -23,7 +25,7 @@ void ModelArgs::add_to(CLI::App* cmd, bool model_optional) {
 ModelOverrides ModelArgs::overrides() const {
   ModelOverrides o;
   if (batch_given()) o.batch = batch;
-  if (image_given()) o.image = parse_image_size(image);
+  if (image_given()) set_image_size(o, image);
   if (!dtype.empty()) o.dtype = parse_dtype(dtype);
   return o;
 }

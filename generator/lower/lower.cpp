@@ -40,6 +40,7 @@ private:
     p.gpu = o_.gpu;
     p.kiln_version = KILN_VERSION;
     p.dtype = m_.dtype;
+    p.signal = m_.signal;
     return p;
   }
 

@@ -102,6 +102,7 @@ private:
     p.kiln_version = KILN_VERSION;
     p.dtype = m_.dtype;
     p.train = true;
+    p.signal = m_.signal;
     return p;
   }
 

@@ -27,6 +27,11 @@ Int2 parse_image_size(std::string_view text) {
   return {parse_dim(text.substr(0, x), text), parse_dim(text.substr(x + 1), text)};
 }
 
+void set_image_size(ModelOverrides& o, std::string_view text) {
+  o.image = parse_image_size(text);
+  o.image_one_size = text.find('x') == std::string_view::npos;
+}
+
 void apply_overrides(Model& m, const ModelOverrides& o) {
   if (o.batch) {
     if (*o.batch <= 0 || *o.batch > (int64_t(1) << 24))
@@ -34,13 +39,15 @@ void apply_overrides(Model& m, const ModelOverrides& o) {
     m.input_shape[0] = *o.batch;
   }
   if (o.image) {
-    if (m.input_shape.size() != 4 || (m.signal && (*o.image)[1] != 1))
+    Int2 hw = *o.image;
+    if (m.signal && o.image_one_size) hw[1] = 1; // "L" is a signal's Lx1
+    if (m.input_shape.size() != 4 || (m.signal && hw[1] != 1))
       throw Error(m.file, "/input/shape",
                   cat("--image needs an image input [N, C, H, W]",
-                      m.signal ? " (Lx1 for [N, C, L])" : "", ", the model takes ",
+                      m.signal ? " (L or Lx1 for [N, C, L])" : "", ", the model takes ",
                       shape_str(caller_input_shape(m))));
-    m.input_shape[2] = (*o.image)[0];
-    m.input_shape[3] = (*o.image)[1];
+    m.input_shape[2] = hw[0];
+    m.input_shape[3] = hw[1];
   }
   if (o.dtype) m.dtype = *o.dtype;
   infer_shapes(m);

@@ -45,9 +45,10 @@ Dataset load_dataset(const std::string& images, const std::string& labels,
   if (!is_float(d.images.dtype()))
     throw Error(images, "dtype",
                 cat("images must be floats (f16 or f32), not ", dtype_name(d.images.dtype())));
-  if (x.size() != 4 || x[0] < 1)
+  if ((x.size() != 4 && x.size() != 3) || x[0] < 1)
     throw Error(images, "shape",
-                cat("has shape ", shape_str(x), "; images are [N, C, H, W], N >= 1"));
+                cat("has shape ", shape_str(x),
+                    "; images are [N, C, H, W] (1-D signals [N, C, L]), N >= 1"));
   for (int64_t i = 0; i < d.images.numel(); ++i)
     if (!std::isfinite(d.images.get(i)))
       throw Error(images, cat("element ", i),
@@ -84,14 +85,30 @@ Dataset load_dataset(const std::string& images, const std::string& labels,
   return d;
 }
 
+void hold_as_model_input(Dataset& d, bool signal) {
+  const Shape x = d.images.shape();
+  if (x.size() == 3 && !signal)
+    throw Error(
+        d.images_file, "shape",
+        cat("has shape ", shape_str(x),
+            "; the model takes images [N, C, H, W] ([N, C, L] only for a 1-D signal model)"));
+  if (signal && x.size() == 4 && x[3] != 1)
+    throw Error(d.images_file, "shape",
+                cat("has shape ", shape_str(x),
+                    "; the model is a 1-D signal model: it takes [N, C, L] (or [N, C, L, 1])"));
+  if (x.size() == 3) d.images = d.images.reshaped({x[0], x[1], x[2], 1});
+}
+
 void check_dataset(const Dataset& d, int64_t channels, int64_t height, int64_t width,
-                   int64_t classes) {
+                   int64_t classes, bool signal) {
   const Shape& x = d.images.shape();
   if (x[1] != channels || x[2] != height || x[3] != width)
     throw Error(d.images_file, "shape",
-                cat("has images [", x[1], ", ", x[2], ", ", x[3],
-                    "] (channels, height, width); the model takes [", channels, ", ", height, ", ",
-                    width, "]"));
+                signal ? cat("has signals [", x[1], ", ", x[2],
+                             "] (channels, length); the model takes [", channels, ", ", height, "]")
+                       : cat("has images [", x[1], ", ", x[2], ", ", x[3],
+                             "] (channels, height, width); the model takes [", channels, ", ",
+                             height, ", ", width, "]"));
   for (size_t i = 0; i < d.labels.size(); ++i)
     if (d.labels[i] < 0 || d.labels[i] >= classes)
       throw Error(d.labels_file, cat("[", i, "]"),

@@ -106,6 +106,9 @@ Trainer::Trainer(TrainOptions o) : s_(std::make_unique<State>()) {
       throw Error(m.file, cat("layer \"", n.name, "\""),
                   "kiln train does not train batchnorm layers yet: its training plans use batch "
                   "statistics and do not update the running statistics inference reads");
+  // A signal model's [N, C, L] data is held as its input is, [N, C, L, 1].
+  hold_as_model_input(s.data, m.signal);
+  if (s.val) hold_as_model_input(*s.val, m.signal);
   u.fold = fold_factor(m);
   u.batch_asked = o.batch;
   u.batch = (o.batch + u.fold - 1) / u.fold * u.fold;
@@ -122,8 +125,9 @@ Trainer::Trainer(TrainOptions o) : s_(std::make_unique<State>()) {
                 cat("kiln train trains classifiers: the first output must be [N, classes], not ",
                     shape_str(logits)));
   const int64_t classes = logits[1];
-  check_dataset(s.data, m.input_shape[1], m.input_shape[2], m.input_shape[3], classes);
-  if (s.val) check_dataset(*s.val, m.input_shape[1], m.input_shape[2], m.input_shape[3], classes);
+  const Shape& in = m.input_shape;
+  check_dataset(s.data, in[1], in[2], in[3], classes, m.signal);
+  if (s.val) check_dataset(*s.val, in[1], in[2], in[3], classes, m.signal);
   u.images = s.data.size();
   if (u.batch > u.images)
     throw Error(o.data, "", cat("holds ", u.images, " images, fewer than one batch of ", u.batch));

@@ -48,21 +48,55 @@ struct Args {
 
 void usage(FILE* f, const char* argv0) {
   const Plan p = parse_plan(embedded("plan.json"), "plan.json");
+  const Shape& in = p.buffers[p.inputs[0]].shape;
   std::fprintf(
       f,
       "%s: model %s for %s (%s), built by kiln %s\n"
       "usage: %s --input X.npy --output Y.npy [--weights W.safetensors | --seed S] [--bench N] "
       "[--device D]\n"
       "%s"
-      "  --input    input batch, .npy %s\n"
-      "  --output   the model's first output, .npy\n"
+      "  --input    input batch, .npy %s%s\n"
+      "  --output   the model's first output, .npy %s\n"
       "  --weights  parameters by name (PyTorch state_dict names); default: seeded\n"
       "  --bench N  run N times more after a warm-up and print latency and throughput medians\n",
       argv0, p.model.c_str(), p.gpu.c_str(), p.arch.c_str(), p.kiln_version.c_str(), argv0,
-      p.train
-          ? "  --target T.npy --grads G.safetensors   (a training build: the step's gradients)\n"
-          : "",
-      shape_str(p.buffers[p.inputs[0]].shape).c_str());
+      p.train ? cat("  --target T.npy --grads G.safetensors   (a training build: the step's "
+                    "gradients; T: class indices, .npy ",
+                    shape_str(caller_target_shape(p)), ")\n")
+                    .c_str()
+              : "",
+      shape_str(caller_shape(p, in)).c_str(),
+      p.signal ? " (a 1-D signal [N, C, L]; [N, C, L, 1] is read too)" : "",
+      shape_str(caller_shape(p, p.buffers[p.outputs[0]].shape)).c_str());
+}
+
+// The input batch as the plan holds it: a signal plan's [N, C, L] is its [N, C, L, 1]. Checked
+// before any device is opened, so a wrong file is a clear error on any machine.
+Tensor read_input(const Plan& plan, const std::string& path, int64_t& images, const char* argv0) {
+  Tensor x = io::read_npy(path);
+  const Shape given = x.shape();
+  if (plan.signal && given.size() == 3) x = x.reshaped({given[0], given[1], given[2], 1});
+  const Shape& want = plan.buffers[plan.inputs[0]].shape;
+  // A folded model takes the images of its last fold short: padded with zero images.
+  const int64_t factor = plan_fold_factor(plan);
+  images = given.empty() ? 0 : given[0];
+  Shape padded = x.shape();
+  if (factor > 1 && !plan.train && !padded.empty() && padded[0] < want[0] &&
+      want[0] - padded[0] < factor)
+    padded[0] = want[0];
+  if (padded != want)
+    throw Error(path, "",
+                cat("has shape ", shape_str(given), ", the model takes ",
+                    shape_str(caller_shape(plan, want)),
+                    plan.signal ? " (a 1-D signal [N, C, L])" : "",
+                    " (kiln build --batch/--image fix it)"));
+  if (padded != x.shape()) {
+    std::fprintf(stderr,
+                 "%s: note: %lld images, the last fold of %lld padded with %lld zero images\n",
+                 argv0, (long long)images, (long long)factor, (long long)(want[0] - images));
+    x = pad_batch(x, want[0]);
+  }
+  return x;
 }
 
 Args parse(int argc, char** argv) {
@@ -108,6 +142,11 @@ int main(int argc, char** argv) {
       throw Error("", "--target",
                   "a training build needs --target T.npy and --grads G.safetensors");
     if (!plan.train && a.output.empty() && a.bench == 0) throw Error("", "--output", "is required");
+    int64_t images = 0;
+    Tensor x = read_input(plan, a.input, images, argv[0]);
+    const Shape& want = plan.buffers[plan.inputs[0]].shape;
+    const Tensor target =
+        plan.train ? held_target(plan, io::read_npy(a.target), a.target).to(DType::i64) : Tensor();
     CudaOptions co;
     co.device = a.device;
     CudaBackend backend([](const std::string& image) { return std::string(embedded(image)); }, co);
@@ -117,25 +156,8 @@ int main(int argc, char** argv) {
       bind_weights(ex, plan, io::read_safetensors(a.weights).tensors, a.weights);
     else
       bind_seeded_weights(ex, plan, a.seed);
-    Tensor x = io::read_npy(a.input);
-    const Shape& want = plan.buffers[plan.inputs[0]].shape;
-    // A folded model takes the images of its last fold short: padded with zero images.
-    const int64_t factor = plan_fold_factor(plan), images = x.shape().empty() ? 0 : x.shape()[0];
-    Shape padded = x.shape();
-    if (factor > 1 && !plan.train && !padded.empty() && padded[0] < want[0] &&
-        want[0] - padded[0] < factor)
-      padded[0] = want[0];
-    if (padded != want)
-      throw Error(a.input, "",
-                  cat("has shape ", shape_str(x.shape()), ", the model takes ", shape_str(want),
-                      " (kiln build --batch/--image fix it)"));
-    if (padded != x.shape()) {
-      std::fprintf(stderr, "%s: note: %lld images, the last fold of %lld padded with %lld zero images\n",
-                   argv[0], (long long)images, (long long)factor, (long long)(want[0] - images));
-      x = pad_batch(x, want[0]);
-    }
     ex.write(plan.inputs[0], x);
-    if (plan.train) ex.write(plan.target, io::read_npy(a.target).to(DType::i64));
+    if (plan.train) ex.write(plan.target, target);
     auto step = [&] {
       ex.run("forward");
       if (plan.train) ex.run("backward");
@@ -146,7 +168,7 @@ int main(int argc, char** argv) {
       if (y.dtype() == DType::bf16) y = y.to(DType::f32);
       if (images < want[0] && !y.shape().empty() && y.shape()[0] == want[0])
         y = first_rows(y, images);
-      io::write_npy(a.output, y);
+      io::write_npy(a.output, y.reshaped(caller_shape(plan, y.shape())));
     }
     if (plan.train) {
       io::Safetensors g;

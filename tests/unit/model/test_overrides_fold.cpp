@@ -45,6 +45,37 @@ TEST_CASE("overrides change the input and re-infer shapes") {
   CHECK_THROWS_AS(apply_overrides(m, o), Error);
 }
 
+TEST_CASE("--image on a 1-D signal model is L or Lx1; one size on an image model is square") {
+  Model sig = parse_model(R"({"format": "kiln-model/1", "name": "sig",
+    "input": {"name": "x", "shape": [2, 4, 32]},
+    "layers": [{"name": "c", "op": "conv2d", "out_channels": 8, "kernel": [3, 1]}]})",
+                          "sig.json");
+  REQUIRE(sig.signal);
+  for (const char* text : {"40", "40x1"}) {
+    Model m = sig;
+    ModelOverrides o;
+    set_image_size(o, text);
+    apply_overrides(m, o);
+    CHECK(m.input_shape == Shape{2, 4, 40, 1});
+    CHECK(caller_input_shape(m) == Shape{2, 4, 40});
+    CHECK(m.nodes[0].shape == Shape{2, 8, 38, 1});
+  }
+  ModelOverrides wide;
+  set_image_size(wide, "40x2");
+  CHECK_THROWS_WITH_AS(apply_overrides(sig, wide), doctest::Contains("L or Lx1 for [N, C, L]"),
+                       Error);
+  // A square parsed without the flag (an HxW given as 40x40) is no signal length.
+  ModelOverrides square;
+  square.image = Int2{40, 40};
+  CHECK_THROWS_AS(apply_overrides(sig, square), Error);
+  Model img = parse_model(coral, "coral.json");
+  ModelOverrides one;
+  set_image_size(one, "40");
+  CHECK(one.image_one_size);
+  apply_overrides(img, one);
+  CHECK(img.input_shape == Shape{1, 3, 40, 40});
+}
+
 TEST_CASE("folding widens hidden layers by sqrt(f) and the last layer by f") {
   const Model m = parse_model(coral, "coral.json");
   FoldOptions o;
