@@ -89,13 +89,13 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   // kernel for their producer writes through the pitch (none in the cuDNN-only plan): not
   // under a memory budget (the views change the lifetimes the schedule planned).
   const bool budgeted = !schedule.is_null() && (o.schedule != "store-all" || !o.budget.empty());
-  const WritesPitched writes_pitched = [&](const Plan& q, const Step& s) {
+  const ServesPitched serves_pitched = [&](const Plan& q, const Step& s) {
     const StepInfo info{q, s, g};
     return !o.cudnn_only &&
            std::any_of(all_families().begin(), all_families().end(),
                        [&](const Family* f) { return !step_candidates(*f, info).empty(); });
   };
-  if (!budgeted) gen.channel_views = plan_channel_views(p, writes_pitched);
+  if (!budgeted) gen.channel_views = plan_channel_views(p, serves_pitched);
   // f32 weights and activations that only tf32 tensor-core convs read: rounded once, by their
   // writer (weights in the prepare phase).
   if (!o.cudnn_only) gen.tf32 = round_tf32_operands(p, g);

@@ -75,6 +75,12 @@ std::string not_contiguous(const Buffer& b, bool whole) {
 struct Window {
   int64_t offset, pitch;
 };
+// The channel a window of b at element `offset` starts at (window_of's inverse).
+int64_t channel_of(const Buffer& b, int64_t offset) {
+  return b.layout == Layout::nhwc && !not_contiguous(b, false).empty() ? offset
+                                                                       : offset / inner_of(b.shape);
+}
+
 Window window_of(const Buffer& b, int64_t c) {
   const bool strided = !not_contiguous(b, false).empty();
   if (b.layout == Layout::nhwc)
@@ -84,8 +90,8 @@ Window window_of(const Buffer& b, int64_t c) {
 
 class ChannelViewPass {
 public:
-  ChannelViewPass(Plan& p, const WritesPitched& writes_pitched)
-      : p_(p), u_(uses_of(p)), removed_(u_.order.size(), 0), writes_pitched_(writes_pitched) {}
+  ChannelViewPass(Plan& p, const ServesPitched& serves_pitched)
+      : p_(p), u_(uses_of(p)), removed_(u_.order.size(), 0), serves_pitched_(serves_pitched) {}
 
   ChannelViews run() {
     for (const At& a : u_.order) {
@@ -95,7 +101,7 @@ public:
       // A concat's gradient: input k's is dy's channels at k's offset.
       if (s.fn == Fn::concat_backward) slice(a.global, "dy", "dx", s.channel_slice().offset);
     }
-    std::map<int, std::vector<int>> concats; // y -> its concat.forward steps, in order
+    std::map<int, std::vector<int>>& concats = concats_;
     for (const At& a : u_.order) {
       const Step& s = step(a.global);
       if (s.kind != StepKind::free && s.fn == Fn::concat_forward)
@@ -246,12 +252,13 @@ private:
     const Window win = window_of(buf(y), first);
     const bool strided = win.pitch > 0;
     if (strided) {
-      // Only its producer and this concat may touch a pitched view: every other reader would
-      // need a kernel that reads through the pitch.
+      // Its other readers (pitched_steps below) but concats: y's, or those nested in y, which
+      // all become pitched views of it where nested_ok_ says so.
       for (int r : u_.readers[size_t(x)])
-        if (step(r).fn != Fn::concat_forward || step(r).need("y") != y)
-          return cat(not_contiguous(buf(y), false), ", and the input is read by ",
-                     fn_name(step(r).fn), " (only its producer writes through a pitch)");
+        if (step(r).fn == Fn::concat_forward && step(r).need("y") != y &&
+            !(nested_ok_ && root_.at(step(r).need("y")) == y))
+          return cat(not_contiguous(buf(y), false),
+                     ", and the input is read by a concat nested in it that copies");
       if (!u_.views[size_t(x)].empty()) return "the input is viewed by another buffer";
       const int64_t es = int64_t(dtype_size(buf(y).dtype));
       if (win.pitch * es % kChannelViewAlignment)
@@ -274,11 +281,18 @@ private:
     if (producer.accumulate) return "its producer accumulates into it";
     if (fn_def(producer.fn).writes_part) return "its producer writes it in part";
     if (strided) {
-      for (const Arg& a : producer.args)
-        if (a.buffer != x && p_.base(a.buffer) == y)
-          return "its producer reads the concat's output (in place)";
+      // In place: it reads y, or a window of y over x's channels (another input's, already a
+      // view, lies apart).
+      const int64_t lo_c = first, hi_c = first + buf(x).shape[1];
+      for (const Arg& a : producer.args) {
+        if (a.buffer == x || p_.base(a.buffer) != y) continue;
+        const Buffer& v = buf(a.buffer);
+        const int64_t c0 = a.buffer == y ? 0 : channel_of(buf(y), v.view_offset);
+        const int64_t c1 = a.buffer == y ? buf(y).shape[1] : c0 + v.shape[1];
+        if (c0 < hi_c && lo_c < c1) return "its producer reads the concat's output (in place)";
+      }
       if (std::string why = aligned(buf(y), win.offset); !why.empty()) return why;
-      return pitched_writer(x, y, win, producer);
+      return pitched_steps(x, y, win, w);
     }
     // x's elements in y once a view.
     const int64_t lo = first * inner_of(buf(y).shape), hi = lo + numel(buf(x).shape);
@@ -294,18 +308,46 @@ private:
     return aligned(buf(y), lo);
   }
 
-  // Whether x's producer can write x as the pitched window `win` of y: asked with the view
-  // made, which is undone either way (concat() makes it for good).
-  std::string pitched_writer(int x, int y, Window win, const Step& producer) {
-    if (!writes_pitched_) return "";
+  // Whether x's producer (global step w) and its readers but concats can be served with x
+  // the pitched window `win` of y: asked with the view made, which is undone either way
+  // (concat() makes it for good).
+  std::string pitched_steps(int x, int y, Window win, int w) {
+    if (!serves_pitched_) return "";
     Buffer& b = p_.buffers[size_t(x)];
     const Buffer saved = b;
     b.view_of = y, b.view_offset = win.offset, b.view_pitch = win.pitch;
-    const bool ok = writes_pitched_(p_, producer);
+    std::string why;
+    if (!serves_pitched_(p_, step(w)))
+      why = cat(not_contiguous(buf(y), false), ", and no kernel for its producer ",
+                fn_name(step(w).fn), " writes through a pitch");
+    for (int r : u_.readers[size_t(x)])
+      if (why.empty() && step(r).fn != Fn::concat_forward && !serves_pitched_(p_, step(r)))
+        why = cat(not_contiguous(buf(y), false), ", and no kernel for its reader ",
+                  fn_name(step(r).fn), " reads through a pitch");
     b = saved;
-    return ok ? ""
-              : cat(not_contiguous(buf(y), false), ", and no kernel for its producer ",
-                    fn_name(producer.fn), " writes through a pitch");
+    return why;
+  }
+
+  // Whether every concat nested in the strided root y can be a pitched view of its first
+  // channels: its output a transient nothing else views, each of its readers served through
+  // the pitch (DenseNet's batchnorms).
+  bool nested_feasible(int y) {
+    const Window win = window_of(buf(y), 0);
+    for (const auto& [z, steps] : concats_) {
+      if (z == y || root_.at(z) != y) continue;
+      if (!concat_output(z, steps).empty() || !u_.views[size_t(z)].empty()) return false;
+      for (int r : u_.readers[size_t(z)]) {
+        if (step(r).fn == Fn::concat_forward && step(r).need("y") == z) continue;
+        if (!serves_pitched_) continue;
+        Buffer& b = p_.buffers[size_t(z)];
+        const Buffer saved = b;
+        b.view_of = y, b.view_offset = win.offset, b.view_pitch = win.pitch;
+        const bool ok = serves_pitched_(p_, step(r));
+        b = saved;
+        if (!ok) return false;
+      }
+    }
+    return true;
   }
 
   void concat(int y, const std::vector<int>& steps) {
@@ -315,6 +357,26 @@ private:
     for (int g : steps)
       for (int x : step(g).variadic('x'))
         ++times[x];
+    // A strided root with nested concats: its inputs those read may be pitched views only if
+    // every nested concat becomes one too, which needs each of their inputs to (a dry run).
+    nested_ok_ = false;
+    const bool nests = std::any_of(concats_.begin(), concats_.end(), [&](const auto& c) {
+      return c.first != y && root_.at(c.first) == y;
+    });
+    if (whole.empty() && window_of(buf(y), 0).pitch > 0 && nests && nested_feasible(y)) {
+      nested_ok_ = true;
+      for (int g : steps) {
+        int64_t at = step(g).channel_slice().offset;
+        for (int x : step(g).variadic('x')) {
+          const bool read_nested =
+              std::any_of(u_.readers[size_t(x)].begin(), u_.readers[size_t(x)].end(), [&](int r) {
+                return step(r).fn == Fn::concat_forward && step(r).need("y") != y;
+              });
+          if (read_nested && !concat_input(x, y, g, at, times).empty()) nested_ok_ = false;
+          at += buf(x).shape[1];
+        }
+      }
+    }
     for (int g : steps) {
       Step& s = step(g);
       std::vector<std::pair<int, int64_t>> kept; // inputs that still copy, at their channel
@@ -364,15 +426,24 @@ private:
     std::string why = concat_output(y, steps);
     if (why.empty() && !u_.views[size_t(y)].empty())
       why = "the concat's output is viewed by another buffer";
-    int64_t at = 0;
+    int64_t channel = 0;
+    bool pitched_input = false;
     for (int x : inputs_.at(y)) {
-      if (why.empty() && (buf(x).view_of != root || buf(x).view_offset != at))
+      const Window win = window_of(buf(root), channel);
+      pitched_input |= buf(x).view_pitch > 0;
+      if (why.empty() && (buf(x).view_of != root || buf(x).view_offset != win.offset ||
+                          buf(x).view_pitch != win.pitch))
         why = "an input is no view of the concat it is nested in";
-      at += numel(buf(x).shape);
+      channel += buf(x).shape[1];
     }
+    // (Its copy could not read a pitched input: concat() made those only where this holds.)
+    if (!why.empty() && pitched_input)
+      throw Error("", "channel views",
+                  cat("the nested concat ", buf(y).name, " copies pitched inputs: ", why));
     if (!why.empty()) return concat(y, steps);
     decide(step(steps[0]), y, "");
-    make_view(y, root, 0);
+    const Window win = window_of(buf(root), 0);
+    make_view(y, root, win.offset, win.pitch);
     for (int g : steps)
       removed_[size_t(g)] = 1;
     out_.steps_removed += int(steps.size());
@@ -398,15 +469,17 @@ private:
   std::map<int, std::vector<Step>> replaced_;
   std::map<int, std::vector<int>> inputs_; // per concat output: its inputs in channel order
   std::map<int, int> root_;                // per concat output: the concat it is nested in
+  std::map<int, std::vector<int>> concats_; // per concat output: its concat.forward steps
+  bool nested_ok_ = false; // the strided root concat() decides: its nested concats are views
   std::set<int> gone_; // concat outputs whose inputs all became views of them, steps gone
   ChannelViews out_;
-  WritesPitched writes_pitched_;
+  ServesPitched serves_pitched_;
 };
 
 } // namespace
 
-ChannelViews plan_channel_views(Plan& p, const WritesPitched& writes_pitched) {
-  return ChannelViewPass(p, writes_pitched).run();
+ChannelViews plan_channel_views(Plan& p, const ServesPitched& serves_pitched) {
+  return ChannelViewPass(p, serves_pitched).run();
 }
 
 ojson channel_views_json(const ChannelViews& v) {

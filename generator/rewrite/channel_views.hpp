@@ -10,10 +10,12 @@
 //    and whose inputs all became its views moves into that one whole.
 // Kernels are unchanged: they get another pointer. Where the window is strided (a batch of
 // images in NCHW, or NHWC with H*W > 1), a concat's input becomes a pitched view
-// (Buffer::view_pitch) where only its producer and the concat touch it and the producer can
-// write through the pitch (`writes_pitched`: a kernel compiled for it on the target GPU,
-// generate's; every step on the cpu reference, whose reads and writes follow the runs);
-// slices and nested concats copy there, their readers reading contiguous buffers.
+// (Buffer::view_pitch) where only its producer and the concat (or concats nested in it, which
+// then all become pitched views of its first channels) touch it, and kernels serve those
+// steps through the pitch (`serves_pitched`: a kernel compiled for it on the target GPU,
+// generate's; every step on the cpu reference, whose reads and writes follow the runs):
+// DenseNet's convs and pools write into the block's last concat, its batchnorms read the
+// nested ones. A strided slice copies (its readers read contiguous buffers).
 // Wherever a view could change what a step reads or writes, the copy stays, with the reason
 // recorded. The pass runs on inference and
 // training plans (not under a budget: the views change lifetimes a budgeted schedule fixed),
@@ -48,12 +50,13 @@ struct ChannelViews {
   std::vector<ChannelViewDecision> decisions;
 };
 
-// Whether step s of plan p, whose output has just become a pitched view, can be served (by a
-// kernel that writes through the pitch). Null: every step can (the cpu reference).
-using WritesPitched = std::function<bool(const Plan& p, const Step& s)>;
+// Whether step s of plan p, an argument of which has just become a pitched view, can be
+// served (by a kernel that reads or writes through the pitch). Null: every step can (the cpu
+// reference).
+using ServesPitched = std::function<bool(const Plan& p, const Step& s)>;
 
 // Rewrites an unfinished plan (before finish_plan) in place.
-ChannelViews plan_channel_views(Plan& p, const WritesPitched& writes_pitched = nullptr);
+ChannelViews plan_channel_views(Plan& p, const ServesPitched& serves_pitched = nullptr);
 
 nlohmann::ordered_json channel_views_json(const ChannelViews& v);
 

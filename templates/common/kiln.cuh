@@ -131,11 +131,30 @@ template <class Cfg> struct y_tf32_of<Cfg, decltype(void(Cfg::Y_TF32))> {
 // Y_PITCH: elements between the starts of consecutive pixels' channels of an NHWC y that is
 // a channel window of a wider tensor (a concat's output: generator/rewrite/channel_views.cpp,
 // Buffer::view_pitch). Absent: Default, y's own channel count.
-template <class Cfg, int Default, class = void> struct y_pitch_of {
-  static constexpr int value = Default;
+template <class Cfg, long long Default, class = void> struct y_pitch_of {
+  static constexpr long long value = Default;
 };
-template <class Cfg, int Default> struct y_pitch_of<Cfg, Default, decltype(void(Cfg::Y_PITCH))> {
-  static constexpr int value = Cfg::Y_PITCH;
+template <class Cfg, long long Default>
+struct y_pitch_of<Cfg, Default, decltype(void(Cfg::Y_PITCH))> {
+  static constexpr long long value = Cfg::Y_PITCH;
 };
+// X_PITCH: likewise for an x read through a pitch (a kernel's input that is a channel window
+// of a concat's output, its runs X_PITCH elements apart). Absent: Default.
+template <class Cfg, long long Default, class = void> struct x_pitch_of {
+  static constexpr long long value = Default;
+};
+template <class Cfg, long long Default>
+struct x_pitch_of<Cfg, Default, decltype(void(Cfg::X_PITCH))> {
+  static constexpr long long value = Cfg::X_PITCH;
+};
+// Element i, in memory order, of a tensor stored as runs of RUN elements PITCH apart (a
+// pitched channel window: one run per image in NCHW, per pixel in NHWC); PITCH == RUN:
+// contiguous, i itself.
+template <long long RUN, long long PITCH, class I> KILN_FN I pitched_index(I i) {
+  if constexpr (PITCH == RUN)
+    return i;
+  else
+    return i / I(RUN) * I(PITCH) + i % I(RUN);
+}
 
 } // namespace kiln

@@ -46,9 +46,10 @@
 //                          x[n][..][c] * gate[n][c] (gate [N][C], the last argument), each
 //                          product rounded to T as the separate mul kernel rounds it; 16-byte
 //                          chunks scaled where they land (conv/igemm/load_global.cuh)
-//   Y_PITCH                (optional, not with POOL) y is a channel window of a concat's
-//                          output: its pixels Y_PITCH elements apart (generator/rewrite/
-//                          channel_views.cpp); the residual is y's own shape still
+//   Y_PITCH                (optional, not with a two-step SPLIT) y (POOL: the pooled y) is a
+//                          channel window of a concat's output, its pixels Y_PITCH elements
+//                          apart (generator/rewrite/channel_views.cpp); the residual is y's
+//                          own shape still
 //   POOL                   conv2d.pool_forward: a max pool fused after the epilogue. PKH, PKW,
 //                          PSH, PSW, PPH, PPW (window, stride, padding), POH, POW (pooled
 //                          extents), PTH x PTW pooled outputs per block: the block's BM rows

@@ -6,7 +6,9 @@
 // Cfg: T (element type), N, C, S (spatial size per (n, c); 1 for [N, C]),
 //      CHANNELS_LAST (element (n, c, s) at (n*S + s)*C + c: nhwc and [N, C]; otherwise at
 //      (n*C + c)*S + s: nchw), EPS, RELU or ACT, STAGE (compute scale and shift once per
-//      block into shared memory, 2*C floats; otherwise per element), THREADS.
+//      block into shared memory, 2*C floats; otherwise per element), THREADS; X_PITCH
+//      (optional: x a channel window of a concat's output, its runs, C*S elements per image
+//      in nchw or C per position channels-last, X_PITCH apart).
 // Arguments, in order: x, weight, bias, running_mean, running_var, y.
 // Grid: any; a grid-stride loop covers the N*C*S elements, one per thread per step.
 #pragma once
@@ -19,12 +21,17 @@ namespace kiln::dense {
 template <class Cfg> KILN_FN void batchnorm_forward(const KernelArgs& a) {
   using T = typename Cfg::T;
   constexpr long long count = (long long)Cfg::N * Cfg::C * Cfg::S;
-  using I = index_t<count>;
+  // (An x read through a pitch spans N runs of X_PITCH, N * S channels-last.)
+  constexpr long long x_span =
+      x_pitch_of<Cfg, 0>::value * Cfg::N * (Cfg::CHANNELS_LAST ? Cfg::S : 1);
+  using I = index_t<(count > x_span ? count : x_span)>;
   using E = Epilogue<T, false, false, act_of<Cfg>::value, act_params_of<Cfg>>;
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> gamma = arg<const T>(a, 1), beta = arg<const T>(a, 2);
   const Global<const T> mean = arg<const T>(a, 3), var = arg<const T>(a, 4);
   const Global<T> y = arg<T>(a, 5);
+  constexpr long long RUN = Cfg::CHANNELS_LAST ? Cfg::C : (long long)Cfg::C * Cfg::S;
+  constexpr long long XP = x_pitch_of<Cfg, RUN>::value;
 
   const auto channel = [](I i) -> int {
     return Cfg::CHANNELS_LAST ? int(i % Cfg::C) : int((i / Cfg::S) % Cfg::C);
@@ -42,14 +49,16 @@ template <class Cfg> KILN_FN void batchnorm_forward(const KernelArgs& a) {
     sync_threads();
     for (I i = first; i < count; i += stride) {
       const int c = channel(i);
-      y[i] = from_float<T>(E::apply(to_float(x[i]), ScaleShift{scale[c], shift[c]}, 0.f, 0.f));
+      const float xi = to_float(x[pitched_index<RUN, XP>(i)]);
+      y[i] = from_float<T>(E::apply(xi, ScaleShift{scale[c], shift[c]}, 0.f, 0.f));
     }
   } else {
     for (I i = first; i < count; i += stride) {
       // Too many channels to stage: the scale per element, the shift as (x - mean) + beta.
       const int c = channel(i);
       const float sc = to_float(gamma[c]) / sqrtf(to_float(var[c]) + Cfg::EPS);
-      const float v = (to_float(x[i]) - to_float(mean[c])) * sc + to_float(beta[c]);
+      const float xi = to_float(x[pitched_index<RUN, XP>(i)]);
+      const float v = (xi - to_float(mean[c])) * sc + to_float(beta[c]);
       y[i] = from_float<T>(E::apply(v, 0.f, 0.f));
     }
   }

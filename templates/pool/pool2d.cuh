@@ -9,7 +9,9 @@
 // Cfg: T (element type), MAX (max, else average), N, C, H, W (input), OH, OW (output),
 //      KH, KW, SH, SW, PH, PW, PH_END, PW_END (window, stride, padding before and after), COUNT_PAD
 //      (average: count_include_pad), NHWC, VEC (channels per thread: 1, or with NHWC a
-//      divisor of C with VEC * sizeof(T) <= 16), THREADS. Every window holds at least one
+//      divisor of C with VEC * sizeof(T) <= 16), THREADS; Y_PITCH (optional: y a channel
+//      window of a concat's output, its runs, C*OH*OW elements per image in NCHW or C per
+//      pixel in NHWC, Y_PITCH apart; a multiple of VEC). Every window holds at least one
 //      input element.
 // Arguments, in order: x, y.
 // Grid: any, 1-D blocks of THREADS threads (a grid-stride loop covers y).
@@ -27,6 +29,8 @@ template <class Cfg> KILN_FN void pool2d_forward_vec(const KernelArgs& a) {
   constexpr int V = Cfg::VEC;
   using P = Pack<T, V>;
   static_assert(Cfg::NHWC && Cfg::C % V == 0 && sizeof(P) <= 16, "VEC channels of NHWC");
+  constexpr long long YP = y_pitch_of<Cfg, Cfg::C>::value;
+  static_assert(YP % V == 0, "a pitch of whole VEC packs");
   const Global<const P> x = view_as<const P>(arg<const T>(a, 0));
   const Global<P> y = view_as<P>(arg<T>(a, 1));
   for (I o = grid_first<I, Cfg::THREADS>(); o < Y::count / V; o += grid_step<I, Cfg::THREADS>()) {
@@ -60,7 +64,7 @@ template <class Cfg> KILN_FN void pool2d_forward_vec(const KernelArgs& a) {
       if constexpr (!Cfg::MAX) v[e] /= pool_divisor<Cfg::COUNT_PAD>(h, w);
       out.e[e] = from_float<T>(v[e]);
     }
-    y[o] = out;
+    y[pitched_index<Cfg::C / V, YP / V>(o)] = out;
   }
 }
 
@@ -90,7 +94,8 @@ template <class Cfg> KILN_FN void pool2d_forward(const KernelArgs& a) {
           v += to_float(plane[I(ih) * X::row + I(iw) * X::col]);
       v /= pool_divisor<Cfg::COUNT_PAD>(h, w);
     }
-    y[o] = from_float<T>(v);
+    constexpr long long RUN = Cfg::NHWC ? Cfg::C : (long long)Cfg::C * Cfg::OH * Cfg::OW;
+    y[pitched_index<RUN, y_pitch_of<Cfg, RUN>::value>(o)] = from_float<T>(v);
   }
 }
 

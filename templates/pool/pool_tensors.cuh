@@ -9,8 +9,11 @@
 
 namespace kiln::pool {
 
+// (A y written through a pitch, Y_PITCH, spans N runs of Y_PITCH in NCHW, N * OH * OW in NHWC.)
 template <class Cfg>
-using pool_index_t = index_t<i64(Cfg::N) * Cfg::C * max_of(Cfg::H* Cfg::W, Cfg::OH* Cfg::OW)>;
+using pool_index_t =
+    index_t<max_of(i64(Cfg::N) * Cfg::C * max_of(Cfg::H * Cfg::W, Cfg::OH* Cfg::OW),
+                   i64(y_pitch_of<Cfg, 0>::value) * Cfg::N * (Cfg::NHWC ? Cfg::OH * Cfg::OW : 1))>;
 template <class Cfg>
 using PoolX = Tensor4<Cfg::NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, pool_index_t<Cfg>>;
 template <class Cfg>

@@ -3,7 +3,8 @@ inception branch pair, a ShuffleNet unit (shuffle, two slices, a concat) and den
 batch 1 the copies become views (fewer steps in the generated plan, said by generate and
 inspect); at batch 2 (a strided window) they copy where no kernel writes through a pitch (the
 T4's f32 direct convs), and a concat's input written by an implicit-GEMM conv in NHWC is a
-pitched view (the H100's f16 and tf32 plans, at any batch). The outputs agree: on the cpu,
+pitched view (the H100's f16 and tf32 plans, at any batch), densenet121's every copy there
+(its pools write and its batchnorms read through the pitch). The outputs agree: on the cpu,
 batch 1 (views) gives the first row of batch 2 bit for bit; the emulator runs the generated
 kernels on the views (contiguous and pitched) as the cpu does, and `kiln check` catches a
 kernel compiled for the wrong pitch."""
@@ -224,4 +225,27 @@ d1, d2 = forward_steps(path("dn1")), forward_steps(path("dn2"))
 print(f"densenet121 forward steps: batch 1 {len(d1)} ({copies(d1)} copies), batch 2 {len(d2)} ({copies(d2)} copies)")
 kt.check(copies(d1) == 0 and copies(d2) == 100 and len(d1) == len(d2) - 100,
          f"densenet121 copy steps: {copies(d1)} at batch 1, {copies(d2)} at batch 2")
+# On the H100 in f16 (NHWC: a strided window at any batch) every copy is a pitched view: each
+# block's convs and the pool before it write into the block's last concat through its pitch,
+# the nested concats are pitched views the batchnorms read through it.
+kt.kiln("generate", "densenet121", "--gpu", "h100", "--dtype", "f16", "--batch", 2, "--image", "32x32", "-o",
+        path("dh2"))
+cvd = json.load(open(path("dh2/manifest.json")))["channel_views"]
+dh = json.load(open(path("dh2/plan.json")))
+pitched = [b for b in dh["buffers"] if b.get("view_pitch")]
+print(f"densenet121 h100 f16 batch 2: {cvd['views']} views ({len(pitched)} pitched), {cvd['copies']} copies")
+kt.check(cvd["views"] == 116 and cvd["copies"] == 0 and len(pitched) == 116, f"densenet121 on the h100: {cvd}")
+kt.check(copies(forward_steps(path("dh2"))) == 0, "densenet121 on the h100 keeps a copy step")
+dman = json.load(open(path("dh2/manifest.json")))
+for fam, key in (("batchnorm_forward", "X_PITCH"), ("avgpool2d", "Y_PITCH")):
+    kt.check(any(k["family"] == fam and k["params"].get(key) for k in dman["kernels"]),
+             f"no {fam} kernel with {key}")
+np.save(path("dx2.npy"), dx2)
+kt.kiln("run", "densenet121", "--device", "emu", "--gpu", "h100", "--dtype", "f16", "--batch", 2, "--image", "32x32",
+        "--input", path("dx2.npy"), "-o", path("dh2.npy"))
+kt.kiln("run", "densenet121", "--device", "cpu", "--batch", 2, "--image", "32x32", "--input", path("dx2.npy"), "-o",
+        path("dc2.npy"))
+r = kt.rel(np.load(path("dh2.npy")), np.load(path("dc2.npy")))
+print(f"densenet121 (32x32) h100 f16 at batch 2 (pitched views), emu vs cpu: {r:.2e}")
+kt.check(r < 5e-3, f"densenet121 f16 pitched views on emu differ from the cpu: {r}")
 kt.finish()

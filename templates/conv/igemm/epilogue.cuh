@@ -106,7 +106,9 @@ KILN_FN void store_pooled(const KernelArgs& args, const BlockTile<Cfg>& bt, cons
     const int ph = ph0 + q / Cfg::PTW, pw = pw0 + q % Cfg::PTW, o = bt.n_block + c;
     if (ph >= Cfg::POH || pw >= Cfg::POW || o >= O) continue;
     const float v = staged_window_max<Cfg, PT::FW>(ys, YP, q, c);
-    y[Tensor4<true, Cfg::N, O, Cfg::POH, Cfg::POW, I>::at(n, o, ph, pw)] = from_float<T>(v);
+    // NHWC, its pixels YP elements apart (Y_PITCH: a channel window of a concat's output).
+    constexpr I YP = I(y_pitch_of<Cfg, O>::value);
+    y[((n * Cfg::POH + ph) * Cfg::POW + pw) * YP + o] = from_float<T>(v);
   }
 }
 

@@ -158,7 +158,7 @@ TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 
   CHECK(v.steps_removed == 2);
 
   // Batch 2, where no kernel writes through a pitch: every copy stays.
-  const WritesPitched none = [](const Plan&, const Step&) { return false; };
+  const ServesPitched none = [](const Plan&, const Step&) { return false; };
   Plan q = lower_model_steps(branches(2), {});
   const ChannelViews w = plan_channel_views(q, none);
   CHECK(w.views == 0);
@@ -166,9 +166,9 @@ TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 
                                    "its producer relu.forward writes through a pitch");
   CHECK(count_fn(q, Fn::concat_forward) == 2);
 
-  // Batch 2 on the cpu reference (which writes through any pitch): the concat inputs only their
-  // producer and the concat touch are pitched views, one image of the concat's output apart;
-  // the slice and its output (which conv c reads too) copy.
+  // Batch 2 on the cpu reference (which reads and writes through any pitch): the concat inputs
+  // are pitched views, one image of the concat's output apart; the slice copies (a strided
+  // window of its input), and its output is then a pitched view of cat2 that conv c reads.
   Plan pp = lower_model_steps(branches(2), {});
   const ChannelViews x = plan_channel_views(pp);
   const auto rr = reasons(x);
@@ -176,7 +176,7 @@ TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 
   CHECK(rr.at("act:bn") == "");
   CHECK(rr.at("act:c") == "");
   CHECK(rr.at("act:half") == "a batch of 2: a channel window is strided");
-  CHECK(x.views == 3);
+  CHECK(x.views == 4);
   const Buffer& bn = pp.buffers[size_t(pp.find_buffer("act:bn"))];
   CHECK(bn.view_of == pp.find_buffer("act:cat"));
   CHECK(bn.view_offset == 4 * 16);
@@ -184,13 +184,13 @@ TEST_CASE("at batch 1 concat inputs and channel slices become views; at batch 2 
   CHECK(bn.run_count() == 2);
   CHECK(bn.run_elements() == 8 * 16);
   CHECK(bn.run_index(8 * 16 + 5) == 12 * 16 + 5); // image 1's sixth element
-  CHECK(count_fn(pp, Fn::concat_forward) == 1);   // cat2's copy of the slice
+  CHECK(count_fn(pp, Fn::concat_forward) == 0);
   CHECK(count_fn(pp, Fn::channel_slice_forward) == 1);
 }
 
 TEST_CASE("the views compute what the copies did, bit for bit, in inference and training") {
   check_same_as_copies(branches(1), {}, 4);
-  check_same_as_copies(branches(2), {}, 3); // pitched views
+  check_same_as_copies(branches(2), {}, 4); // pitched views
   LowerOptions train;
   train.train = true;
   // Training: the forward's 4 and the gradients of 3 concat inputs, each a view of the concat's
@@ -306,9 +306,10 @@ TEST_CASE("inputs, duplicates, shared inputs and reshaping views copy") {
 
 // DenseNet's concats: each layer's takes every feature map before it; the block's last takes
 // them all, and the others are views of its first channels.
-Model dense_block(const char* first) {
+Model dense_block(const char* first, int64_t batch = 1) {
   return parse_model(cat(R"({"format": "kiln-model/1", "name": "dense_block",
-  "input": {"name": "image", "shape": [1, 4, 4, 4]},
+  "input": {"name": "image", "shape": [)",
+                         batch, R"(, 4, 4, 4]},
   "layers": [
     {"name": "x0", "op": "conv2d", "out_channels": 4, "kernel": 1},
     {"name": "f1", "op": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1},
@@ -348,6 +349,48 @@ TEST_CASE("a concat nested in a larger one (DenseNet) is a view of its first cha
   CHECK(w.views == 2); // f1 and f2 into c3
   CHECK(count_fn(q, Fn::concat_forward) == 2);
   check_same_as_copies(dense_block("image"), {}, 2);
+}
+
+TEST_CASE("a strided DenseNet block: its feature maps and nested concats are pitched views") {
+  // Batch 2 on the cpu reference: x0, f1, f2 write into c3 through its pitch, c2 (which n2
+  // reads through it) is c3's first 8 channels.
+  Plan p = lower_model_steps(dense_block("x0", 2), {});
+  const ChannelViews v = plan_channel_views(p);
+  CHECK(v.views == 4);
+  CHECK(v.copies == 0);
+  const int c3 = p.find_buffer("act:c3");
+  const Buffer& c2 = p.buffers[size_t(p.find_buffer("act:c2"))];
+  CHECK(c2.view_of == c3);
+  CHECK(c2.view_offset == 0);
+  CHECK(c2.view_pitch == 12 * 16);
+  const Buffer& f2 = p.buffers[size_t(p.find_buffer("act:f2"))];
+  CHECK(f2.view_offset == 8 * 16);
+  CHECK(f2.view_pitch == 12 * 16);
+  CHECK(count_fn(p, Fn::concat_forward) == 0);
+  check_same_as_copies(dense_block("x0", 2), {}, 4);
+  LowerOptions train;
+  train.train = true;
+  check_same_as_copies(dense_block("x0", 2), train, -1);
+
+  // Where no kernel reads c2 through a pitch, no nested concat can be a view, so the inputs
+  // they read copy (a nested concat that copies reads its inputs whole); f2, which only c3
+  // reads, is still a pitched view.
+  const ServesPitched convs_only = [](const Plan&, const Step& s) {
+    return s.fn == Fn::conv2d_forward;
+  };
+  Plan q = lower_model_steps(dense_block("x0", 2), {});
+  const auto r = reasons(plan_channel_views(q, convs_only));
+  CHECK(r.at("act:f2") == "");
+  CHECK(r.at("act:f1") == "a batch of 2: a channel window is strided, and the input is read by a "
+                          "concat nested in it that copies");
+  CHECK(q.buffers[size_t(q.find_buffer("act:c2"))].view_of < 0);
+  check_same_as_copies(dense_block("x0", 2), {}, -1);
+  // The image as the first feature map copies: so do the nested concat and f1.
+  Plan i = lower_model_steps(dense_block("image", 2), {});
+  const ChannelViews w = plan_channel_views(i);
+  CHECK(w.views == 1); // f2
+  CHECK(count_fn(i, Fn::concat_forward) == 2);
+  check_same_as_copies(dense_block("image", 2), {}, 1);
 }
 
 TEST_CASE("a concat inside another (Inception's branch pair) moves into it with its views") {

@@ -30,14 +30,16 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
   const bool last = channels_last(x, *l);
   const bool stage = g.c <= kMaxStagedChannels;
   const double eps = s.step.attrs.eps;
+  // x a channel window of a concat's output (Buffer::view_pitch): read through its pitch.
+  const int64_t pitch = s.arg("x").view_pitch;
   Variant v;
   v.family = "batchnorm_forward";
   v.header = "dense/batchnorm_forward.cuh";
   v.function = "kiln::dense::batchnorm_forward";
-  v.name =
-      fmt::format("batchnorm_forward_{}_{}_{}_eps{}{}{}_t{}_{}", dtype_tag(*t), layout_tag(x, *l),
-                  shape_tag(x), name_number(eps), activation_tag(activation_of(s.step)),
-                  stage ? "_stage" : "", kElementwiseThreads, s.arch_tag());
+  v.name = fmt::format(
+      "batchnorm_forward_{}_{}_{}_eps{}{}{}{}_t{}_{}", dtype_tag(*t), layout_tag(x, *l),
+      shape_tag(x), name_number(eps), activation_tag(activation_of(s.step)), stage ? "_stage" : "",
+      pitch > 0 ? fmt::format("_xp{}", pitch) : "", kElementwiseThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(*t));
   cfg_int(v, "N", g.n);
   cfg_int(v, "C", g.c);
@@ -47,6 +49,10 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
   cfg_activation(v, activation_of(s.step));
   cfg_bool(v, "STAGE", stage);
   cfg_int(v, "THREADS", kElementwiseThreads);
+  if (pitch > 0) {
+    cfg_int(v, "X_PITCH", pitch);
+    v.pitched = {"x"};
+  }
   v.args = {"x", "weight", "bias", "running_mean", "running_var", "y"};
   v.block = {kElementwiseThreads, 1, 1};
   v.grid = {grid_stride_blocks(s.gpu, count, kElementwiseThreads), 1, 1};

@@ -119,9 +119,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // The kernel also forms offsets a little past the tensors (rows of the last tiles, the
   // image row of a padded pixel) that it never dereferences: keep those in range too.
   const int64_t slack = H * W * C + 256 * (O + K);
-  // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart;
-  // not a pooled y (its staged store has no pitch), which step_candidates then refuses.
-  const int64_t y_pitch = split || pool || linear ? 0 : s.arg("y").view_pitch;
+  // y (or the pooled y) a channel window of a concat's output (Buffer::view_pitch): its
+  // pixels y_pitch apart.
+  const int64_t y_pitch = split || linear ? 0 : s.arg("y").view_pitch;
   const int64_t y_span = y_pitch > 0 ? s.arg("y").span_bytes() / es : numel(y);
   const bool idx64 = std::max({numel(x), y_span, numel(w), slices_numel}) + slack >= kIndex32Limit;
   const int cc = s.cc();

@@ -77,16 +77,23 @@ Variant pool_forward(const StepInfo& s, const StepTypes& st, const PoolGeo& g, b
                      int64_t vec) {
   const Attrs& a = s.step.attrs;
   const std::string op = max ? "maxpool2d" : "avgpool2d";
-  Variant v = make_variant(
-      s, op, "pool/pool2d.cuh", "kiln::pool::pool2d_forward",
-      name_stem(op + "_fwd", st.dtype, st.layout, s.shape("x"), a, !max) +
-          fmt::format("_direct{}_t{}", vec > 1 ? fmt::format("_v{}", vec) : "", kThreads));
+  // y a channel window of a concat's output (Buffer::view_pitch): written through its pitch.
+  const int64_t pitch = s.arg("y").view_pitch;
+  Variant v =
+      make_variant(s, op, "pool/pool2d.cuh", "kiln::pool::pool2d_forward",
+                   name_stem(op + "_fwd", st.dtype, st.layout, s.shape("x"), a, !max) +
+                       fmt::format("_direct{}{}_t{}", vec > 1 ? fmt::format("_v{}", vec) : "",
+                                   pitch > 0 ? fmt::format("_yp{}", pitch) : "", kThreads));
   cfg_type(v, "T", cpp_type(st.dtype));
   cfg_bool(v, "MAX", max);
   cfg_geometry(v, g, st.layout);
   if (!max) cfg_bool(v, "COUNT_PAD", a.count_include_pad);
   cfg_int(v, "VEC", vec);
   cfg_int(v, "THREADS", kThreads);
+  if (pitch > 0) {
+    cfg_int(v, "Y_PITCH", pitch);
+    v.pitched = {"y"};
+  }
   v.args = {"x", "y"};
   const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
   grid_stride(v, s, out / vec);
@@ -239,7 +246,8 @@ std::vector<Variant> pool_candidates(const StepInfo& s, bool max) {
   if (!servable(g, x, y)) return {};
   if (forward) {
     std::vector<Variant> r = {pool_forward(s, *types, g, max, 1)};
-    if (const int64_t vec = widest_vec(g, *types); vec > 1)
+    // (A pitched y: the pitch whole packs, 16-byte aligned by channel_views.cpp.)
+    if (const int64_t vec = widest_vec(g, *types); vec > 1 && s.arg("y").view_pitch % vec == 0)
       r.push_back(pool_forward(s, *types, g, max, vec));
     return r;
   }
