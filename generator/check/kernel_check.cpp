@@ -208,7 +208,8 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
   for (auto [view, base] : pitched_bases) { // the view's memory, as its base
     Buffer b = p.buffers[base];
     b.name = m.buffers[view].name + ".base";
-    b.role = BufferRole::activation;
+    // An input's base is live from the start, as the input is; an output's is written.
+    b.role = m.buffers[view].role == BufferRole::input ? BufferRole::input : BufferRole::activation;
     b.offset = m.buffers[view].offset;
     m.buffers.push_back(b);
     m.buffers[view].view_of = int(m.buffers.size()) - 1;

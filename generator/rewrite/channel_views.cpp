@@ -1,5 +1,7 @@
 #include "generator/rewrite/channel_views.hpp"
 
+#include "generator/rewrite/channel_window.hpp"
+
 #include "runtime/error.hpp"
 #include "runtime/ops/registry.hpp"
 
@@ -50,42 +52,6 @@ Uses uses_of(const Plan& p) {
       }
     }
   return u;
-}
-
-// Elements per channel and image, and whether a window of channels is contiguous: one image
-// in NCHW, or one position as well in NHWC (channels innermost).
-int64_t inner_of(const Shape& s) {
-  int64_t n = 1;
-  for (size_t d = 2; d < s.size(); ++d)
-    n *= s[d];
-  return n;
-}
-
-std::string not_contiguous(const Buffer& b, bool whole) {
-  if (b.shape.size() < 2) return "has no channel axis";
-  if (whole) return "";
-  if (b.shape[0] != 1) return cat("a batch of ", b.shape[0], ": a channel window is strided");
-  if (b.layout == Layout::nhwc && inner_of(b.shape) != 1)
-    return "nhwc with H*W > 1: a channel window is strided";
-  return "";
-}
-
-// A channel window of b at channel c: its first element and, where strided, its pitch (the
-// elements between consecutive images in NCHW, pixels in NHWC; 0 where contiguous).
-struct Window {
-  int64_t offset, pitch;
-};
-// The channel a window of b at element `offset` starts at (window_of's inverse).
-int64_t channel_of(const Buffer& b, int64_t offset) {
-  return b.layout == Layout::nhwc && !not_contiguous(b, false).empty() ? offset
-                                                                       : offset / inner_of(b.shape);
-}
-
-Window window_of(const Buffer& b, int64_t c) {
-  const bool strided = !not_contiguous(b, false).empty();
-  if (b.layout == Layout::nhwc)
-    return {strided ? c : c * inner_of(b.shape), strided ? b.shape[1] : 0};
-  return {c * inner_of(b.shape), strided ? numel(b.shape) / b.shape[0] : 0};
 }
 
 class ChannelViewPass {
@@ -200,9 +166,29 @@ private:
     if (why.empty() && (u_.writers[size_t(y)].size() != 1 || s.accumulate))
       why = "the slice is written by another step too (recomputed or accumulated)";
     if (why.empty() && buf(x).layout != buf(y).layout) why = "its input has another layout";
-    if (why.empty()) why = not_contiguous(buf(x), begin == 0 && end == channels);
-    const int64_t at = begin * inner_of(buf(x).shape);
+    // A strided window (a batch in NCHW, NHWC with H*W > 1): a pitched view where its pitch
+    // is 16-byte aligned and kernels serve every reader through it (the cpu reference: any).
+    const bool whole = begin == 0 && end == channels;
+    const Window win = whole ? Window{0, 0} : window_of(buf(x), begin);
+    const int64_t at = win.offset;
+    if (why.empty() && buf(x).shape.size() < 2) why = "has no channel axis";
     if (why.empty()) why = aligned(buf(x), at);
+    if (why.empty() && win.pitch > 0) {
+      const int64_t es = int64_t(dtype_size(buf(x).dtype));
+      if (win.pitch * es % kChannelViewAlignment)
+        why = cat(not_contiguous(buf(x), false), ", and its pitch of ", win.pitch * es,
+                  " bytes is not ", kChannelViewAlignment, "-byte aligned");
+      else if (serves_pitched_) {
+        Buffer& b = p_.buffers[size_t(y)];
+        const Buffer saved = b;
+        b.view_of = x, b.view_offset = win.offset, b.view_pitch = win.pitch;
+        for (int r : u_.readers[size_t(y)])
+          if (why.empty() && !serves_pitched_(p_, step(r)))
+            why = cat(not_contiguous(buf(x), false), ", and no kernel for its reader ",
+                      fn_name(step(r).fn), " reads through a pitch");
+        b = saved;
+      }
+    }
     // The view reads x's bytes as long as y is read: nothing may write x after the slice.
     for (int v : u_.views[size_t(x)])
       if (why.empty() && !u_.writers[size_t(v)].empty()) why = "a view of its input is written";
@@ -210,7 +196,7 @@ private:
       if (why.empty() && w > g) why = "its input is written again after the slice";
     decide(s, y, why);
     if (!why.empty()) return;
-    make_view(y, x, at);
+    make_view(y, x, at, win.pitch);
     u_.writers[size_t(y)].clear(); // its one writer, the slice, goes
     removed_[size_t(g)] = 1;
     ++out_.steps_removed;

@@ -51,8 +51,9 @@ std::string tensor_map_problem(const Plan& p, const TensorMapEncode& m) {
   if (m.oob_fill != "zero") return cat("oob_fill \"", m.oob_fill, "\": only \"zero\" is supported");
   if (m.offset < 0 || (p.byte_offset(b) + m.offset) % 16)
     return cat("the address of \"", m.buffer, "\" + ", m.offset, " bytes is not 16-byte aligned");
-  if (last > buf.bytes())
-    return cat("reaches byte ", last, " of \"", m.buffer, "\", which has ", buf.bytes());
+  // (A pitched view's bytes span its runs: Buffer::span_bytes.)
+  if (last > buf.span_bytes())
+    return cat("reaches byte ", last, " of \"", m.buffer, "\", which spans ", buf.span_bytes());
   return "";
 }
 

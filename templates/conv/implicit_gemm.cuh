@@ -46,6 +46,8 @@
 //                          x[n][..][c] * gate[n][c] (gate [N][C], the last argument), each
 //                          product rounded to T as the separate mul kernel rounds it; 16-byte
 //                          chunks scaled where they land (conv/igemm/load_global.cuh)
+//   X_PITCH                (optional, NHWC x) x is a channel window of a wider tensor, its
+//                          pixels X_PITCH elements apart (a channel slice as a view)
 //   Y_PITCH                (optional, not with a two-step SPLIT) y (POOL: the pooled y) is a
 //                          channel window of a concat's output, its pixels Y_PITCH elements
 //                          apart (generator/rewrite/channel_views.cpp); the residual is y's

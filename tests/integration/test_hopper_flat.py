@@ -7,7 +7,8 @@ activations (the network input is NCHW, which the family does not read) and whos
 linear layers. Then where the cost model chooses them at full size: resnet50's 1x1 convs at
 batch 256, vgg16's classifier at batch 256 (both f16 on the h100). And the family's y written
 through a pitch (Y_PITCH: two 64-channel convs whose outputs are pitched views of their
-concat's, channel_views.cpp), every tile shape checked the same way."""
+concat's, channel_views.cpp) and its x read through one (a channel slice as a pitched view:
+the tensor maps' strides), every tile shape checked the same way."""
 import csv
 import json
 import os
@@ -80,6 +81,28 @@ kt.check(len(pitched) >= 9, f"{len(pitched)} Hopper variants writing through a p
 kt.check(len(split) >= 4, f"{len(split)} split-K variants writing through a pitch checked")
 print(f"concat of two 64-channel convs (f16, batch 2): {len(pitched)} Hopper and {len(split)} in-kernel "
       f"split-K variants writing through a pitch of 128 checked on the emulator")
+
+
+# A channel slice a conv reads: a pitched view of its input, read through the x maps' strides.
+slice_layers = [{"name": "stem", "op": "conv2d", "out_channels": 128, "kernel": 3, "padding": 1},
+                {"name": "half", "op": "channel_slice", "begin": 64, "end": 128},
+                {"name": "c", "op": "conv2d", "out_channels": 64, "kernel": 1},
+                {"name": "rc", "op": "relu"},
+                {"name": "d", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1},
+                {"name": "gap", "op": "global_avgpool"},
+                {"name": "flatten", "op": "flatten"},
+                {"name": "fc", "op": "linear", "out_features": 3}]
+with open(path("slice.json"), "w") as f:
+    json.dump({"format": "kiln-model/1", "name": "slice", "input": {"shape": [2, 8, 6, 6]},
+               "layers": slice_layers}, f)
+out = path("bench_slice")
+kt.kiln("bench", path("slice.json"), "--gpu", "h100", "--device", "emu", "--dtype", "f16", "-o", out)
+rows = list(csv.DictReader(open(path(out, "sweep.csv"))))
+read = [r for r in rows if r["variant"].startswith("conv2d_hopper_wgmma") and "_xp128" in r["variant"]]
+kt.check(not [r for r in rows if r["check"] != "pass"], "a variant of the slice model failed its check")
+kt.check(len(read) >= 9, f"{len(read)} Hopper variants reading through a pitch checked")
+print(f"a channel slice read by a 1x1 conv (f16, batch 2): {len(read)} Hopper variants reading through a "
+      f"pitch of 128 checked on the emulator")
 
 
 def chosen(model, batch):

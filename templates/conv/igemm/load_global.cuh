@@ -10,6 +10,9 @@
 // for bit. Element loads scale in registers; a 16-byte cp.async chunk lands unscaled, and the
 // thread that copied it scales it in place once its own copies are complete (scale_landed,
 // before the barrier that shows the tile to the other warps).
+//
+// X_PITCH (NHWC x only): x is a channel window of a wider tensor (a channel slice:
+// generator/rewrite/channel_views.cpp), its pixels X_PITCH elements apart instead of C.
 #pragma once
 
 #include "conv/igemm/geometry.cuh"
@@ -24,6 +27,8 @@ template <class Cfg> struct GlobalLoader {
   static constexpr int A_ROWS = G::BM * G::CPR / G::THREADS, B_ROWS = G::BN * G::CPR / G::THREADS;
   static constexpr int ROW_STEP = G::THREADS / G::CPR;
   static constexpr int kOutside = -(1 << 29); // an ih that no filter tap brings into the image
+  static constexpr int XP = int(x_pitch_of<Cfg, G::C>::value); // NHWC x: elements per pixel
+  static_assert(XP == G::C || !Cfg::X_NCHW, "X_PITCH: an NHWC x");
 
   Global<const T> x, w;
   Global<const u32> x32, w32;
@@ -69,8 +74,8 @@ template <class Cfg> struct GlobalLoader {
       a_ih[i] = valid ? oh * Cfg::SH - Cfg::PH : kOutside;
       if constexpr (G::GATE) a_gate[i] = valid ? n * G::C : I(0);
       a_iw[i] = ow * Cfg::SW - Cfg::PW;
-      a_pix[i] = n * (I(G::H) * G::W * G::C) +
-                 (I(oh * Cfg::SH - Cfg::PH) * G::W + a_iw[i]) * (Cfg::X_NCHW ? 1 : G::C);
+      a_pix[i] = n * (I(G::H) * G::W * (Cfg::X_NCHW ? G::C : XP)) +
+                 (I(oh * Cfg::SH - Cfg::PH) * G::W + a_iw[i]) * (Cfg::X_NCHW ? 1 : XP);
     }
     KILN_IGEMM_UNROLL
     for (int i = 0; i < B_ROWS; ++i) {
@@ -94,7 +99,7 @@ template <class Cfg> struct GlobalLoader {
     // k = (kh, kw, c): the tap's offset from the pixel, then one element at a time.
     int c = k0 % C, kw = (k0 / C) % G::KW, kh = k0 / C / G::KW;
     if constexpr (Cfg::VEC_A) {
-      const int dh = kh * Cfg::DH, dw = kw * Cfg::DW, tap = (dh * W + dw) * C + c;
+      const int dh = kh * Cfg::DH, dw = kw * Cfg::DW, tap = (dh * W + dw) * XP + c;
       KILN_IGEMM_UNROLL
       for (int i = 0; i < A_ROWS; ++i) {
         const int ih = a_ih[i] + dh, iw = a_iw[i] + dw;
@@ -112,7 +117,7 @@ template <class Cfg> struct GlobalLoader {
           const bool ok =
               in_range(k0 + e) && unsigned(ih) < unsigned(H) && unsigned(iw) < unsigned(W);
           const I tap = Cfg::X_NCHW ? I(ce) * (H * W) + (khe * Cfg::DH) * W + kwe * Cfg::DW
-                                    : I((khe * Cfg::DH) * W + kwe * Cfg::DW) * C + ce;
+                                    : I((khe * Cfg::DH) * W + kwe * Cfg::DW) * XP + ce;
           if (ok) {
             T v = x[a_pix[i] + tap];
             if constexpr (G::GATE) v = from_float<T>(to_float(v) * to_float(gate[a_gate[i] + ce]));

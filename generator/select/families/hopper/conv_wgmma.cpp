@@ -144,7 +144,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   // The template indexes with 32-bit ints.
   // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart.
   const int64_t y_pitch = linear ? 0 : s.arg("y").view_pitch;
-  if (std::max({numel(xb.shape), numel(s.shape("w")), s.arg("y").span_bytes() / es}) >=
+  // x a channel window of a wider tensor (a channel slice as a view): its maps' strides are
+  // its pitch (hopper_conv_maps); the kernel itself never forms an x address.
+  const int64_t x_pitch = linear ? 0 : xb.view_pitch;
+  if (std::max({xb.span_bytes() / es, numel(s.shape("w")), s.arg("y").span_bytes() / es}) >=
       (int64_t(1) << 31))
     return {};
   const KernelEpilogue ep = epilogue_of(s);
@@ -156,6 +159,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const std::string shape = linear ? fmt::format("n{}f{}k{}{}", N, C, O, ep.tag())
                                    : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W,
                                                  O, KH, KW, SH, SW, PH, PW, ep.tag()) +
+                                         (x_pitch > 0 ? fmt::format("_xp{}", x_pitch) : "") +
                                          (y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : "");
   const double bytes = double((numel(xb.shape) + numel(s.shape("w")) + (ep.bias ? O : 0)) * es) +
                        double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
@@ -213,8 +217,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       if (pt.flat) cfg_bool(v, "FLAT", true);
       if (y_pitch > 0) {
         cfg_int(v, "Y_PITCH", y_pitch);
-        v.pitched = {"y"};
+        v.pitched.push_back("y");
       }
+      if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
       ep.cfg(v);
       for (int64_t m = 0; m < SH * SW; ++m)
         v.args.push_back(fmt::format("xmap{}", m));
@@ -265,6 +270,8 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
   const int64_t N = cfg_int_of(v, "N"), C = cfg_int_of(v, "C"), H = cfg_int_of(v, "H"),
                 W = cfg_int_of(v, "W"), O = cfg_int_of(v, "O"), SH = cfg_int_of(v, "SH"),
                 SW = cfg_int_of(v, "SW"), K = cfg_int_of(v, "KH") * cfg_int_of(v, "KW") * C;
+  // A pitched x (a channel slice as a view): its pixels XP elements apart.
+  const int64_t XP = xb.view_pitch > 0 ? xb.view_pitch : C;
   std::vector<std::pair<std::string, TensorMapEncode>> maps;
   TensorMapEncode m;
   m.dtype = xb.dtype;
@@ -274,7 +281,7 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
     m.buffer = xb.name;
     m.offset = 0;
     m.dims = {C, N * H * W};
-    m.strides = {C * es};
+    m.strides = {XP * es};
     m.box = {128 / es, 64 * cfg_int_of(v, "CONSUMERS")};
     m.element_strides = {1, 1};
     maps.push_back({"xmap0", m});
@@ -282,9 +289,9 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
     for (int64_t ph = 0; ph < SH; ++ph)
       for (int64_t pw = 0; pw < SW; ++pw) {
         m.buffer = xb.name;
-        m.offset = (ph * W + pw) * C * es;
+        m.offset = (ph * W + pw) * XP * es;
         m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
-        m.strides = {SW * C * es, SH * W * C * es, H * W * C * es};
+        m.strides = {SW * XP * es, SH * W * XP * es, H * W * XP * es};
         m.box = {128 / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
         maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
       }

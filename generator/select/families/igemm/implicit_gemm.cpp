@@ -123,7 +123,11 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
   // pixels y_pitch apart.
   const int64_t y_pitch = split || linear ? 0 : s.arg("y").view_pitch;
   const int64_t y_span = y_pitch > 0 ? s.arg("y").span_bytes() / es : numel(y);
-  const bool idx64 = std::max({numel(x), y_span, numel(w), slices_numel}) + slack >= kIndex32Limit;
+  // x a channel window of a wider tensor (a channel slice as a view): NHWC variants read it
+  // through its pitch (X_PITCH).
+  const int64_t x_pitch = linear ? 0 : s.arg("x").view_pitch;
+  const int64_t x_span = x_pitch > 0 ? s.arg("x").span_bytes() / es : numel(x);
+  const bool idx64 = std::max({x_span, y_span, numel(w), slices_numel}) + slack >= kIndex32Limit;
   const int cc = s.cc();
   const int64_t bk = kTileKBytes / es;
   // tf32 weights rounded once in the prepare phase, activations by their producer's epilogue
@@ -139,8 +143,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       split       ? fmt::format("_split{}", S)
       : in_kernel ? fmt::format("_split{}reduce", S)
                   : "",
-      fmt::format("{}{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
-                  y_tf32 ? "_ytf32" : "", y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : ""));
+      fmt::format("{}{}{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
+                  y_tf32 ? "_ytf32" : "", x_pitch > 0 ? fmt::format("_xp{}", x_pitch) : "",
+                  y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : ""));
   // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) * es) +
                        (split       ? 4.0 * double(numel(y))
@@ -241,7 +246,11 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       if (gate) cfg_bool(v, "GATE", true);
       if (y_pitch > 0) {
         cfg_int(v, "Y_PITCH", y_pitch);
-        v.pitched = {"y"};
+        v.pitched.push_back("y");
+      }
+      if (x_pitch > 0 && !x_nchw) {
+        cfg_int(v, "X_PITCH", x_pitch);
+        v.pitched.push_back("x");
       }
       cfg_bool(v, "POOL", pool);
       if (pool) {
