@@ -2,6 +2,7 @@
 // gradients against finite differences of the loss, memory semantics, and the plan format.
 #include "every_op_model.hpp"
 #include "expect_rejected.hpp"
+#include "finite_difference.hpp"
 #include "generator/lower/lower.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
@@ -57,23 +58,8 @@ TEST_CASE("training gradients of every op match finite differences of the loss")
   int checked = 0;
   for (const ParamBinding& p : t.plan.params) {
     if (p.grad < 0) continue;
-    Tensor w = t.ex.read(p.buffer);
-    const Tensor& g = grads.at(p.name);
-    for (int64_t i = 0; i < w.numel(); i += std::max<int64_t>(1, w.numel() / 7)) {
-      const double orig = w.get(i), eps = 1e-6;
-      w.set(i, orig + eps);
-      t.ex.write(p.buffer, w);
-      const double up = t.loss();
-      w.set(i, orig - eps);
-      t.ex.write(p.buffer, w);
-      const double down = t.loss();
-      w.set(i, orig);
-      t.ex.write(p.buffer, w);
-      const double fd = (up - down) / (2 * eps);
-      INFO(p.name << "[" << i << "]: analytic " << g.get(i) << ", numeric " << fd);
-      CHECK(std::abs(g.get(i) - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
-      ++checked;
-    }
+    checked += check_finite_differences(
+        t.ex, p, grads.at(p.name), [&] { return t.loss(); }, 7);
   }
   CHECK(checked > 40);
 }

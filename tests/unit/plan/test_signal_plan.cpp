@@ -2,6 +2,7 @@
 // step's gradients against finite differences of the loss, and the plan's optional "signal"
 // field (written, read back, validated; what kiln build's program reads to take [N, C, L]).
 #include "expect_rejected.hpp"
+#include "finite_difference.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/model_json.hpp"
 #include "generator/model/overrides.hpp"
@@ -74,27 +75,12 @@ TEST_CASE("a signal model's training gradients match finite differences of the l
   int checked = 0;
   for (const ParamBinding& p : plan.params) {
     REQUIRE(p.grad >= 0);
-    Tensor w = ex.read(p.buffer);
     const Tensor& g = grads.at(p.name);
     double largest = 0;
     for (int64_t i = 0; i < g.numel(); ++i)
       largest = std::max(largest, std::abs(g.get(i)));
     CHECK(largest > 1e-6); // every parameter is trained: a zero gradient would pass vacuously
-    for (int64_t i = 0; i < w.numel(); i += std::max<int64_t>(1, w.numel() / 9)) {
-      const double orig = w.get(i), eps = 1e-6;
-      w.set(i, orig + eps);
-      ex.write(p.buffer, w);
-      const double up = loss();
-      w.set(i, orig - eps);
-      ex.write(p.buffer, w);
-      const double down = loss();
-      w.set(i, orig);
-      ex.write(p.buffer, w);
-      const double fd = (up - down) / (2 * eps);
-      INFO(p.name << "[" << i << "]: analytic " << g.get(i) << ", numeric " << fd);
-      CHECK(std::abs(g.get(i) - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
-      ++checked;
-    }
+    checked += check_finite_differences(ex, p, g, loss, 9);
   }
   CHECK(checked >= 40); // 46: every parameter, about nine elements of each
 }

@@ -4,8 +4,9 @@
 // against the update written out here, MSE gradients against finite differences of the loss,
 // and every recompute strategy giving store-all's MSE gradients bit for bit.
 #include "every_op_model.hpp"
-#include "generator/lower/lower.hpp"
+#include "finite_difference.hpp"
 #include "generator/gpu/gpu_desc.hpp"
+#include "generator/lower/lower.hpp"
 #include "generator/schedule/strategy.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/error.hpp"
@@ -236,22 +237,7 @@ TEST_CASE("MSE distillation: gradients match finite differences of the loss") {
   int checked = 0;
   for (const ParamBinding& pb : p.params) {
     if (pb.grad < 0) continue;
-    Tensor w = ex.read(pb.buffer);
-    for (int64_t i = 0; i < w.numel(); i += std::max<int64_t>(1, w.numel() / 5)) {
-      const double orig = w.get(i), eps = 1e-6;
-      w.set(i, orig + eps);
-      ex.write(pb.buffer, w);
-      const double up = loss();
-      w.set(i, orig - eps);
-      ex.write(pb.buffer, w);
-      const double down = loss();
-      w.set(i, orig);
-      ex.write(pb.buffer, w);
-      const double fd = (up - down) / (2 * eps), g = grads.at(pb.name).get(i);
-      INFO(pb.name << "[" << i << "]: analytic " << g << ", numeric " << fd);
-      CHECK(std::abs(g - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
-      ++checked;
-    }
+    checked += check_finite_differences(ex, pb, grads.at(pb.name), loss, 5);
   }
   CHECK(checked > 30);
 }
