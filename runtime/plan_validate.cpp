@@ -94,18 +94,15 @@ void validate_plan(const Plan& p) {
         throw Error("", where,
                     cat("is pitched but no channel window of \"", base.name,
                         "\" (its layout, batch and spatial size)"));
-      // Consecutive runs are one image (NCHW) or pixel (NHWC) of the base apart.
-      if (b.view_pitch > 0 &&
-          b.view_pitch !=
-              numel(base.shape) /
-                  (base.layout == Layout::nhwc ? numel(base.shape) / base.shape[1] : base.shape[0]))
-        throw Error(
-            "", where,
-            cat("has view_pitch ", b.view_pitch, " where its base \"", base.name,
-                "\" puts its images or pixels ",
-                numel(base.shape) / (base.layout == Layout::nhwc ? numel(base.shape) / base.shape[1]
-                                                                 : base.shape[0]),
-                " elements apart"));
+      // Consecutive runs are one image (NCHW) or pixel (NHWC) of the (4-D) base apart.
+      if (b.view_pitch > 0) {
+        const int64_t step =
+            base.layout == Layout::nhwc ? base.shape[1] : numel(base.shape) / base.shape[0];
+        if (b.view_pitch != step)
+          throw Error("", where,
+                      cat("has view_pitch ", b.view_pitch, " where its base \"", base.name,
+                          "\" puts its images or pixels ", step, " elements apart"));
+      }
       if (b.view_offset != 0 && b.layout != base.layout)
         throw Error("", where, cat("is a window of \"", base.name, "\" in another layout"));
     }

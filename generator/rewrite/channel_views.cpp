@@ -67,23 +67,22 @@ public:
       // A concat's gradient: input k's is dy's channels at k's offset.
       if (s.fn == Fn::concat_backward) slice(a.global, "dy", "dx", s.channel_slice().offset);
     }
-    std::map<int, std::vector<int>>& concats = concats_;
     for (const At& a : u_.order) {
       const Step& s = step(a.global);
       if (s.kind != StepKind::free && s.fn == Fn::concat_forward)
-        concats[s.need("y")].push_back(a.global);
+        concats_[s.need("y")].push_back(a.global);
     }
     // A concat whose inputs are the first inputs of a larger one (DenseNet: each layer
     // concatenates every feature map before it, the block's last concat all of them) is nested
     // in the largest: its root. Roots first, so that a nested concat whose inputs all became
     // views of its root is itself a view of the root's first channels.
-    for (const auto& [y, steps] : concats)
+    for (const auto& [y, steps] : concats_)
       inputs_[y] = ordered_inputs(steps);
-    for (const auto& [y, steps] : concats)
+    for (const auto& [y, steps] : concats_)
       root_[y] = root_of(y);
-    for (const auto& [y, steps] : concats)
+    for (const auto& [y, steps] : concats_)
       if (root_[y] == y) concat(y, steps);
-    for (const auto& [y, steps] : concats)
+    for (const auto& [y, steps] : concats_)
       if (root_[y] != y) nested(y, steps);
     rebuild();
     return out_;
@@ -173,22 +172,11 @@ private:
     const int64_t at = win.offset;
     if (why.empty() && buf(x).shape.size() < 2) why = "has no channel axis";
     if (why.empty()) why = aligned(buf(x), at);
-    if (why.empty() && win.pitch > 0) {
-      const int64_t es = int64_t(dtype_size(buf(x).dtype));
-      if (win.pitch * es % kChannelViewAlignment)
-        why = cat(not_contiguous(buf(x), false), ", and its pitch of ", win.pitch * es,
-                  " bytes is not ", kChannelViewAlignment, "-byte aligned");
-      else if (serves_pitched_) {
-        Buffer& b = p_.buffers[size_t(y)];
-        const Buffer saved = b;
-        b.view_of = x, b.view_offset = win.offset, b.view_pitch = win.pitch;
-        for (int r : u_.readers[size_t(y)])
-          if (why.empty() && !serves_pitched_(p_, step(r)))
-            why = cat(not_contiguous(buf(x), false), ", and no kernel for its reader ",
-                      fn_name(step(r).fn), " reads through a pitch");
-        b = saved;
-      }
-    }
+    if (why.empty() && win.pitch > 0) why = pitch_aligned(buf(x), win);
+    if (why.empty() && win.pitch > 0)
+      if (const int r = unserved(y, x, win, u_.readers[size_t(y)]); r >= 0)
+        why = cat(not_contiguous(buf(x), false), ", and no kernel for its reader ",
+                  fn_name(step(r).fn), " reads through a pitch");
     // The view reads x's bytes as long as y is read: nothing may write x after the slice.
     for (int v : u_.views[size_t(x)])
       if (why.empty() && !u_.writers[size_t(v)].empty()) why = "a view of its input is written";
@@ -246,10 +234,7 @@ private:
           return cat(not_contiguous(buf(y), false),
                      ", and the input is read by a concat nested in it that copies");
       if (!u_.views[size_t(x)].empty()) return "the input is viewed by another buffer";
-      const int64_t es = int64_t(dtype_size(buf(y).dtype));
-      if (win.pitch * es % kChannelViewAlignment)
-        return cat("its pitch of ", win.pitch * es, " bytes is not ", kChannelViewAlignment,
-                   "-byte aligned");
+      if (std::string why = pitch_aligned(buf(y), win); !why.empty()) return why;
     }
     if (!u_.views[size_t(x)].empty()) {
       // A concat whose inputs all became views of it and whose steps went (Inception's
@@ -294,44 +279,59 @@ private:
     return aligned(buf(y), lo);
   }
 
-  // Whether x's producer (global step w) and its readers but concats can be served with x
-  // the pitched window `win` of y: asked with the view made, which is undone either way
-  // (concat() makes it for good).
-  std::string pitched_steps(int x, int y, Window win, int w) {
-    if (!serves_pitched_) return "";
-    Buffer& b = p_.buffers[size_t(x)];
+  // Why a pitched window `win` of b cannot be viewed: its pitch is no multiple of the
+  // alignment ("" where it is).
+  static std::string pitch_aligned(const Buffer& b, Window win) {
+    const int64_t bytes = win.pitch * int64_t(dtype_size(b.dtype));
+    if (bytes % kChannelViewAlignment == 0) return "";
+    return cat(not_contiguous(b, false), ", and its pitch of ", bytes, " bytes is not ",
+               kChannelViewAlignment, "-byte aligned");
+  }
+
+  // The first of `steps` (global indices) no kernel serves with buffer v the pitched window
+  // `win` of `base`, or -1: asked with the view made, undone either way (the caller makes it
+  // for good). Without serves_pitched_ (the cpu reference) every step is served.
+  int unserved(int v, int base, Window win, const std::vector<int>& steps) {
+    if (!serves_pitched_) return -1;
+    Buffer& b = p_.buffers[size_t(v)];
     const Buffer saved = b;
-    b.view_of = y, b.view_offset = win.offset, b.view_pitch = win.pitch;
-    std::string why;
-    if (!serves_pitched_(p_, step(w)))
-      why = cat(not_contiguous(buf(y), false), ", and no kernel for its producer ",
-                fn_name(step(w).fn), " writes through a pitch");
-    for (int r : u_.readers[size_t(x)])
-      if (why.empty() && step(r).fn != Fn::concat_forward && !serves_pitched_(p_, step(r)))
-        why = cat(not_contiguous(buf(y), false), ", and no kernel for its reader ",
-                  fn_name(step(r).fn), " reads through a pitch");
+    b.view_of = base, b.view_offset = win.offset, b.view_pitch = win.pitch;
+    int first = -1;
+    for (int g : steps)
+      if (!serves_pitched_(p_, step(g))) {
+        first = g;
+        break;
+      }
     b = saved;
-    return why;
+    return first;
+  }
+
+  // Whether x's producer (global step w) and its readers but concats can be served with x
+  // the pitched window `win` of y.
+  std::string pitched_steps(int x, int y, Window win, int w) {
+    if (unserved(x, y, win, {w}) >= 0)
+      return cat(not_contiguous(buf(y), false), ", and no kernel for its producer ",
+                 fn_name(step(w).fn), " writes through a pitch");
+    std::vector<int> readers;
+    for (int r : u_.readers[size_t(x)])
+      if (step(r).fn != Fn::concat_forward) readers.push_back(r);
+    if (const int r = unserved(x, y, win, readers); r >= 0)
+      return cat(not_contiguous(buf(y), false), ", and no kernel for its reader ",
+                 fn_name(step(r).fn), " reads through a pitch");
+    return "";
   }
 
   // Whether every concat nested in the strided root y can be a pitched view of its first
   // channels: its output a transient nothing else views, each of its readers served through
   // the pitch (DenseNet's batchnorms).
   bool nested_feasible(int y) {
-    const Window win = window_of(buf(y), 0);
     for (const auto& [z, steps] : concats_) {
       if (z == y || root_.at(z) != y) continue;
       if (!concat_output(z, steps).empty() || !u_.views[size_t(z)].empty()) return false;
-      for (int r : u_.readers[size_t(z)]) {
-        if (step(r).fn == Fn::concat_forward && step(r).need("y") == z) continue;
-        if (!serves_pitched_) continue;
-        Buffer& b = p_.buffers[size_t(z)];
-        const Buffer saved = b;
-        b.view_of = y, b.view_offset = win.offset, b.view_pitch = win.pitch;
-        const bool ok = serves_pitched_(p_, step(r));
-        b = saved;
-        if (!ok) return false;
-      }
+      std::vector<int> readers;
+      for (int r : u_.readers[size_t(z)])
+        if (step(r).fn != Fn::concat_forward || step(r).need("y") != z) readers.push_back(r);
+      if (unserved(z, y, window_of(buf(y), 0), readers) >= 0) return false;
     }
     return true;
   }

@@ -51,6 +51,16 @@ std::string name_number(double value) {
 
 std::string dtype_tag(DType t) { return std::string(dtype_name(t)); }
 
+void cfg_pitch(Variant& v, const std::string& role, int64_t pitch) {
+  if (pitch <= 0) return;
+  cfg_int(v, role == "x" ? "X_PITCH" : "Y_PITCH", pitch);
+  v.pitched.push_back(role);
+}
+
+std::string pitch_tag(const std::string& role, int64_t pitch) {
+  return pitch > 0 ? fmt::format("_{}p{}", role, pitch) : "";
+}
+
 std::string padding_end_tag(const Attrs& a) {
   const Int2 pe = padding_end(a);
   return pe == a.padding ? "" : fmt::format("_pe{}x{}", pe[0], pe[1]);

@@ -97,6 +97,11 @@ Kernel kernel_of(const Variant& v);
 
 // A number as it may appear in an instance name: 0.01 -> "0p01", 1e-05 -> "1em05".
 std::string name_number(double value);
+// Role x or y of a step read or written through a pitched view (Buffer::view_pitch): the
+// constant X_PITCH / Y_PITCH and the role in Variant::pitched; nothing where pitch is 0.
+void cfg_pitch(Variant& v, const std::string& role, int64_t pitch);
+// Its part of an instance name: "_xp<pitch>" / "_yp<pitch>", "" where pitch is 0.
+std::string pitch_tag(const std::string& role, int64_t pitch);
 // "" for symmetric padding, else "_pe<h>x<w>" (the padding after the input): tiles of a
 // tiled segment pad only at the image's true border, so their instances differ.
 std::string padding_end_tag(const Attrs& a);

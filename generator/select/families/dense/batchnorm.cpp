@@ -36,10 +36,10 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
   v.family = "batchnorm_forward";
   v.header = "dense/batchnorm_forward.cuh";
   v.function = "kiln::dense::batchnorm_forward";
-  v.name = fmt::format(
-      "batchnorm_forward_{}_{}_{}_eps{}{}{}{}_t{}_{}", dtype_tag(*t), layout_tag(x, *l),
-      shape_tag(x), name_number(eps), activation_tag(activation_of(s.step)), stage ? "_stage" : "",
-      pitch > 0 ? fmt::format("_xp{}", pitch) : "", kElementwiseThreads, s.arch_tag());
+  v.name =
+      fmt::format("batchnorm_forward_{}_{}_{}_eps{}{}{}{}_t{}_{}", dtype_tag(*t), layout_tag(x, *l),
+                  shape_tag(x), name_number(eps), activation_tag(activation_of(s.step)),
+                  stage ? "_stage" : "", pitch_tag("x", pitch), kElementwiseThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(*t));
   cfg_int(v, "N", g.n);
   cfg_int(v, "C", g.c);
@@ -49,10 +49,7 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
   cfg_activation(v, activation_of(s.step));
   cfg_bool(v, "STAGE", stage);
   cfg_int(v, "THREADS", kElementwiseThreads);
-  if (pitch > 0) {
-    cfg_int(v, "X_PITCH", pitch);
-    v.pitched = {"x"};
-  }
+  cfg_pitch(v, "x", pitch);
   v.args = {"x", "weight", "bias", "running_mean", "running_var", "y"};
   v.block = {kElementwiseThreads, 1, 1};
   v.grid = {grid_stride_blocks(s.gpu, count, kElementwiseThreads), 1, 1};

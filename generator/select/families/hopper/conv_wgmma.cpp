@@ -159,8 +159,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const std::string shape = linear ? fmt::format("n{}f{}k{}{}", N, C, O, ep.tag())
                                    : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W,
                                                  O, KH, KW, SH, SW, PH, PW, ep.tag()) +
-                                         (x_pitch > 0 ? fmt::format("_xp{}", x_pitch) : "") +
-                                         (y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : "");
+                                         pitch_tag("x", x_pitch) + pitch_tag("y", y_pitch);
   const double bytes = double((numel(xb.shape) + numel(s.shape("w")) + (ep.bias ? O : 0)) * es) +
                        double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
   const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
@@ -215,10 +214,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       if (a_tf32) cfg_bool(v, "A_TF32", true);
       if (y_tf32) cfg_bool(v, "Y_TF32", true);
       if (pt.flat) cfg_bool(v, "FLAT", true);
-      if (y_pitch > 0) {
-        cfg_int(v, "Y_PITCH", y_pitch);
-        v.pitched.push_back("y");
-      }
+      cfg_pitch(v, "y", y_pitch);
       if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
       ep.cfg(v);
       for (int64_t m = 0; m < SH * SW; ++m)

@@ -144,8 +144,7 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       : in_kernel ? fmt::format("_split{}reduce", S)
                   : "",
       fmt::format("{}{}{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
-                  y_tf32 ? "_ytf32" : "", x_pitch > 0 ? fmt::format("_xp{}", x_pitch) : "",
-                  y_pitch > 0 ? fmt::format("_yp{}", y_pitch) : ""));
+                  y_tf32 ? "_ytf32" : "", pitch_tag("x", x_pitch), pitch_tag("y", y_pitch)));
   // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
   const double bytes = double((numel(x) + numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) * es) +
                        (split       ? 4.0 * double(numel(y))
@@ -244,14 +243,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       cfg_int(v, "SPLIT", S);
       if (in_kernel) cfg_bool(v, "SPLIT_REDUCE", true);
       if (gate) cfg_bool(v, "GATE", true);
-      if (y_pitch > 0) {
-        cfg_int(v, "Y_PITCH", y_pitch);
-        v.pitched.push_back("y");
-      }
-      if (x_pitch > 0 && !x_nchw) {
-        cfg_int(v, "X_PITCH", x_pitch);
-        v.pitched.push_back("x");
-      }
+      cfg_pitch(v, "y", y_pitch);
+      cfg_pitch(v, "x", x_nchw ? 0 : x_pitch); // (an NCHW x reads no pitch)
       cfg_bool(v, "POOL", pool);
       if (pool) {
         cfg_int(v, "PKH", st.fused_pool().pool.kernel[0]);

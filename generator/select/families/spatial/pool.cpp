@@ -83,17 +83,14 @@ Variant pool_forward(const StepInfo& s, const StepTypes& st, const PoolGeo& g, b
       make_variant(s, op, "pool/pool2d.cuh", "kiln::pool::pool2d_forward",
                    name_stem(op + "_fwd", st.dtype, st.layout, s.shape("x"), a, !max) +
                        fmt::format("_direct{}{}_t{}", vec > 1 ? fmt::format("_v{}", vec) : "",
-                                   pitch > 0 ? fmt::format("_yp{}", pitch) : "", kThreads));
+                                   pitch_tag("y", pitch), kThreads));
   cfg_type(v, "T", cpp_type(st.dtype));
   cfg_bool(v, "MAX", max);
   cfg_geometry(v, g, st.layout);
   if (!max) cfg_bool(v, "COUNT_PAD", a.count_include_pad);
   cfg_int(v, "VEC", vec);
   cfg_int(v, "THREADS", kThreads);
-  if (pitch > 0) {
-    cfg_int(v, "Y_PITCH", pitch);
-    v.pitched = {"y"};
-  }
+  cfg_pitch(v, "y", pitch);
   v.args = {"x", "y"};
   const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
   grid_stride(v, s, out / vec);
