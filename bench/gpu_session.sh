@@ -13,7 +13,8 @@
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
 #   models_rest (the gpu suite from densenet121 on), vgg16 (its tf32 kernels checked, and the
 #   whole network's error beside cuDNN's);
-#   timed, one after another on a quiet GPU: r50 (resnet50 inference against PyTorch), r50_f32
+#   timed, one after another on a quiet GPU: r50 (resnet50 inference against PyTorch), r50_big
+#   (f16 at batch 32 and 256, 170 s; the H100 run of 2026-11-26 took 100 s), r50_f32
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
 #   families (conv families against cuDNN: every variant, long), tune (the gpu tune suite),
 #   folded, schedules, sparse, mobile (issue 19: mobilenet_v2, mobilenet_v3_small/large,
@@ -27,6 +28,8 @@
 #   then torch.compile within 100 s of compiling, largest batch first; rows cut by a budget
 #   read 'skipped', with the reason), mobile_eager (the same without torch.compile: limit
 #   210 s, expected about 110 s).
+# BENCH_R50_LIMIT (seconds, default 90) gives bench_r50 more time where r50_big did not
+# compile its kernels first.
 # Everything lands in OUT/summary.txt and OUT/results.tgz (re-packed after every part, so a
 # run stopped at its limit still brings back what finished): the tool returns 8 files at most.
 set -u
@@ -89,9 +92,11 @@ pack
 # Timed, one at a time.
 has r50 && part r50 75 python3 bench/resnet50_inference.py "$K" --batches 1,32 --dtypes f16,f32 --runs 20 \
   --out $W/resnet50_inference
+has r50_big && part r50_big 170 python3 bench/resnet50_inference.py "$K" --batches 32,256 --dtypes f16 --runs 20 \
+  --out $W/resnet50_inference_big
 has r50_f32 && part r50_f32 80 python3 bench/resnet50_inference.py "$K" --batches 1,32 --dtypes f32 --runs 20 \
   --out $W/resnet50_inference_f32
-has bench_r50 && part bench_r50 90 $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
+has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-90} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has families && part conv_families 110 python3 bench/conv_families.py "$K" --models resnet50 --dtypes f16 \
   --batches 32 --runs 20 --timeout 100 --out $W/conv_families

@@ -40,6 +40,7 @@
 
 #include "common/epilogue.cuh"
 #include "common/kiln.cuh"
+#include "common/words.cuh"
 
 namespace kiln::hopper_conv {
 
@@ -209,40 +210,84 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
 }
 
 // y = act(acc + bias + residual) for the consumer's rows (fragment layout: hopper_cuda.cuh).
+// A thread holds two rows (m, m + 8) of BN / 8 channel pairs each (registers 4c + 2h and
+// 4c + 2h + 1: pair c of row h). Each run of CHUNK pairs loads its bias and residual words
+// before it stores any of y: the compiler may not move a load past a store to y (it could
+// alias), and one load's latency exposed per pair cost 3-5x on the H100 (bench/results).
 template <class Cfg>
 KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
+  using Pair = typename pick<sizeof(T) == 2, u32, u64>::type; // two elements as one word
   const auto y = arg<T>(args, G::kArgY);
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
-  // Registers i and i + 1 (i even) are channels o and o + 1 of one pixel: 16-bit outputs of
-  // an even channel count leave as one 32-bit store.
   constexpr int YP = y_pitch_of<Cfg, G::O>::value; // y's pixels YP elements apart (Y_PITCH)
-  constexpr bool kPairs = sizeof(T) == 2 && G::O % 2 == 0 && YP % 2 == 0;
-#pragma unroll // constant register indices: the accumulators stay in registers
-  for (int i = 0; i < Cfg::BN / 2; i += 2) {
-    const int m = 64 * g + 16 * w + lane / 4 + 8 * ((i >> 1) & 1);
-    const int o = tl.o0 + 8 * (i / 4) + 2 * (lane % 4);
+  constexpr bool kPairs = G::O % 2 == 0;           // bias, residual pairs aligned words
+  constexpr bool kYPairs = kPairs && YP % 2 == 0;
+  constexpr int PAIRS = Cfg::BN / 8;
+  constexpr int CHUNK = PAIRS < 32 / int(sizeof(Pair)) ? PAIRS : 32 / int(sizeof(Pair));
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = 64 * g + 16 * w + lane / 4 + 8 * h;
     i64 row; // y's NHWC row (GEMM row) of this pixel
     if constexpr (G::FLAT) {
-      if (tl.m0 + m >= G::ROWS || o >= G::O) continue;
+      if (tl.m0 + m >= G::ROWS) continue;
       row = tl.m0 + m;
     } else {
       const int p = tl.p0 + m / G::TQ, q = tl.q0 + m % G::TQ;
-      if (p >= Cfg::OH || q >= Cfg::OW || o >= G::O) continue;
+      if (p >= Cfg::OH || q >= Cfg::OW) continue;
       row = (i64(tl.n) * Cfg::OH + p) * Cfg::OW + q;
     }
-    const i64 at = row * G::O + o, yat = row * YP + o; // residual, y
-    const float v0 = E::apply(args, G::kArgBias, G::kArgRes, acc[i], o, at);
-    if constexpr (kPairs) {
-      const float v1 = E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1);
-      view_as<u32>(y)[yat / 2] = u32(from_float<T>(v0).bits) | u32(from_float<T>(v1).bits) << 16;
-    } else {
-      y[yat] = from_float<T>(v0);
-      if (o + 1 < G::O)
-        y[yat + 1] =
-            from_float<T>(E::apply(args, G::kArgBias, G::kArgRes, acc[i + 1], o + 1, at + 1));
+    // Pair c of this row is channel o(c) = oa + 8c: the addresses below are one register each
+    // plus constant offsets (an index o / 2 per pair made the compiler keep a 64-bit address
+    // per pair, and spill).
+    const int oa = tl.o0 + 2 * (lane % 4);
+    Global<const Pair> bias2{}, res2{}; // present where used (kPairs)
+    Global<Pair> y2{};                  // kYPairs
+    if constexpr (kPairs && E::has_bias) bias2 = arg<const Pair>(args, G::kArgBias) + oa / 2;
+    if constexpr (kPairs && E::has_residual)
+      res2 = arg<const Pair>(args, G::kArgRes) + (row * G::O + oa) / 2;
+    if constexpr (kYPairs) y2 = view_as<Pair>(y) + (row * YP + oa) / 2;
+#pragma unroll // constant register indices: the accumulators stay in registers
+    for (int c0 = 0; c0 < PAIRS; c0 += CHUNK) {
+      Pair bw[CHUNK], rw[CHUNK]; // bias and residual pairs, raw
+#pragma unroll
+      for (int j = 0; j < CHUNK; ++j) {
+        const int c = c0 + j, o = oa + 8 * c;
+        bw[j] = rw[j] = 0; // zero bits: 0.0 in every T
+        if (o >= G::O) continue;
+        if constexpr (kPairs) {
+          if constexpr (E::has_bias) bw[j] = bias2[4 * c];
+          if constexpr (E::has_residual) rw[j] = res2[4 * c];
+        } else {
+          const bool second = o + 1 < G::O;
+          if constexpr (E::has_bias) {
+            const Global<const T> bias = arg<const T>(args, G::kArgBias);
+            bw[j] = pair(bias[o], second ? bias[o + 1] : T{});
+          }
+          if constexpr (E::has_residual) {
+            const Global<const T> res = arg<const T>(args, G::kArgRes) + row * G::O;
+            rw[j] = pair(res[o], second ? res[o + 1] : T{});
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CHUNK; ++j) {
+        const int c = c0 + j, o = oa + 8 * c, i = 4 * c + 2 * h;
+        if (o >= G::O) continue;
+        const T v0 =
+            from_float<T>(E::apply(acc[i], to_float(lo<T>(bw[j])), to_float(lo<T>(rw[j]))));
+        const T v1 =
+            from_float<T>(E::apply(acc[i + 1], to_float(hi<T>(bw[j])), to_float(hi<T>(rw[j]))));
+        if constexpr (kYPairs) {
+          y2[4 * c] = pair(v0, v1);
+        } else {
+          const i64 yat = row * YP + o;
+          y[yat] = v0;
+          if (o + 1 < G::O) y[yat + 1] = v1;
+        }
+      }
     }
   }
 }

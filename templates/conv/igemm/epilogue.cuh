@@ -11,8 +11,8 @@
 
 #include "common/epilogue.cuh"
 #include "common/tensor4.cuh"
+#include "common/words.cuh"
 #include "conv/igemm/geometry.cuh"
-#include "conv/igemm/words.cuh"
 #include "conv/pool_epilogue.cuh"
 
 namespace kiln::conv::igemm {
@@ -125,21 +125,40 @@ KILN_FN void store_output(const KernelArgs& args, const BlockTile<Cfg>& bt, cons
   constexpr int YP = y_pitch_of<Cfg, O>::value;
   constexpr bool Y_PAIRS = PAIRS && YP % 2 == 0;
   using Pair = typename pick<G::ES == 2, u32, u64>::type;
+  Pair bw[G::NT]; // the bias pairs, all loaded before the first store (below)
   KILN_IGEMM_UNROLL
   for (int j = 0; j < G::NT; ++j) {
     const int o = bt.n_block + wt.warp_n * G::WTN + j * 8 + 2 * wt.t;
-    float b0 = 0.0f, b1 = 0.0f;
-    if constexpr (Cfg::HAS_BIAS) {
-      if constexpr (PAIRS) {
-        if (o < O) {
-          const Pair p = arg<const Pair>(args, G::kArgB)[o / 2];
-          b0 = to_float(lo<T>(p));
-          b1 = to_float(hi<T>(p));
+    bw[j] = 0; // zero bits: 0.0 in every T
+    if (!Cfg::HAS_BIAS || o >= O) continue;
+    if constexpr (PAIRS) {
+      bw[j] = arg<const Pair>(args, G::kArgB)[o / 2];
+    } else {
+      const Global<const T> b = arg<const T>(args, G::kArgB);
+      bw[j] = pair(b[o], o + 1 < O ? b[o + 1] : T{});
+    }
+  }
+  KILN_IGEMM_UNROLL
+  for (int j = 0; j < G::NT; ++j) {
+    const int o = bt.n_block + wt.warp_n * G::WTN + j * 8 + 2 * wt.t;
+    const float b0 = to_float(lo<T>(bw[j])), b1 = to_float(hi<T>(bw[j]));
+    // Every residual pair of column pair j before any store: the compiler may not move a load
+    // past a store to y (it could alias), and a load's latency exposed per store is slow.
+    Pair rw[G::MT][2];
+    KILN_IGEMM_UNROLL
+    for (int i = 0; i < G::MT; ++i) {
+      KILN_IGEMM_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const I m = bt.m_block + wt.warp_m * G::WTM + i * 16 + h * 8 + wt.g;
+        rw[i][h] = 0; // zero bits: 0.0 in every T
+        if (!Cfg::HAS_RESIDUAL || m >= G::M || o >= O) continue;
+        const I at = m * O + o;
+        if constexpr (PAIRS) {
+          rw[i][h] = arg<const Pair>(args, G::kArgRes)[at / 2];
+        } else {
+          const Global<const T> res = arg<const T>(args, G::kArgRes);
+          rw[i][h] = pair(res[at], o + 1 < O ? res[at + 1] : T{});
         }
-      } else {
-        const Global<const T> b = arg<const T>(args, G::kArgB);
-        if (o < O) b0 = to_float(b[o]);
-        if (o + 1 < O) b1 = to_float(b[o + 1]);
       }
     }
     KILN_IGEMM_UNROLL
@@ -148,21 +167,8 @@ KILN_FN void store_output(const KernelArgs& args, const BlockTile<Cfg>& bt, cons
       for (int h = 0; h < 2; ++h) {
         const I m = bt.m_block + wt.warp_m * G::WTM + i * 16 + h * 8 + wt.g;
         if (m >= G::M || o >= O) continue;
-        const I at = m * O + o;
-        float r0 = 0.0f, r1 = 0.0f;
-        if constexpr (Cfg::HAS_RESIDUAL) {
-          if constexpr (PAIRS) {
-            const Pair p = arg<const Pair>(args, G::kArgRes)[at / 2];
-            r0 = to_float(lo<T>(p));
-            r1 = to_float(hi<T>(p));
-          } else {
-            const Global<const T> res = arg<const T>(args, G::kArgRes);
-            r0 = to_float(res[at]);
-            if (o + 1 < O) r1 = to_float(res[at + 1]);
-          }
-        }
-        const float v0 = E::apply(acc[i][j][2 * h], b0, r0);
-        const float v1 = E::apply(acc[i][j][2 * h + 1], b1, r1);
+        const float v0 = E::apply(acc[i][j][2 * h], b0, to_float(lo<T>(rw[i][h])));
+        const float v1 = E::apply(acc[i][j][2 * h + 1], b1, to_float(hi<T>(rw[i][h])));
         const I yat = m * YP + o;
         if constexpr (Y_PAIRS) {
           arg<Pair>(args, G::kArgY)[yat / 2] = pair(from_float<T>(v0), from_float<T>(v1));

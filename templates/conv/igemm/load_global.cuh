@@ -15,8 +15,8 @@
 // generator/rewrite/channel_views.cpp), its pixels X_PITCH elements apart instead of C.
 #pragma once
 
+#include "common/words.cuh"
 #include "conv/igemm/geometry.cuh"
-#include "conv/igemm/words.cuh"
 
 namespace kiln::conv::igemm {
 

@@ -4,7 +4,7 @@
 
 #include "common/kiln.cuh"
 
-namespace kiln::conv::igemm {
+namespace kiln {
 
 KILN_FN u32 bits_of(f16 v) { return v.bits; }
 KILN_FN u32 bits_of(bf16 v) { return v.bits; }
@@ -21,4 +21,4 @@ template <class T> KILN_FN T hi(u32 p) { return T{u16(p >> 16)}; }
 template <class T> KILN_FN T lo(u64 p) { return __uint_as_float(u32(p)); }
 template <class T> KILN_FN T hi(u64 p) { return __uint_as_float(u32(p >> 32)); }
 
-} // namespace kiln::conv::igemm
+} // namespace kiln
