@@ -43,6 +43,9 @@ struct Variant {
   std::vector<CfgEntry> cfg;
   std::vector<std::string> args; // step argument roles in kernel parameter order
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  // A persistent grid's units of work (its output tiles, which its blocks take in turn): what
+  // the cost model counts waves of. 0: one per block.
+  int64_t work_blocks = 0;
   int64_t dynamic_smem = 0;
   int64_t static_smem = 0;       // shared memory the template declares statically (estimate)
   int registers_per_thread = 32; // estimate before compiling
@@ -74,7 +77,7 @@ struct Variant {
             math,
             efficiency,
             threads(),
-            blocks(),
+            work_blocks > 0 ? work_blocks : blocks(),
             registers_per_thread,
             static_smem + dynamic_smem,
             loop};

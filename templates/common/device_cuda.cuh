@@ -152,6 +152,14 @@ template <class T> KILN_FN void ldmatrix_x4(u32 (&r)[4], Shared<T> row) {
                : "r"(s));
 }
 
+// Stores 16 bytes at dst[0] (16-byte aligned) as one access: NVVM split a uint4 assignment
+// into four 4-byte stores where it could not see the alignment through the address arithmetic.
+KILN_FN void store16(Global<uint4> dst, uint4 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst.p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // ---- asynchronous global -> shared copies (cp.async, sm_80+; plain copies before) --------
 // Copies 16 bytes (zero-fills them when !valid); both addresses 16-byte aligned.
 template <class T>

@@ -224,6 +224,9 @@ KILN_FN void ldmatrix_x4(u32 (&r)[4], Shared<T> row,
   }
 }
 
+// One 16-byte store (checked as one 16-byte aligned access).
+KILN_FN void store16(Global<uint4> dst, uint4 v) { dst[0] = v; }
+
 // ---- asynchronous global -> shared copies: performed at once, checked as asynchronous -------
 template <class T> KILN_FN void cp_async_16(Shared<T> dst, Global<const T> src, bool valid) {
   char* d = reinterpret_cast<char*>(dst.p);

@@ -1,7 +1,7 @@
 // Implicit-GEMM convolution forward for Hopper (sm_90a): TMA loads into a multi-stage ring
 // completed by mbarriers, one producer warpgroup (one elected thread issues the copies) and
 // CONSUMERS warpgroups computing with wgmma from 128-byte-swizzled shared memory, then the
-// fused epilogue (bias, residual, activation: common/epilogue.cuh) stored from registers.
+// fused epilogue (bias, residual, activation: epilogue.cuh) in 16-byte stores.
 //
 // GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
 // (its rows are K-major: [O][KH*KW*C]), y NHWC.
@@ -38,82 +38,11 @@
 // the buffers stay arguments), y, and bias, residual when present.
 #pragma once
 
-#include "common/epilogue.cuh"
 #include "common/kiln.cuh"
-#include "common/words.cuh"
+#include "conv/hopper/epilogue.cuh"
+#include "conv/hopper/geometry.cuh"
 
 namespace kiln::hopper_conv {
-
-// FLAT: the GEMM over x's rows (above). Absent: false.
-template <class Cfg, class = void> struct flat_of { static constexpr bool value = false; };
-template <class Cfg> struct flat_of<Cfg, decltype(void(Cfg::FLAT))> {
-  static constexpr bool value = Cfg::FLAT;
-};
-
-template <class Cfg> struct Geometry {
-  using T = typename Cfg::T;
-  static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
-  static constexpr int BN = Cfg::BN, STAGES = Cfg::STAGES;
-  static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
-  static constexpr bool FLAT = flat_of<Cfg>::value;
-  static constexpr int TP = Cfg::TP, TQ = Cfg::TQ;
-  static constexpr int ROWS = Cfg::N * Cfg::OH * Cfg::OW; // GEMM rows (M)
-  static constexpr int THREADS = 128 * (1 + CONSUMERS);
-  static constexpr int BKC = 128 / int(sizeof(T)); // channels per k iteration: one 128 B row
-  static constexpr int CB = C / BKC;               // channel blocks per filter tap
-  static constexpr int ITERS = KH * KW * CB; // k iterations
-  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
-  // f32 operands: wgmma reads them as tf32 by dropping 13 mantissa bits (towards zero), a
-  // bias of about 2^-11 of each operand that adds up layer by layer (vgg16's seven such layers
-  // gave 6.5e-3 on the H200, each within 7e-4). The consumers round each landed stage in
-  // shared memory first (cvt.rna, as mma.sync's tf32 kernels do): each its own A rows and a
-  // share of B, then all meet at a third barrier per stage before their wgmmas.
-  // A_TF32 / B_TF32: an operand that arrives rounded (its producer's epilogue, the prepare
-  // phase) is not rounded again; with both, there is no pass and no third barrier.
-  static constexpr bool ROUND_TF32 =
-      sizeof(T) == 4 && !(a_tf32_of<Cfg>::value && b_tf32_of<Cfg>::value);
-  static constexpr int BARRIERS = ROUND_TF32 ? 3 : 2; // per stage: full, empty(, rounded)
-  static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
-  static constexpr int O_BLOCKS = ceil_div(O, BN);
-  static constexpr int M_TILES = FLAT ? ceil_div(ROWS, BM) : Cfg::N * TILES_P * TILES_Q;
-  static constexpr int TILES = M_TILES * O_BLOCKS; // output tiles
-  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
-  static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
-  static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
-  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
-  static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
-  static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
-  static_assert(!FLAT || (KH == 1 && KW == 1 && Cfg::SH == 1 && Cfg::SW == 1 && Cfg::PH == 0 &&
-                          Cfg::PW == 0 && TP == 1),
-                "FLAT: a 1x1, stride-1, unpadded conv (x's rows are the GEMM's), TP = 1");
-  static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
-  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
-  static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
-  static_assert(SH >= 1 && SW >= 1 && Cfg::OH == (Cfg::H + 2 * Cfg::PH - KH) / SH + 1 &&
-                    Cfg::OW == (Cfg::W + 2 * Cfg::PW - KW) / SW + 1,
-                "output size of a dilation-1 convolution");
-};
-
-// Dynamic shared memory a launch needs: the ring (1024-byte aligned) and the barriers.
-template <class Cfg> KILN_CONST int smem_bytes() {
-  using G = Geometry<Cfg>;
-  return 1024 + G::STAGES * G::STAGE_BYTES + 8 * G::BARRIERS * G::STAGES;
-}
-
-// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:
-// then blocks of BM rows; m0 is the tile's first GEMM row either way).
-struct Tile {
-  int n, p0, q0, o0, m0;
-};
-template <class Cfg> KILN_FN Tile tile_at(int tile) {
-  using G = Geometry<Cfg>;
-  const int ob = tile % G::O_BLOCKS, mt = tile / G::O_BLOCKS;
-  if constexpr (G::FLAT) return Tile{0, 0, 0, ob * G::BN, mt * G::BM};
-  const int pt = mt % (G::TILES_P * G::TILES_Q), n = mt / (G::TILES_P * G::TILES_Q);
-  const int p0 = pt / G::TILES_Q * G::TP, q0 = pt % G::TILES_Q * G::TQ;
-  return Tile{n, p0, q0, ob * G::BN, (n * Cfg::OH + p0) * Cfg::OW + q0};
-}
 
 // The producer, for one output tile: for each k iteration, wait for its stage to be free,
 // announce the bytes, issue the two copies. `ring_it` counts the block's k iterations over
@@ -207,89 +136,6 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
   }
   wgmma_wait<0>();
   mbarrier_arrive(empty + (ring_it + G::STAGES - 1) % G::STAGES);
-}
-
-// y = act(acc + bias + residual) for the consumer's rows (fragment layout: hopper_cuda.cuh).
-// A thread holds two rows (m, m + 8) of BN / 8 channel pairs each (registers 4c + 2h and
-// 4c + 2h + 1: pair c of row h). Each run of CHUNK pairs loads its bias and residual words
-// before it stores any of y: the compiler may not move a load past a store to y (it could
-// alias), and one load's latency exposed per pair cost 3-5x on the H100 (bench/results).
-template <class Cfg>
-KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl) {
-  using G = Geometry<Cfg>;
-  using T = typename Cfg::T;
-  using E = epilogue_of<Cfg>;
-  using Pair = typename pick<sizeof(T) == 2, u32, u64>::type; // two elements as one word
-  const auto y = arg<T>(args, G::kArgY);
-  const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
-  constexpr int YP = y_pitch_of<Cfg, G::O>::value; // y's pixels YP elements apart (Y_PITCH)
-  constexpr bool kPairs = G::O % 2 == 0;           // bias, residual pairs aligned words
-  constexpr bool kYPairs = kPairs && YP % 2 == 0;
-  constexpr int PAIRS = Cfg::BN / 8;
-  constexpr int CHUNK = PAIRS < 32 / int(sizeof(Pair)) ? PAIRS : 32 / int(sizeof(Pair));
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = 64 * g + 16 * w + lane / 4 + 8 * h;
-    i64 row; // y's NHWC row (GEMM row) of this pixel
-    if constexpr (G::FLAT) {
-      if (tl.m0 + m >= G::ROWS) continue;
-      row = tl.m0 + m;
-    } else {
-      const int p = tl.p0 + m / G::TQ, q = tl.q0 + m % G::TQ;
-      if (p >= Cfg::OH || q >= Cfg::OW) continue;
-      row = (i64(tl.n) * Cfg::OH + p) * Cfg::OW + q;
-    }
-    // Pair c of this row is channel o(c) = oa + 8c: the addresses below are one register each
-    // plus constant offsets (an index o / 2 per pair made the compiler keep a 64-bit address
-    // per pair, and spill).
-    const int oa = tl.o0 + 2 * (lane % 4);
-    Global<const Pair> bias2{}, res2{}; // present where used (kPairs)
-    Global<Pair> y2{};                  // kYPairs
-    if constexpr (kPairs && E::has_bias) bias2 = arg<const Pair>(args, G::kArgBias) + oa / 2;
-    if constexpr (kPairs && E::has_residual)
-      res2 = arg<const Pair>(args, G::kArgRes) + (row * G::O + oa) / 2;
-    if constexpr (kYPairs) y2 = view_as<Pair>(y) + (row * YP + oa) / 2;
-#pragma unroll // constant register indices: the accumulators stay in registers
-    for (int c0 = 0; c0 < PAIRS; c0 += CHUNK) {
-      Pair bw[CHUNK], rw[CHUNK]; // bias and residual pairs, raw
-#pragma unroll
-      for (int j = 0; j < CHUNK; ++j) {
-        const int c = c0 + j, o = oa + 8 * c;
-        bw[j] = rw[j] = 0; // zero bits: 0.0 in every T
-        if (o >= G::O) continue;
-        if constexpr (kPairs) {
-          if constexpr (E::has_bias) bw[j] = bias2[4 * c];
-          if constexpr (E::has_residual) rw[j] = res2[4 * c];
-        } else {
-          const bool second = o + 1 < G::O;
-          if constexpr (E::has_bias) {
-            const Global<const T> bias = arg<const T>(args, G::kArgBias);
-            bw[j] = pair(bias[o], second ? bias[o + 1] : T{});
-          }
-          if constexpr (E::has_residual) {
-            const Global<const T> res = arg<const T>(args, G::kArgRes) + row * G::O;
-            rw[j] = pair(res[o], second ? res[o + 1] : T{});
-          }
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < CHUNK; ++j) {
-        const int c = c0 + j, o = oa + 8 * c, i = 4 * c + 2 * h;
-        if (o >= G::O) continue;
-        const T v0 =
-            from_float<T>(E::apply(acc[i], to_float(lo<T>(bw[j])), to_float(lo<T>(rw[j]))));
-        const T v1 =
-            from_float<T>(E::apply(acc[i + 1], to_float(hi<T>(bw[j])), to_float(hi<T>(rw[j]))));
-        if constexpr (kYPairs) {
-          y2[4 * c] = pair(v0, v1);
-        } else {
-          const i64 yat = row * YP + o;
-          y[yat] = v0;
-          if (o + 1 < G::O) y[yat + 1] = v1;
-        }
-      }
-    }
-  }
 }
 
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when

@@ -122,6 +122,24 @@ struct BF16_FLAT_BN256_S2_C1 {
   static constexpr Act ACT = Act::relu;
 };
 
+// The epilogue from registers (y's 8-channel groups not 16-byte aligned, Geometry::STAGED
+// false): 20 channels as pairs, 21 one at a time; bias, residual, relu.
+struct F16_T8x8_BN64_S2_C1_O20 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 6, W = 6, O = 20, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 6, OW = 6, TP = 8, TQ = 8, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct BF16_T8x8_BN64_S2_C1_O21 {
+  using T = bf16;
+  static constexpr int N = 1, C = 64, H = 5, W = 5, O = 21, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 5, OW = 5, TP = 8, TQ = 8, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
@@ -141,3 +159,5 @@ KILN_HOPPER_CONV(TF32_T8x16_BN64_S2_C2)
 KILN_HOPPER_CONV(F16_FLAT_BN64_S3_C2)
 KILN_HOPPER_CONV(TF32_FLAT_BN64_S2_C1_LINEAR)
 KILN_HOPPER_CONV(BF16_FLAT_BN256_S2_C1)
+KILN_HOPPER_CONV(F16_T8x8_BN64_S2_C1_O20)
+KILN_HOPPER_CONV(BF16_T8x8_BN64_S2_C1_O21)

@@ -226,7 +226,11 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
       }
       v.block = {threads, 1, 1};
-      v.grid = {tiles, 1, 1}; // one block per output tile (the template is persistent below)
+      // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each taking
+      // every SM-count-th tile, so the producer fills the next tile's stages while the
+      // consumers store this one's; priced by its tiles' waves, which are the same.
+      v.grid = {std::min<int64_t>(tiles, s.gpu.sm_count), 1, 1};
+      v.work_blocks = tiles;
       v.dynamic_smem = 1024 + stages * stage + barriers * stages;
       // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
       // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers

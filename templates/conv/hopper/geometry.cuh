@@ -1,0 +1,85 @@
+// The Hopper implicit-GEMM conv's geometry (conv/hopper/igemm_wgmma.cuh describes the kernel
+// and its Cfg): the GEMM and its tiles, the shared-memory layout, which output tile a block
+// computes.
+#pragma once
+
+#include "common/kiln.cuh"
+
+namespace kiln::hopper_conv {
+
+// FLAT: the GEMM over x's rows (above). Absent: false.
+template <class Cfg, class = void> struct flat_of { static constexpr bool value = false; };
+template <class Cfg> struct flat_of<Cfg, decltype(void(Cfg::FLAT))> {
+  static constexpr bool value = Cfg::FLAT;
+};
+
+template <class Cfg> struct Geometry {
+  using T = typename Cfg::T;
+  static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
+  static constexpr int BN = Cfg::BN, STAGES = Cfg::STAGES;
+  static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
+  static constexpr bool FLAT = flat_of<Cfg>::value;
+  static constexpr int TP = Cfg::TP, TQ = Cfg::TQ;
+  static constexpr int ROWS = Cfg::N * Cfg::OH * Cfg::OW; // GEMM rows (M)
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int BKC = 128 / int(sizeof(T)); // channels per k iteration: one 128 B row
+  static constexpr int CB = C / BKC;               // channel blocks per filter tap
+  static constexpr int ITERS = KH * KW * CB;       // k iterations
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
+  // f32 operands: wgmma reads them as tf32 by dropping 13 mantissa bits (towards zero), a
+  // bias of about 2^-11 of each operand that adds up layer by layer (vgg16's seven such layers
+  // gave 6.5e-3 on the H200, each within 7e-4). The consumers round each landed stage in
+  // shared memory first (cvt.rna, as mma.sync's tf32 kernels do): each its own A rows and a
+  // share of B, then all meet at a third barrier per stage before their wgmmas.
+  // A_TF32 / B_TF32: an operand that arrives rounded (its producer's epilogue, the prepare
+  // phase) is not rounded again; with both, there is no pass and no third barrier.
+  static constexpr bool ROUND_TF32 =
+      sizeof(T) == 4 && !(a_tf32_of<Cfg>::value && b_tf32_of<Cfg>::value);
+  static constexpr int BARRIERS = ROUND_TF32 ? 3 : 2; // per stage: full, empty(, rounded)
+  // y's pixels YP elements apart (Y_PITCH); VECTOR_Y: every 8-channel group of y, the
+  // residual and the bias 16-byte aligned, for the epilogue's 16-byte accesses (epilogue.cuh).
+  static constexpr int YP = int(y_pitch_of<Cfg, O>::value);
+  static constexpr bool VECTOR_Y = O % 8 == 0 && YP % 8 == 0;
+  static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
+  static constexpr int O_BLOCKS = ceil_div(O, BN);
+  static constexpr int M_TILES = FLAT ? ceil_div(ROWS, BM) : Cfg::N * TILES_P * TILES_Q;
+  static constexpr int TILES = M_TILES * O_BLOCKS; // output tiles
+  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
+  static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
+  static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
+  static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
+  static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
+  static_assert(!FLAT || (KH == 1 && KW == 1 && Cfg::SH == 1 && Cfg::SW == 1 && Cfg::PH == 0 &&
+                          Cfg::PW == 0 && TP == 1),
+                "FLAT: a 1x1, stride-1, unpadded conv (x's rows are the GEMM's), TP = 1");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+  static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
+  static_assert(SH >= 1 && SW >= 1 && Cfg::OH == (Cfg::H + 2 * Cfg::PH - KH) / SH + 1 &&
+                    Cfg::OW == (Cfg::W + 2 * Cfg::PW - KW) / SW + 1,
+                "output size of a dilation-1 convolution");
+};
+
+// Dynamic shared memory a launch needs: the ring (1024-byte aligned) and the barriers.
+template <class Cfg> KILN_CONST int smem_bytes() {
+  using G = Geometry<Cfg>;
+  return 1024 + G::STAGES * G::STAGE_BYTES + 8 * G::BARRIERS * G::STAGES;
+}
+
+// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:
+// then blocks of BM rows; m0 is the tile's first GEMM row either way).
+struct Tile {
+  int n, p0, q0, o0, m0;
+};
+template <class Cfg> KILN_FN Tile tile_at(int tile) {
+  using G = Geometry<Cfg>;
+  const int ob = tile % G::O_BLOCKS, mt = tile / G::O_BLOCKS;
+  if constexpr (G::FLAT) return Tile{0, 0, 0, ob * G::BN, mt * G::BM};
+  const int pt = mt % (G::TILES_P * G::TILES_Q), n = mt / (G::TILES_P * G::TILES_Q);
+  const int p0 = pt / G::TILES_Q * G::TP, q0 = pt % G::TILES_Q * G::TQ;
+  return Tile{n, p0, q0, ob * G::BN, (n * Cfg::OH + p0) * Cfg::OW + q0};
+}
+
+} // namespace kiln::hopper_conv
