@@ -7,7 +7,7 @@
 # about 450 s with the start: the H100 run of 2026-11-26 measured the Hopper convs with a
 # residual 3-5x slower than predicted; since then every epilogue loads before it stores, the
 # Hopper family's stores 16 bytes at a time and its grid is persistent, unmeasured; and the gpu
-# suite from densenet121 on never finished; then r50 r50_f32 vgg16 tune mobile):
+# suite from densenet121 on never finished; then, in a second call, layers_all mobile_eager):
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
@@ -16,7 +16,11 @@
 #   timed, one after another on a quiet GPU: r50 (resnet50 inference against PyTorch), r50_big
 #   (f16 at batch 32 and 256, 170 s; the H100 run of 2026-11-26 took 100 s), r50_f32
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
-#   families (conv families against cuDNN: every variant, long), tune (the gpu tune suite),
+#   layers_all (every variant of four resnet50 f16 b32 layers, the 3x3 convs at 28x28, 14x14
+#   and 7x7 and the 1x1 with a residual at 56x56: Hopper against mma.sync tile by tile, what
+#   an L2 bandwidth term in the cost model would decide (bench/results/h100_2026-11-26);
+#   limit LAYERS_ALL_LIMIT, default 200 s), families (conv families against cuDNN:
+#   every variant of every layer, long), tune (the gpu tune suite),
 #   folded, schedules, sparse, mobile (issue 19: mobilenet_v2, mobilenet_v3_small/large,
 #   efficientnet_b0 through kiln's ONNX import at batch 1 and 256 in f16 against PyTorch eager
 #   channels_last, torch.compile and ONNX Runtime where importable; bench/mobile_nets.py; limit
@@ -97,6 +101,9 @@ has r50_f32 && part r50_f32 80 python3 bench/resnet50_inference.py "$K" --batche
   --out $W/resnet50_inference_f32
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
+has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
+  --variants all --layers layer2.1.conv2,layer3.1.conv2,layer4.1.conv2,layer1.0.conv3 --runs 20 \
+  -o $W/layers_all
 has families && part conv_families 110 python3 bench/conv_families.py "$K" --models resnet50 --dtypes f16 \
   --batches 32 --runs 20 --timeout 100 --out $W/conv_families
 has tune && part gpu_tune 60 python3 tests/gpu/test_gpu_tune.py "$K"

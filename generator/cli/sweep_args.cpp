@@ -39,6 +39,11 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
   cmd->add_option("--shard", shard,
                   "I/N: only this shard's work items — the (layer shape, variant) pairs sorted "
                   "by shape key then variant name, item j to shard j mod N");
+  cmd->add_option("--layers", layers,
+                  "NAME[,NAME...]: only the layers with a node of one of these names (as the "
+                  "model names them: layer3.1.conv2), every variant of their shapes; a name no "
+                  "swept layer has is an error that lists them")
+      ->delimiter(',');
   cmd->add_option("--runs", runs, "timed runs per variant (median; at least 20)")
       ->check(CLI::Range(20, 100000));
   cmd->add_option("--warmup", warmup, "untimed runs before timing");
@@ -80,6 +85,7 @@ PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& comma
   r.device = a.device;
   r.variants = a.variants;
   r.shard = a.shard;
+  r.layers = a.layers;
   r.output = a.output;
   r.seed = a.seed;
   r.runs = a.runs, r.warmup = a.warmup;

@@ -19,6 +19,7 @@ struct SweepArgs {
   std::string output;
   std::string variants = "all";
   std::string shard; // "I/N"; "" the whole sweep
+  std::vector<std::string> layers; // --layers: only these (SweepRequest::layers)
   uint64_t seed = 1;
   int runs = 50, warmup = 10;
 

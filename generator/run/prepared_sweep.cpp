@@ -5,10 +5,54 @@
 #include "runtime/error.hpp"
 #include "runtime/progress.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace kiln {
+
+namespace {
+
+// Whether `layer` (a fused step's nodes joined by '+') has a node named `name`.
+bool has_node(std::string_view layer, std::string_view name) {
+  for (size_t at = 0; at <= layer.size();) {
+    const size_t end = std::min(layer.find('+', at), layer.size());
+    if (layer.substr(at, end - at) == name) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+// The items of the shapes one of whose layers has a node of one of `names`; a name that
+// none has is an error naming the layers there are.
+std::vector<WorkItem> only_layers(std::vector<WorkItem> items,
+                                  const std::vector<std::string>& names) {
+  std::vector<WorkItem> kept;
+  for (const std::string& name : names) {
+    const bool found = std::any_of(items.begin(), items.end(), [&](const WorkItem& it) {
+      return std::any_of(it.layers.begin(), it.layers.end(),
+                         [&](const std::string& l) { return has_node(l, name); });
+    });
+    if (found) continue;
+    std::vector<std::string> known;
+    for (const WorkItem& it : items)
+      for (const std::string& l : it.layers)
+        if (std::find(known.begin(), known.end(), l) == known.end()) known.push_back(l);
+    throw Error("", "--layers",
+                cat("no swept layer has a node named \"", name,
+                    "\"; the swept layers: ", fmt::format("{}", fmt::join(known, ", "))));
+  }
+  for (WorkItem& it : items)
+    if (std::any_of(it.layers.begin(), it.layers.end(), [&](const std::string& l) {
+          return std::any_of(names.begin(), names.end(),
+                             [&](const std::string& n) { return has_node(l, n); });
+        }))
+      kept.push_back(std::move(it));
+  return kept;
+}
+
+} // namespace
 
 PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bool lock) {
   if (r.warmup < 0) throw Error("", "--warmup", "must be 0 or more");
@@ -16,10 +60,10 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   p.options.shard = r.shard.empty() ? Shard{} : parse_shard(r.shard);
   p.model = std::move(m);
   p.gpu = g;
-  p.dir = r.output.empty() ? KernelCache::default_dir() + "/sweeps/" +
-                                 cache_key({model_to_text(p.model), g.identity(), KILN_VERSION,
-                                            r.device, r.variants, r.shard})
-                           : r.output;
+  std::vector<std::string> key = {
+      model_to_text(p.model), g.identity(), KILN_VERSION, r.device, r.variants, r.shard};
+  if (!r.layers.empty()) key.push_back(fmt::format("layers {}", fmt::join(r.layers, ",")));
+  p.dir = r.output.empty() ? KernelCache::default_dir() + "/sweeps/" + cache_key(key) : r.output;
   if (lock) {
     std::error_code ec;
     std::filesystem::create_directories(p.dir, ec);
@@ -36,6 +80,7 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   go.sparse = SparseMode::off;
   p.gen = generate(p.model, g, go);
   p.items = sweep_work(p.gen.plan, p.gen.layout, g, go.all_variants);
+  if (!r.layers.empty()) p.items = only_layers(std::move(p.items), r.layers);
   if (p.items.empty()) {
     // A layer the cost model splits along K in two steps runs as a partial GEMM plus a sum:
     // two kernels a sweep does not time as one variant (the in-kernel split is one, swept).

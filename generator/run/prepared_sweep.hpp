@@ -18,6 +18,9 @@ struct SweepRequest {
   std::string device = "gpu";
   std::string variants = "all"; // or "default"
   std::string shard;            // "I/N", "" the whole sweep
+  // Layers to sweep, by the name of one of their nodes ("layer3.1.conv2"): a shape is swept
+  // where one of its layers has a node of that name. Empty: every layer.
+  std::vector<std::string> layers;
   std::string output;           // "": a directory in the cache
   uint64_t seed = 1;
   int runs = 50, warmup = 10;

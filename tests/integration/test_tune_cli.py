@@ -187,4 +187,14 @@ man = json.load(open(path("split/generated/manifest.json")))
 kt.check([s["form"] for s in man["split_k"]] == ["in_kernel"], f"split in the kernel: {man['split_k']}")
 kt.check(len(rows) == 1 and rows[0]["op"] == "conv2d.forward_split" and "reduce" in rows[0]["variant"]
          and rows[0]["check"] == "pass", f"the in-kernel split swept: {rows}")
+# --- --layers: only the shapes of the named layers; an unknown name lists the layers ----------
+RES = ["bench", "resnet18", "--image", "32x32", "--batch", "1", "--gpu", "h100", "--device", "emu",
+       "--variants", "default"]
+kt.kiln(*RES, "--layers", "layer2.0.conv2,fc", "-o", path("lay"))
+rows = list(csv.DictReader(open(path("lay/sweep.csv"))))
+names = [set(n for layer in r["layers"].split(";") for n in layer.split("+")) for r in rows]
+kt.check(len(rows) == 2 and any("layer2.0.conv2" in n for n in names) and any("fc" in n for n in names),
+         f"--layers layer2.0.conv2,fc: {[r['layers'] for r in rows]}")
+err = kt.expect_error([*RES, "--layers", "layer9.conv1", "-o", path("lay2")], "--layers",
+                      "no swept layer has a node named \"layer9.conv1\"", "layer1.0.conv1")
 kt.finish()
