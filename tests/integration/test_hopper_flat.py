@@ -8,7 +8,8 @@ linear layers. Then where the cost model chooses them at full size: resnet50's 1
 batch 256, vgg16's classifier at batch 256 (both f16 on the h100). And the family's y written
 through a pitch (Y_PITCH: two 64-channel convs whose outputs are pitched views of their
 concat's, channel_views.cpp) and its x read through one (a channel slice as a pitched view:
-the tensor maps' strides), every tile shape checked the same way."""
+the tensor maps' strides), every tile shape checked the same way. And narrow swizzles
+(SWIZZLE 64 and 32) for channels whose bytes are not a multiple of 128."""
 import csv
 import json
 import os
@@ -54,6 +55,32 @@ for dtype in ("f16", "f32"):
              f"{dtype}: a flat variant outside the Hopper family")
     print(f"{dtype}: {len(rows)} variants checked on the emulator, {len(flat_convs)} flat convs "
           f"and {len(linears)} linear layers on the Hopper family among them")
+
+
+# Narrow swizzles (SWIZZLE 64 and 32): channels whose bytes are not a multiple of 128, as in
+# mobile nets (16, 48 in f16: rows of 32 and 96 bytes; f32: 64 and 192).
+narrow = path("narrow.json")
+with open(narrow, "w") as f:
+    json.dump({"format": "kiln-model/1", "name": "narrow", "input": {"shape": [2, 16, 10, 10]},
+               "layers": [{"name": "c0", "op": "conv2d", "out_channels": 16, "kernel": 3, "padding": 1},
+                          {"name": "r0", "op": "relu"},
+                          {"name": "c1", "op": "conv2d", "out_channels": 48, "kernel": 1},
+                          {"name": "r1", "op": "relu"},
+                          {"name": "c2", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1}]},
+              f)
+# f16: c1 and c2 on 32-byte rows (16 and 48 channels), every tile shape; f32: c1 on 64-byte
+# rows (c2, small in f32, is split along K there, which the family does not serve).
+for dtype, w, least in (("f16", "_w32_", 16), ("f32", "_w64_", 9)):
+    out = path(f"narrow_{dtype}")
+    kt.kiln("bench", narrow, "--gpu", "h100", "--device", "emu", "--dtype", dtype, "--layers", "c1,c2",
+            "-o", out)
+    rows = list(csv.DictReader(open(path(out, "sweep.csv"))))
+    failed = [r["variant"] for r in rows if r["check"] != "pass"]
+    kt.check(not failed, f"narrow {dtype}: variants failed their check: {failed}")
+    hopper = [r for r in rows if r["family"] == "conv2d_hopper_wgmma"]
+    kt.check(sum(w in r["variant"] for r in hopper) >= least,
+             f"narrow {dtype}: {sum(w in r['variant'] for r in hopper)} Hopper variants with {w}")
+    print(f"narrow {dtype}: {len(hopper)} Hopper variants of narrow swizzle checked on the emulator")
 
 
 # Two branches concatenated: their convs write into the concat's output through its pitch.

@@ -13,6 +13,13 @@ template <class Cfg> struct flat_of<Cfg, decltype(void(Cfg::FLAT))> {
   static constexpr bool value = Cfg::FLAT;
 };
 
+// SWIZZLE (bytes: 128, 64 or 32): the width of the operands' rows in shared memory, each one
+// row of a swizzle atom; a k iteration brings that many bytes of channels. Absent: 128.
+template <class Cfg, class = void> struct swizzle_of { static constexpr int value = 128; };
+template <class Cfg> struct swizzle_of<Cfg, decltype(void(Cfg::SWIZZLE))> {
+  static constexpr int value = Cfg::SWIZZLE;
+};
+
 template <class Cfg> struct Geometry {
   using T = typename Cfg::T;
   static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
@@ -22,10 +29,12 @@ template <class Cfg> struct Geometry {
   static constexpr int TP = Cfg::TP, TQ = Cfg::TQ;
   static constexpr int ROWS = Cfg::N * Cfg::OH * Cfg::OW; // GEMM rows (M)
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
-  static constexpr int BKC = 128 / int(sizeof(T)); // channels per k iteration: one 128 B row
+  static constexpr int SWZ = swizzle_of<Cfg>::value;
+  static constexpr int BKC = SWZ / int(sizeof(T)); // channels per k iteration: one swizzle row
+  static constexpr int KSTEPS = SWZ / 32; // wgmma k steps per iteration (k16, tf32 k8: 32 B)
   static constexpr int CB = C / BKC;               // channel blocks per filter tap
   static constexpr int ITERS = KH * KW * CB;       // k iterations
-  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;
+  static constexpr int A_BYTES = BM * SWZ, B_BYTES = BN * SWZ;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
   // f32 operands: wgmma reads them as tf32 by dropping 13 mantissa bits (towards zero), a
   // bias of about 2^-11 of each operand that adds up layer by layer (vgg16's seven such layers
@@ -49,7 +58,8 @@ template <class Cfg> struct Geometry {
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
-  static_assert(C % BKC == 0, "C a multiple of BKC: one 128-byte swizzle row per channel block");
+  static_assert(SWZ == 128 || SWZ == 64 || SWZ == 32, "SWIZZLE: 128, 64 or 32 bytes");
+  static_assert(C % BKC == 0, "C a multiple of BKC: one swizzle row per channel block");
   static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
   static_assert(!FLAT || (KH == 1 && KW == 1 && Cfg::SH == 1 && Cfg::SW == 1 && Cfg::PH == 0 &&
                           Cfg::PW == 0 && TP == 1),

@@ -1,6 +1,6 @@
 // Implicit-GEMM convolution forward for Hopper (sm_90a): TMA loads into a multi-stage ring
 // completed by mbarriers, one producer warpgroup (one elected thread issues the copies) and
-// CONSUMERS warpgroups computing with wgmma from 128-byte-swizzled shared memory, then the
+// CONSUMERS warpgroups computing with wgmma from swizzled shared memory (SWIZZLE), then the
 // fused epilogue (bias, residual, activation: epilogue.cuh) in 16-byte stores.
 //
 // GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
@@ -19,19 +19,20 @@
 //    is a plain GEMM over M = N * OH * OW rows of x: A is one 2-D tiled TMA of x as [M][C],
 //    box BKC x BM rows, and a tile is BM consecutive rows, whatever the image or row they
 //    fall in (a 7x7 map fills 128-row tiles where 8x8 pixel tiles leave 23% idle).
-// Each k iteration is one (r, s, block of BKC = 128 bytes of channels: 64 f16/bf16, 32 f32):
-// A is TP * TQ rows of 128 bytes (consumer
-// g takes rows 64g..64g+63), B BN rows of 128 bytes, both in the layout the TMA's 128-byte
-// swizzle writes and wgmma's 128-byte-swizzle descriptors read (SBO 1024; each of the 4 k
-// steps, k16 for 16-bit types and k8 for tf32, is +32 bytes). f32 runs as tf32: the tensor
-// cores read each operand's top 19 bits.
+// Each k iteration is one (r, s, block of BKC = SWIZZLE bytes of channels: 128 bytes, 64
+// f16/bf16 or 32 f32, unless C's bytes need a narrower row: 64 or 32): A is TP * TQ rows of
+// SWIZZLE bytes (consumer g takes rows 64g..64g+63), B BN rows of SWIZZLE bytes, both in the
+// layout the TMA's swizzle writes and wgmma's descriptors of that swizzle read (SBO 8 *
+// SWIZZLE; each of the SWIZZLE / 32 k steps, k16 for 16-bit types and k8 for tf32, is +32
+// bytes). f32 runs as tf32: the tensor cores read each operand's top 19 bits.
 //
 // Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW; TP, TQ
 // (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
 // HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
 // arrive rounded to tf32, so that only the other is rounded in shared memory, or neither);
 // Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs);
-// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); Y_PITCH
+// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); SWIZZLE
+// (optional: 128, 64 or 32, above; 128 where absent); Y_PITCH
 // (optional: y a channel window of a concat's output, its pixels Y_PITCH elements apart).
 // Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
 // ph * SW + pw; FLAT: the one 2-D map), M w's tensor map, then x, w (what the maps read; named so
@@ -93,10 +94,10 @@ KILN_FN void round4(Shared<Pack<u32, 4>> p, int i) {
 template <class Cfg>
 KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u32 parity) {
   using G = Geometry<Cfg>;
-  const Shared<Pack<u32, 4>> a = view_as<Pack<u32, 4>>(stage + g * 64 * 128);
+  const Shared<Pack<u32, 4>> a = view_as<Pack<u32, 4>>(stage + g * 64 * G::SWZ);
   const Shared<Pack<u32, 4>> b = view_as<Pack<u32, 4>>(stage + G::A_BYTES);
   if constexpr (!a_tf32_of<Cfg>::value) // A_TF32: x rounded by its producer's epilogue
-    for (int i = t; i < 64 * 128 / 16; i += 128)
+    for (int i = t; i < 64 * G::SWZ / 16; i += 128)
       round4(a, i);
   if constexpr (!b_tf32_of<Cfg>::value) // B_TF32: the weights arrive rounded (prepare phase)
     for (int i = g * 128 + t; i < G::B_BYTES / 16; i += 128 * G::CONSUMERS)
@@ -121,13 +122,13 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     if constexpr (G::ROUND_TF32)
       round_stage<Cfg>(ring + s * G::STAGE_BYTES, rounded + s, g, thread_linear() % 128,
                        u32((it / G::STAGES) & 1));
-    const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * 128;
+    const Shared<u8> a = ring + s * G::STAGE_BYTES + g * 64 * G::SWZ;
     const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 4; ++k) // 128 bytes of channels = 4 k steps of 32 bytes
-      wgmma(acc, wgmma_desc(a + 32 * k, 128, 16, 1024), wgmma_desc(b + 32 * k, 128, 16, 1024),
-            k_it > 0 || k > 0, T{});
+    for (int k = 0; k < G::KSTEPS; ++k) // a swizzle row of channels: k steps of 32 bytes
+      wgmma(acc, wgmma_desc(a + 32 * k, G::SWZ, 16, 8 * G::SWZ),
+            wgmma_desc(b + 32 * k, G::SWZ, 16, 8 * G::SWZ), k_it > 0 || k > 0, T{});
     wgmma_commit();
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.

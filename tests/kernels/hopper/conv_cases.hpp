@@ -25,6 +25,7 @@ struct Instance {
   int N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
   bool bias, residual, relu;
   bool flat = false; // FLAT: x's rows are the GEMM's (TP 1, TQ = 64 * CONSUMERS)
+  int swizzle = 128; // SWIZZLE: the bytes of channels a k iteration brings
 };
 
 // As conv_instances.cpp declares them.
@@ -309,6 +310,76 @@ const Instance kInstances[] = {
      true,
      true,
      true},
+    // SWIZZLE 64 and 32: channels whose bytes are not a multiple of 128 (mobile nets).
+    {"F16_T8x8_BN64_S3_C1_W32",
+     0,
+     2,
+     16,
+     7,
+     7,
+     64,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     8,
+     64,
+     3,
+     1,
+     true,
+     false,
+     true,
+     false,
+     32},
+    {"BF16_FLAT_BN128_S3_C2_W64",
+     1,
+     2,
+     96,
+     6,
+     6,
+     128,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     1,
+     128,
+     128,
+     3,
+     2,
+     true,
+     true,
+     false,
+     true,
+     64},
+    {"TF32_T8x8_BN64_S2_C1_W64",
+     2,
+     1,
+     16,
+     6,
+     5,
+     64,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     8,
+     64,
+     2,
+     1,
+     true,
+     true,
+     true,
+     false,
+     64},
 };
 
 // A tensor of the instance's element type, as bytes.
@@ -340,13 +411,13 @@ struct Elems {
 
 KilnTensorMap map_of(const void* p, unsigned elem, int rank,
                      std::initializer_list<unsigned long long> dims,
-                     std::initializer_list<unsigned> box) {
+                     std::initializer_list<unsigned> box, int swizzle) {
   KilnTensorMap m;
   std::memset(&m, 0, sizeof m);
   m.global = p;
   m.rank = unsigned(rank);
   m.elem_bytes = elem;
-  m.swizzle = 128;
+  m.swizzle = unsigned(swizzle);
   unsigned long long stride = elem;
   int d = 0;
   for (auto x : dims) {
@@ -385,16 +456,16 @@ struct Problem {
     const unsigned long long e = elem(), c = (unsigned long long)in.C;
     if (in.flat) // one 2-D map of x as [N * H * W][C], boxes of 64 * CONSUMERS rows
       return {map_of(x0, elem(), 2, {c, (unsigned long long)in.N * in.H * in.W},
-                     {128 / elem(), unsigned(64 * in.CONSUMERS)})};
+                     {unsigned(in.swizzle) / elem(), unsigned(64 * in.CONSUMERS)}, in.swizzle)};
     for (int ph = 0; ph < in.SH; ++ph)
       for (int pw = 0; pw < in.SW; ++pw) {
         const auto* at =
             static_cast<const std::uint8_t*>(x0) + (std::size_t(ph) * in.W + pw) * c * e;
-        KilnTensorMap m = map_of(at, elem(), 4,
-                                 {c, (unsigned long long)((in.W - pw + in.SW - 1) / in.SW),
-                                  (unsigned long long)((in.H - ph + in.SH - 1) / in.SH),
-                                  (unsigned long long)in.N},
-                                 {128 / elem(), unsigned(in.TQ), unsigned(in.TP), 1});
+        KilnTensorMap m = map_of(
+            at, elem(), 4,
+            {c, (unsigned long long)((in.W - pw + in.SW - 1) / in.SW),
+             (unsigned long long)((in.H - ph + in.SH - 1) / in.SH), (unsigned long long)in.N},
+            {unsigned(in.swizzle) / elem(), unsigned(in.TQ), unsigned(in.TP), 1}, in.swizzle);
         m.strides[1] = in.SW * c * e;
         m.strides[2] = (unsigned long long)in.SH * in.W * c * e;
         m.strides[3] = (unsigned long long)in.H * in.W * c * e;
@@ -404,7 +475,7 @@ struct Problem {
   }
   KilnTensorMap w_map(const Instance& in, const void* at) const {
     return map_of(at, elem(), 2, {(unsigned long long)K, (unsigned long long)in.O},
-                  {128 / elem(), unsigned(in.BN)});
+                  {unsigned(in.swizzle) / elem(), unsigned(in.BN)}, in.swizzle);
   }
   // Output tiles (the template's TILES); a launch of fewer blocks is persistent.
   unsigned tiles(const Instance& in) const {
@@ -417,7 +488,8 @@ struct Problem {
   static unsigned threads(const Instance& in) { return unsigned(128 * (1 + in.CONSUMERS)); }
   static std::size_t smem(const Instance& in) {
     const int barriers = in.dtype == 2 ? 24 : 16; // tf32: a third barrier per stage
-    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * 128 + barriers * in.STAGES);
+    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * in.swizzle +
+                       barriers * in.STAGES);
   }
 
   // max |y - ref| / (|ref| + 1) over y, against the float64 convolution; every y finite.

@@ -140,6 +140,36 @@ struct BF16_T8x8_BN64_S2_C1_O21 {
   static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
   static constexpr Act ACT = Act::relu;
 };
+// SWIZZLE 32: 16 f16 channels (32 bytes) per k iteration; 3x3 over 7x7, bias, relu.
+struct F16_T8x8_BN64_S3_C1_W32 {
+  using T = f16;
+  static constexpr int N = 2, C = 16, H = 7, W = 7, O = 64, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 7, OW = 7, TP = 8, TQ = 8, BN = 64, STAGES = 3, CONSUMERS = 1,
+                       SWIZZLE = 32;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+// SWIZZLE 64: 96 bf16 channels (192 bytes: three 64-byte rows), flat, two consumers, residual.
+struct BF16_FLAT_BN128_S3_C2_W64 {
+  using T = bf16;
+  static constexpr int N = 2, C = 96, H = 6, W = 6, O = 128, KH = 1, KW = 1, SH = 1, SW = 1, PH = 0,
+                       PW = 0;
+  static constexpr int OH = 6, OW = 6, TP = 1, TQ = 128, BN = 128, STAGES = 3, CONSUMERS = 2,
+                       SWIZZLE = 64;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true, FLAT = true;
+  static constexpr Act ACT = Act::none;
+};
+// SWIZZLE 64 in f32: 16 channels, the tf32 rounding pass over 64-byte rows.
+struct TF32_T8x8_BN64_S2_C1_W64 {
+  using T = float;
+  static constexpr int N = 1, C = 16, H = 6, W = 5, O = 64, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 6, OW = 5, TP = 8, TQ = 8, BN = 64, STAGES = 2, CONSUMERS = 1,
+                       SWIZZLE = 64;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
@@ -161,3 +191,6 @@ KILN_HOPPER_CONV(TF32_FLAT_BN64_S2_C1_LINEAR)
 KILN_HOPPER_CONV(BF16_FLAT_BN256_S2_C1)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S2_C1_O20)
 KILN_HOPPER_CONV(BF16_T8x8_BN64_S2_C1_O21)
+KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_W32)
+KILN_HOPPER_CONV(BF16_FLAT_BN128_S3_C2_W64)
+KILN_HOPPER_CONV(TF32_T8x8_BN64_S2_C1_W64)

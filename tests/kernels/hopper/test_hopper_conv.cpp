@@ -126,7 +126,7 @@ TEST_CASE("Hopper conv instances compile with NVRTC for sm_90a: HGMMA, UTMALDG, 
 
 TEST_CASE("tensor-map descriptions are checked before the driver encodes them (NVRTC suite)") {
   alignas(16) static std::uint16_t data[64 * 64];
-  KilnTensorMap m = map_of(data, 2, 2, {64, 64}, {64, 32});
+  KilnTensorMap m = map_of(data, 2, 2, {64, 64}, {64, 32}, 128);
   CHECK(std::string(kiln::tensor_map_problem(m)).empty());
   KilnTensorMap bad = m;
   bad.box[0] = 72; // 144-byte rows under a 128-byte swizzle

@@ -50,13 +50,15 @@ constexpr int kMaxStages = 4;
 //   16-byte chunk a thread rounds (load, 4 cvt.rna, store, address).
 // - Latency: the producer warp keeps STAGES - 1 stages in flight; no consumer waits on its
 //   own loads, so nothing is exposed per step but what the ring's bytes do not cover.
-constexpr double kWgmmaKSteps = 4;   // per 128-byte stage
+constexpr double kWgmmaKSteps = 4;   // per 128-byte stage (a narrower swizzle: fewer)
 constexpr double kSyncPerStage = 8;  // per warp
 constexpr double kRoundPerChunk = 7; // tf32 rounding pass, per 16-byte chunk a thread rounds
 
-MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32, bool a_tf32) {
-  const double bm = 64.0 * consumers, row = 128;         // bytes of k per row per stage
-  const double warp_mmas = kWgmmaKSteps * 4 * consumers; // per stage and block
+MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32, bool a_tf32,
+                         int swizzle) {
+  const double bm = 64.0 * consumers, row = swizzle;  // bytes of k per row per stage
+  const double ksteps = kWgmmaKSteps * swizzle / 128; // wgmma k steps per stage
+  const double warp_mmas = ksteps * 4 * consumers;    // per stage and block
   const double stored = (bm + bn) * row;
   const double read = consumers * (64 + bn) * row;
   // tf32: every row read and written again, but B's where the weights arrive rounded and A's
@@ -71,9 +73,8 @@ MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32,
   l.peak_fraction = consumers == 2 ? 1.0 : 0.875;
   l.smem_bytes_per_mma = (stored + read + rounded) / warp_mmas;
   l.issue_per_mma =
-      (kWgmmaKSteps + kSyncPerStage + (pass ? chunks_per_thread * kRoundPerChunk : 0)) /
-      kWgmmaKSteps;
-  l.mmas_per_step = kWgmmaKSteps;
+      (ksteps + kSyncPerStage + (pass ? chunks_per_thread * kRoundPerChunk : 0)) / ksteps;
+  l.mmas_per_step = ksteps;
   l.exposed_clocks_per_step = 0;
   l.global_bytes_in_flight_per_block = (stages - 1) * stored;
   l.global_bytes_per_mma = stored / warp_mmas;
@@ -140,7 +141,14 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = *pr;
   const bool flat_ok = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0;
   const int64_t es = int64_t(dtype_size(t));
-  if (C * es % 128 != 0 || H < SH || W < SW || SH * SW > 9) return {};
+  // A stage brings `swizzle` bytes of channels, the widest swizzle row (128, 64 or 32
+  // bytes) C's bytes are a multiple of: 32 serves mobile nets' 16, 144 or 240 channels in f16,
+  // at 4 times the stages (and barriers) per k of 128.
+  const int64_t swizzle = C * es % 128 == 0  ? 128
+                          : C * es % 64 == 0 ? 64
+                          : C * es % 32 == 0 ? 32
+                                             : 0;
+  if (swizzle == 0 || H < SH || W < SW || SH * SW > 9) return {};
   // The template indexes with 32-bit ints.
   // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart.
   const int64_t y_pitch = linear ? 0 : s.arg("y").view_pitch;
@@ -169,7 +177,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       // A linear layer's 1x1 images fill a pixel tile's first row only.
       if (pt.flat ? !flat_ok : linear) continue;
       if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
-      const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * 128;
+      const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * swizzle;
       // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
       const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
       const int64_t stages =
@@ -183,13 +191,14 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       v.family = std::string(name());
       v.header = "conv/hopper/igemm_wgmma.cuh";
       v.function = "kiln::hopper_conv::conv_fwd";
-      v.name = fmt::format("{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}_{}{}_sm90a",
-                           linear ? "linear" : "conv2d", dtype_tag(t),
-                           pt.flat ? std::string(linear ? "flat" : "nhwc_flat")
-                                   : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
-                           bn, stages, pt.consumers, shape,
-                           fmt::format("{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
-                                       y_tf32 ? "_ytf32" : ""));
+      v.name = fmt::format(
+          "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}_{}{}_sm90a", linear ? "linear" : "conv2d",
+          dtype_tag(t),
+          pt.flat ? std::string(linear ? "flat" : "nhwc_flat")
+                  : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
+          bn, stages, pt.consumers, shape,
+          fmt::format("{}{}{}{}", swizzle < 128 ? fmt::format("_w{}", swizzle) : "",
+                      a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "", y_tf32 ? "_ytf32" : ""));
       cfg_type(v, "T", cpp_type(t));
       for (auto [k, val] : {std::pair{"N", N},
                             {"C", C},
@@ -214,6 +223,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       if (a_tf32) cfg_bool(v, "A_TF32", true);
       if (y_tf32) cfg_bool(v, "Y_TF32", true);
       if (pt.flat) cfg_bool(v, "FLAT", true);
+      if (swizzle < 128) cfg_int(v, "SWIZZLE", swizzle);
       cfg_pitch(v, "y", y_pitch);
       if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
       ep.cfg(v);
@@ -243,15 +253,16 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
           (pt.flat ? double(M) / double(m_tiles * bm)
                    : double(OH) / double(tiles_p * pt.tp) * double(OW) / double(tiles_q * pt.tq)) *
           double(O) / double(o_blocks * bn);
-      v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32);
+      v.loop =
+          wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32, int(swizzle));
       v.efficiency = kOutsideLoopEfficiency * util;
       v.note = fmt::format(
           "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA stages "
-          "(128-byte swizzle), {} x-map(s) + a w-map{}",
+          "({}-byte swizzle), {} x-map(s) + a w-map{}",
           linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
           pt.flat ? fmt::format("{}-row tile of x's rows", bm)
                   : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
-          pt.consumers, stages, SH * SW,
+          pt.consumers, stages, swizzle, SH * SW,
           es != 4            ? ""
           : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
           : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
@@ -272,17 +283,21 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
                 SW = cfg_int_of(v, "SW"), K = cfg_int_of(v, "KH") * cfg_int_of(v, "KW") * C;
   // A pitched x (a channel slice as a view): its pixels XP elements apart.
   const int64_t XP = xb.view_pitch > 0 ? xb.view_pitch : C;
+  // The rows' swizzle (SWIZZLE, 128 where absent): each box row is one swizzle row of channels.
+  int64_t swizzle = 128;
+  for (const CfgEntry& e : v.cfg)
+    if (e.name == "SWIZZLE") swizzle = std::get<int64_t>(e.value);
   std::vector<std::pair<std::string, TensorMapEncode>> maps;
   TensorMapEncode m;
   m.dtype = xb.dtype;
-  m.swizzle = 128;
+  m.swizzle = int(swizzle);
   m.element_strides = {1, 1, 1, 1};
   if (cfg_bool_of(v, "FLAT")) { // x as [N * H * W][C], boxes of BM rows
     m.buffer = xb.name;
     m.offset = 0;
     m.dims = {C, N * H * W};
     m.strides = {XP * es};
-    m.box = {128 / es, 64 * cfg_int_of(v, "CONSUMERS")};
+    m.box = {swizzle / es, 64 * cfg_int_of(v, "CONSUMERS")};
     m.element_strides = {1, 1};
     maps.push_back({"xmap0", m});
   } else
@@ -292,14 +307,14 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
         m.offset = (ph * W + pw) * XP * es;
         m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
         m.strides = {SW * XP * es, SH * W * XP * es, H * W * XP * es};
-        m.box = {128 / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
+        m.box = {swizzle / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
         maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
       }
   m.buffer = wb.name;
   m.offset = 0;
   m.dims = {K, O};
   m.strides = {K * es};
-  m.box = {128 / es, cfg_int_of(v, "BN")};
+  m.box = {swizzle / es, cfg_int_of(v, "BN")};
   m.element_strides = {1, 1};
   maps.push_back({"wmap", m});
   return maps;

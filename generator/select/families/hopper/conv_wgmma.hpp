@@ -26,7 +26,7 @@ bool is_hopper_conv(const Variant& v);
 // The tensor maps an instance of this family reads for step s, by argument role (xmap0..,
 // wmap), as tensor_map.encode describes them: x as SH * SW maps (one per row/column parity,
 // the template's comment; flat tiles: one 2-D map [N*H*W][C]), w as [O][KH*KW*C]; boxes of
-// 128 bytes of channels, 128-byte swizzle.
+// one swizzle row of channels (SWIZZLE bytes, 128 where the instance does not say).
 std::vector<std::pair<std::string, TensorMapEncode>> hopper_conv_maps(const Variant& v,
                                                                       const Plan& p, const Step& s);
 
