@@ -78,6 +78,9 @@ void run(const RunArgs& a) {
   dp.generate.lr = a.lr;
   a.plan.apply(dp.generate);
   if (a.dev.device != "cpu" || is_scheduled(dp.generate)) dp.gpu = load_gpu(a.gpu);
+  // Everything before the timed phases (generating and compiling, or the cache; the device,
+  // its libraries and modules; the weights): what a first run on a fresh machine waits for.
+  const auto t_prepare = std::chrono::steady_clock::now();
   DevicePlan d = make_device_plan(m, dp);
   const Plan& plan = d.plan;
   Backend* backend = d.backend.get();
@@ -98,6 +101,7 @@ void run(const RunArgs& a) {
   }
 
   const auto t0 = std::chrono::steady_clock::now();
+  const double prepared = std::chrono::duration<double>(t0 - t_prepare).count();
   ex.run("forward");
   if (a.train) ex.run("backward");
   if (a.train && a.update) ex.run("update");
@@ -126,7 +130,7 @@ void run(const RunArgs& a) {
   // On the device, what it holds: parameters, gradients, activations and workspaces.
   if (const auto* cuda = dynamic_cast<const CudaBackend*>(backend))
     fmt::print(", device arena {}", human_bytes(cuda->arena_bytes()));
-  fmt::print("{}\n", schedule_note);
+  fmt::print("{}, prepared in {:.1f} s\n", schedule_note, prepared);
   if (a.bench > 0) {
     // The step above warmed up (kernels loaded, graphs captured); the device warms up more.
     const StepTimes t = time_steps(*backend, a.dev.device == "gpu" ? 3 : 0, a.bench, [&] {

@@ -132,8 +132,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["dynamic_smem"] = r.variant.dynamic_smem;
     k["args"] = r.variant.args;
     k["math"] = math_name(r.variant.math);
-    // wgmma and setmaxnreg exist only for sm_90a (not plain sm_90): compiled for it alone.
-    if (is_hopper_conv(r.variant)) k["arch"] = "sm_90a";
+    // A kernel of an architecture-specific feature set (sm_90a) names it.
+    if (const std::string a = instance_arch(r.variant, g.arch); a != g.arch) k["arch"] = a;
     k["promises_no_spills"] = r.variant.promises_no_spills;
     k["nodes"] = r.nodes;
     k["chosen"] = r.chosen;

@@ -5,6 +5,8 @@
 #include "generator/compile/nvrtc.hpp"
 #include "generator/emit/instance.hpp"
 #include "generator/gpu/gpu_desc.hpp"
+#include "generator/select/families/hopper/conv_wgmma.hpp"
+#include "generator/select/families/hopper/tensor_map_binding.hpp"
 #include "generator/select/select.hpp"
 #include "runtime/emu/backend.hpp"
 #include "runtime/error.hpp"
@@ -128,7 +130,7 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
 std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs) {
   std::map<std::string, const Built*> distinct; // variant name + arch -> first use
   for (const Built& b : built)
-    distinct.emplace(b.variant.name + "@" + arch_of(b.gpu), &b);
+    distinct.emplace(b.variant.name + "@" + instance_arch(b.variant, arch_of(b.gpu)), &b);
   std::vector<const Built*> todo;
   for (auto& [k, b] : distinct)
     todo.push_back(b);
@@ -140,7 +142,7 @@ std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int job
     pool.emplace_back([&] {
       for (size_t i; (i = next++) < todo.size();) {
         const Built& b = *todo[i];
-        const std::string arch = arch_of(b.gpu);
+        const std::string arch = instance_arch(b.variant, arch_of(b.gpu));
         const std::string src = instance_source(b.variant, origin_for(b));
         const CompileOutput out = nvrtc_compile(src, b.variant.name + ".cu", b.variant.name, arch);
         std::lock_guard<std::mutex> lock(m);
@@ -184,10 +186,19 @@ BackendFactory emu_library(const std::vector<Built>& built, const std::string& d
   return [lib] { return std::make_unique<EmuBackend>(lib, EmuOptions{KILN_EMU_CHECK_ALL, 0}); };
 }
 
+// The spec's plan and its one step, with the tensor maps a Hopper variant reads bound (their
+// encode steps in a prepare phase), as kernel assignment binds them in a generated plan.
+std::pair<Plan, Step> bound_step(const Built& b) {
+  Plan p = spec_plan(b.spec);
+  const Step s = p.phases[0].steps[0];
+  Step bound = with_tensor_maps_of(p, s, b.variant);
+  return {std::move(p), std::move(bound)};
+}
+
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed, double density) {
-  const Plan p = spec_plan(b.spec);
-  KernelCheck r = check_step(p, p.phases[0].steps[0], kernel_of(b.variant),
-                             std::string(math_name(b.variant.math)), emu, seed, density);
+  const auto [p, s] = bound_step(b);
+  KernelCheck r = check_step(p, s, kernel_of(b.variant), std::string(math_name(b.variant.math)),
+                             emu, seed, density);
   r.node = b.spec.label + " on " + b.gpu;
   return r;
 }
@@ -203,9 +214,9 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
 
 Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::string, Tensor>& in,
                const std::string& out) {
-  const Plan one = spec_plan(b.spec);
+  const auto [one, step] = bound_step(b);
   const Kernel k = kernel_of(b.variant);
-  const Plan dev = single_step_plan(one, one.phases[0].steps[0], &k, false);
+  const Plan dev = single_step_plan(one, step, &k, false);
   EmuBackend backend(lib, EmuOptions{KILN_EMU_CHECK_ALL, 2});
   Executor e(dev, backend);
   const Step& s = dev.phases.back().steps[0];

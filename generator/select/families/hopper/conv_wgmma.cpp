@@ -127,6 +127,10 @@ std::optional<Problem> problem_of(const StepInfo& s) {
 
 bool is_hopper_conv(const Variant& v) { return v.family == "conv2d_hopper_wgmma"; }
 
+std::string instance_arch(const Variant& v, const std::string& gpu_arch) {
+  return is_hopper_conv(v) ? "sm_90a" : gpu_arch;
+}
+
 std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const std::optional<Problem> pr = problem_of(s);
   if (!pr) return {};

@@ -23,6 +23,10 @@ public:
 // Whether v is an instance of this family (its kernels read tensor maps).
 bool is_hopper_conv(const Variant& v);
 
+// The architecture v compiles for on a GPU of `gpu_arch`: sm_90a for this family (wgmma and
+// setmaxnreg exist only there, not on plain sm_90), the GPU's for every other.
+std::string instance_arch(const Variant& v, const std::string& gpu_arch);
+
 // The tensor maps an instance of this family reads for step s, by argument role (xmap0..,
 // wmap), as tensor_map.encode describes them: x as SH * SW maps (one per row/column parity,
 // the template's comment; flat tiles: one 2-D map [N*H*W][C]), w as [O][KH*KW*C]; boxes of
