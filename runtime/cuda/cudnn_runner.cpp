@@ -70,7 +70,12 @@ struct Prepared {
   cudnnActivationDescriptor_t relu = nullptr;
   int algo = 0;
   size_t workspace = 0;
+  // cudnnConvolutionBiasActivationForward takes the whole step (choose_fusion); its
+  // activation, relu or identity.
+  bool fused = false;
+  cudnnActivationDescriptor_t fused_act = nullptr;
   ~Prepared() {
+    if (fused_act) cudnnDestroyActivationDescriptor(fused_act);
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
     if (pool) cudnnDestroyPoolingDescriptor(pool);
     if (relu) cudnnDestroyActivationDescriptor(relu);
@@ -113,6 +118,10 @@ public:
     const float one = 1.f, zero = 0.f, beta = s.accumulate ? 1.f : 0.f;
     switch (s.fn) {
     case Fn::conv2d_forward:
+      if (p.fused) {
+        ck(fused_forward(s, p, ptr, workspace_), "cudnnConvolutionBiasActivationForward");
+        break;
+      }
       ck(cudnnConvolutionForward(handle_, &one, desc("x"), ptr("x"), p.filter->d, ptr("w"), p.conv,
                                  cudnnConvolutionFwdAlgo_t(p.algo), workspace_, p.workspace, &zero, desc("y"), ptr("y")),
          "cudnnConvolutionForward");
@@ -219,6 +228,7 @@ private:
       ck(cudnnSetConvolutionMathType(p->conv, w.dtype == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
          "cudnnSetConvolutionMathType");
       choose_algorithm(s, *p, ptr);
+      if (s.fn == Fn::conv2d_forward) choose_fusion(s, *p, ptr);
       break;
     }
     case Fn::maxpool2d_forward:
@@ -283,6 +293,44 @@ private:
     }
     if (ws) cudaFree(ws);
     algorithms_.emplace(key, std::make_pair(p.algo, p.workspace));
+  }
+
+  // y = act(conv(x) + residual + b) in one cuDNN call (z the residual, or y with weight 0).
+  template <class Ptr>
+  cudnnStatus_t fused_forward(const Step& s, const Prepared& p, Ptr ptr, void* workspace) const {
+    auto d = [&](const char* r) { return p.t.at(r)->d; };
+    const bool res = s.arg("residual") >= 0;
+    const float one = 1.f, zero = 0.f;
+    return cudnnConvolutionBiasActivationForward(
+        handle_, &one, d("x"), ptr("x"), p.filter->d, ptr("w"), p.conv,
+        cudnnConvolutionFwdAlgo_t(p.algo), workspace, p.workspace, res ? &one : &zero,
+        d(res ? "residual" : "y"), ptr(res ? "residual" : "y"), d("b"), ptr("b"), p.fused_act,
+        d("y"), ptr("y"));
+  }
+
+  // cuDNN's fused conv + bias (+ residual) + relu, where it takes the step: the peer a fused
+  // kiln kernel is held against. As separate calls, the bias and the residual each cost a
+  // pass over y through cudnnAddTensor's broadcast, and the relu another: per-layer cuDNN
+  // times on the H100 (bench/results/h100_2026-11-26) made no sense beside cuDNN inside
+  // PyTorch. Identity needs the implicit-precomp-GEMM algorithm (cuDNN's rule); whether
+  // cuDNN takes the configuration is asked once here, on the arena's bytes as
+  // choose_algorithm's benchmark does; a refusal keeps the separate calls.
+  template <class Ptr> void choose_fusion(const Step& s, Prepared& p, Ptr ptr) {
+    const Activation act = s.epilogue.activation;
+    if (s.arg("b") < 0 || s.accumulate || (act != Activation::relu && act != Activation::none))
+      return;
+    if (act == Activation::none && p.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+      return;
+    ck(cudnnCreateActivationDescriptor(&p.fused_act), "cudnnCreateActivationDescriptor");
+    ck(cudnnSetActivationDescriptor(
+           p.fused_act, act == Activation::relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+           CUDNN_NOT_PROPAGATE_NAN, 0.0),
+       "cudnnSetActivationDescriptor");
+    void* ws = nullptr;
+    if (p.workspace && cudaMalloc(&ws, p.workspace) != cudaSuccess) return;
+    p.fused = fused_forward(s, p, ptr, ws) == CUDNN_STATUS_SUCCESS;
+    cudaDeviceSynchronize(); // the trial finished before its workspace goes
+    if (ws) cudaFree(ws);
   }
 
   // The fastest deterministic algorithm (bit-identical runs); any, if none is.
