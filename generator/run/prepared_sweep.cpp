@@ -28,13 +28,13 @@ bool has_node(std::string_view layer, std::string_view name) {
 // none has is an error naming the layers there are.
 std::vector<WorkItem> only_layers(std::vector<WorkItem> items,
                                   const std::vector<std::string>& names) {
-  std::vector<WorkItem> kept;
+  const auto has = [](const WorkItem& it, std::string_view name) {
+    return std::any_of(it.layers.begin(), it.layers.end(),
+                       [&](const std::string& l) { return has_node(l, name); });
+  };
   for (const std::string& name : names) {
-    const bool found = std::any_of(items.begin(), items.end(), [&](const WorkItem& it) {
-      return std::any_of(it.layers.begin(), it.layers.end(),
-                         [&](const std::string& l) { return has_node(l, name); });
-    });
-    if (found) continue;
+    if (std::any_of(items.begin(), items.end(), [&](const WorkItem& it) { return has(it, name); }))
+      continue;
     std::vector<std::string> known;
     for (const WorkItem& it : items)
       for (const std::string& l : it.layers)
@@ -43,13 +43,11 @@ std::vector<WorkItem> only_layers(std::vector<WorkItem> items,
                 cat("no swept layer has a node named \"", name,
                     "\"; the swept layers: ", fmt::format("{}", fmt::join(known, ", "))));
   }
-  for (WorkItem& it : items)
-    if (std::any_of(it.layers.begin(), it.layers.end(), [&](const std::string& l) {
-          return std::any_of(names.begin(), names.end(),
-                             [&](const std::string& n) { return has_node(l, n); });
-        }))
-      kept.push_back(std::move(it));
-  return kept;
+  std::erase_if(items, [&](const WorkItem& it) {
+    return std::none_of(names.begin(), names.end(),
+                        [&](const std::string& n) { return has(it, n); });
+  });
+  return items;
 }
 
 } // namespace

@@ -118,12 +118,14 @@ KILN_FN void store_vectors(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
   constexpr int V = 16 / int(sizeof(T)), PACKS = 8 / V; // 16-byte accesses per 8 channels
-  // RUN blocks' bias and residual words in registers at once: 32 (16 beside two consumers'
-  // 168-register cap; more spilled the BN 256 instances).
-  constexpr int BLOCKS = Cfg::BN / 32, BUDGET = G::CONSUMERS == 2 ? 16 : 32;
+  // RUN blocks' bias and residual words in registers at once, 16 at most: beside BN 256's
+  // 128 accumulators, 32 spilled (two consumers' 168-register cap, and one consumer's 232 in
+  // bf16 with a residual).
+  constexpr int BLOCKS = Cfg::BN / 32, BUDGET = 16;
   constexpr int PER_BLOCK = 4 * PACKS * ((E::has_bias ? 1 : 0) + (E::has_residual ? 1 : 0));
   constexpr int FIT = PER_BLOCK > 0 ? BUDGET / PER_BLOCK : BLOCKS;
   constexpr int RUN = FIT < 1 ? 1 : FIT > BLOCKS ? BLOCKS : FIT;
+  static_assert(BLOCKS % RUN == 0, "runs of whole blocks");
   using P = Pack<T, V>;
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32, q = lane % 4;
 #pragma unroll

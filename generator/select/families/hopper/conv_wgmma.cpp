@@ -123,6 +123,15 @@ std::optional<Problem> problem_of(const StepInfo& s) {
                  w[3],  a.stride[0], a.stride[1], a.padding[0], a.padding[1], y[2], y[3]};
 }
 
+// The bytes of channels a stage brings per row, its swizzle: the widest swizzle row (128, 64
+// or 32 bytes) `channel_bytes` is a multiple of; 0 where none is. 32 serves mobile nets' 16,
+// 144 or 240 channels in f16, at 4 times the stages (and barriers) per k of 128.
+int64_t row_swizzle(int64_t channel_bytes) {
+  for (int64_t w : {128, 64, 32})
+    if (channel_bytes % w == 0) return w;
+  return 0;
+}
+
 } // namespace
 
 bool is_hopper_conv(const Variant& v) { return v.family == "conv2d_hopper_wgmma"; }
@@ -145,13 +154,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = *pr;
   const bool flat_ok = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0;
   const int64_t es = int64_t(dtype_size(t));
-  // A stage brings `swizzle` bytes of channels, the widest swizzle row (128, 64 or 32
-  // bytes) C's bytes are a multiple of: 32 serves mobile nets' 16, 144 or 240 channels in f16,
-  // at 4 times the stages (and barriers) per k of 128.
-  const int64_t swizzle = C * es % 128 == 0  ? 128
-                          : C * es % 64 == 0 ? 64
-                          : C * es % 32 == 0 ? 32
-                                             : 0;
+  const int64_t swizzle = row_swizzle(C * es);
   if (swizzle == 0 || H < SH || W < SW || SH * SW > 9) return {};
   // The template indexes with 32-bit ints.
   // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart.
@@ -287,10 +290,8 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
                 SW = cfg_int_of(v, "SW"), K = cfg_int_of(v, "KH") * cfg_int_of(v, "KW") * C;
   // A pitched x (a channel slice as a view): its pixels XP elements apart.
   const int64_t XP = xb.view_pitch > 0 ? xb.view_pitch : C;
-  // The rows' swizzle (SWIZZLE, 128 where absent): each box row is one swizzle row of channels.
-  int64_t swizzle = 128;
-  for (const CfgEntry& e : v.cfg)
-    if (e.name == "SWIZZLE") swizzle = std::get<int64_t>(e.value);
+  // Each box row is one swizzle row of channels, as candidates() chose it (SWIZZLE).
+  const int64_t swizzle = row_swizzle(C * es);
   std::vector<std::pair<std::string, TensorMapEncode>> maps;
   TensorMapEncode m;
   m.dtype = xb.dtype;
