@@ -16,6 +16,7 @@ struct CompileArgs {
   std::string cache_dir;
   bool no_cache = false;
   std::string arch;
+  bool no_sass = false;
 };
 
 } // namespace
@@ -33,6 +34,9 @@ void add_compile(CLI::App& app) {
   cmd->add_flag("--no-cache", a->no_cache, "neither read nor write the cache");
   cmd->add_option("--arch", a->arch,
                   "compile for another architecture than the descriptor's (sm_75, ...)");
+  cmd->add_flag("--no-sass", a->no_sass,
+                "skip the SASS census (cuobjdump -sass of every kernel, ~0.4 s of CPU each, "
+                "recorded in the manifest's compiled.sass where a disassembler is found)");
   cmd->callback([a] {
     CompileOptions o;
     o.compiler = a->compiler;
@@ -40,6 +44,7 @@ void add_compile(CLI::App& app) {
     o.cache_dir = a->cache_dir;
     o.use_cache = !a->no_cache;
     o.arch = a->arch;
+    o.sass = !a->no_sass;
     o.progress = ProgressLine::stderr_is_terminal();
     const CompileSummary s = compile_dir(a->dir, o);
     for (const std::string& w : s.warnings)

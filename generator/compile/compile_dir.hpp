@@ -23,6 +23,10 @@ struct CompileOptions {
   bool use_cache = true;
   bool progress = false;          // a progress line on stderr
   std::string arch;               // override the manifest's architecture (sm_75, ...)
+  // Each kernel's SASS census into the manifest where a disassembler is found (~0.4 s of
+  // CPU a kernel, run in the compile pool): `kiln compile` asks for it; the commands that
+  // compile on the way to running (run, bench, tune, check) do not.
+  bool sass = false;
 };
 
 struct CompileSummary {

@@ -69,7 +69,8 @@ std::optional<SassCensus> sass_census(const std::string& cubin) {
                 {"env", "PATH=" + dir.string() + (path ? ":" + std::string(path) : "")});
   }
   const ProcessResult r = run_process(argv);
-  if (r.exit_code != 0) throw Error(cubin, "", cat("cuobjdump -sass failed: ", r.output));
+  if (r.exit_code != 0)
+    throw Error(cubin, "", cat(tool, " -sass exited with ", r.exit_code, ": ", r.output));
   return parse_sass(r.output);
 }
 

@@ -2,7 +2,8 @@
 // instructions a kernel issues and how many (HMMA: Ampere-style mma.sync; HGMMA: Hopper's
 // wgmma), whether it loads through TMA (UTMALDG), and whether it touches local memory
 // (LDL/STL: spills or stack arrays). `kiln compile` records it per kernel in the manifest
-// when a disassembler is present; `make test` fetches one from PyPI into build/tools
+// when a disassembler is present (`kiln compile` only, not the compiles inside run or bench);
+// `make test` fetches one from PyPI into build/tools
 // (nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm) for the census test, since the Debian
 // toolkit lacks it.
 #pragma once
