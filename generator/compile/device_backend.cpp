@@ -34,8 +34,12 @@ BackendFactory compiled_backends(const std::string& dir, const std::string& devi
     throw Error("", "--device", cat("\"", device, "\" runs no generated kernels (emu or gpu)"));
   co.compiler = "nvrtc";
   compile_and_warn(dir, co);
-  return [dir, co2 = o.cuda]() -> std::unique_ptr<Backend> {
-    auto cuda = std::make_unique<CudaBackend>(dir, co2);
+  return cuda_backends(dir, o.cuda);
+}
+
+BackendFactory cuda_backends(const std::string& dir, const CudaOptions& o) {
+  return [dir, o]() -> std::unique_ptr<Backend> {
+    auto cuda = std::make_unique<CudaBackend>(dir, o);
     cuda->set_library(make_cudnn_runner());
     return cuda;
   };

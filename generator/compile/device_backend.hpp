@@ -24,4 +24,9 @@ struct DeviceBackendOptions {
 BackendFactory compiled_backends(const std::string& dir, const std::string& device,
                                  const DeviceBackendOptions& o = {});
 
+// The factory of CUDA backends (with the cuDNN runner) on a directory compile_dir has
+// compiled, without compiling: the same kernels opened with other options (the sweep checks
+// launch by launch and times under CUDA graphs).
+BackendFactory cuda_backends(const std::string& dir, const CudaOptions& o);
+
 } // namespace kiln

@@ -31,7 +31,7 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
   const std::string gdir = dir + "/generated";
   DeviceBackendOptions bo;
   bo.progress = o.progress;
-  bo.cuda.graphs = false; // one launch per check and per timed run
+  bo.cuda.graphs = false; // one launch per check
   SweepDevice dev;
   dev.name = o.device;
   if (!mine.empty()) dev.check = compiled_backends(gdir, o.device, bo); // a finished rerun: none
@@ -40,7 +40,12 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     to.runs = o.runs;
     to.warmup = o.warmup;
     to.l2_bytes = g.l2_bytes;
-    dev.time = [make = dev.check, to](const Plan& single) {
+    // Timed under CUDA graphs, as `kiln run` runs a network: a cuDNN call's host work
+    // (100-250 us a call on the H100, above most of its convs' device time) would otherwise
+    // sit between the events (bench/results/h100_2026-11-26b).
+    CudaOptions timed;
+    timed.graphs = true;
+    dev.time = [make = cuda_backends(gdir, timed), to](const Plan& single) {
       const auto cuda = make();
       return time_rotated(single, *cuda, to);
     };

@@ -101,3 +101,62 @@ TEST_CASE("timing: rotated copies exceed twice the L2 and stay a valid plan") {
   CHECK(r.buffers[5].offset == 2 * 512 + 256);
   CHECK(r.phases[0].steps[2].args[1].buffer == 5);
 }
+
+namespace {
+
+// Records what time_rotated asks of a backend, and clocks each timed body by its steps.
+struct RecordingBackend final : Backend {
+  std::vector<std::string> calls;
+  int steps_in_body = 0;
+  std::string_view name() const override { return "recording"; }
+  void prepare(const Plan&) override { calls.push_back("prepare"); }
+  void upload(int, const Tensor&) override {}
+  Tensor download(int) override { return Tensor(DType::f32, {1}); }
+  void poison(int) override {}
+  void run(const Step& s) override {
+    ++steps_in_body;
+    calls.push_back("run " + std::to_string(s.args[0].buffer));
+  }
+  void begin_phase(const Phase& p) override { calls.push_back("begin " + p.name); }
+  void end_phase(const Phase& p) override { calls.push_back("end " + p.name); }
+  double time_ms(const std::function<void()>& body) override {
+    steps_in_body = 0;
+    body();
+    return 2.0 * steps_in_body; // 2 ms a step
+  }
+};
+
+} // namespace
+
+TEST_CASE("timing: a timed run is every copy back to back in one phase, per copy") {
+  // A phase is what the cuda backend captures as a CUDA graph: inside one, no host work of a
+  // launch or a cuDNN call reaches the device's clock.
+  Plan p;
+  p.buffers = {Buffer{"x", {2, 3}, DType::f32, BufferRole::input, 0},
+               Buffer{"y", {2, 3}, DType::f32, BufferRole::output, 256}};
+  p.inputs = {0};
+  p.outputs = {1};
+  p.arena_bytes = 512;
+  Step s;
+  s.fn = Fn::relu_forward;
+  s.op = OpKind::relu;
+  s.args = {{"x", 0}, {"y", 1}};
+  p.phases.push_back(Phase{"forward", {s}});
+  TimingOptions o;
+  o.l2_bytes = 1024; // 2 * 1024 / 512 + 2 = 6 copies
+  o.runs = 20;
+  o.warmup = 5;
+  RecordingBackend b;
+  const DeviceTiming t = time_rotated(p, b, o);
+  CHECK(t.median_ms == doctest::Approx(2.0)); // 12 ms for 6 copies
+  CHECK(t.runs == 20);
+  // prepare, then 2 warm-up and 20 timed runs, each: begin, the 6 copies in order, end.
+  REQUIRE(b.calls.size() == 1 + 22 * 8);
+  CHECK(b.calls[0] == "prepare");
+  for (size_t r = 0; r < 22; ++r) {
+    CHECK(b.calls[1 + 8 * r] == "begin forward");
+    for (size_t c = 0; c < 6; ++c)
+      CHECK(b.calls[2 + 8 * r + c] == "run " + std::to_string(2 * c));
+    CHECK(b.calls[8 + 8 * r] == "end forward");
+  }
+}
