@@ -79,6 +79,7 @@ template <class T> KILN_FN Shared<T> dynamic_shared(int byte_offset = 0) {
 
 // ---- synchronisation and warp collectives (full warps) ------------------------------------
 KILN_FN void sync_threads() { __syncthreads(); }
+KILN_FN void sync_warp() { __syncwarp(); } // orders the warp's shared-memory accesses too
 template <class T> KILN_FN T shfl_xor(T v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 template <class T> KILN_FN T shfl_down(T v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
 template <class T> KILN_FN T shfl_idx(T v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }

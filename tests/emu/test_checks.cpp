@@ -168,3 +168,35 @@ TEST_CASE("misuse the emulator can only see at run time") {
   const std::string trap = try_launch("trap", config({2, 1, 1}, {32, 1, 1}), {buf(out)});
   CHECK(contains(trap, "block (0,0,0), thread (3,0,0): __trap() called"));
 }
+
+TEST_CASE("__syncwarp orders a warp's shared-memory exchange; without it, a race") {
+  // The Hopper conv's epilogue stages each warp's rows through shared memory between two
+  // sync_warp()s (conv/hopper/epilogue.cuh).
+  std::vector<int> in(64), out(128);
+  for (int i = 0; i < 64; ++i)
+    in[std::size_t(i)] = 3 * i + 1;
+  auto run = [&](int mode) {
+    std::vector<int> m{mode};
+    std::fill(out.begin(), out.end(), -1);
+    return try_launch("warp_exchange", config({1, 1, 1}, {64, 1, 1}, kAll, 1),
+                      {buf(in, "in"), buf(out, "out"), buf(m, "mode")});
+  };
+  const std::string ok = run(1);
+  INFO(ok);
+  CHECK(ok.empty());
+  for (int t = 0; t < 64; ++t) {
+    const int from = 32 * (t / 32) + (t % 32 + 31) % 32;
+    CHECK(out[std::size_t(2 * t)] == in[std::size_t(from)]);
+    CHECK(out[std::size_t(2 * t + 1)] == 2 * in[std::size_t(from)]);
+  }
+  const std::string none = run(0);
+  INFO(none);
+  CHECK(contains(none, "shared-memory race"));
+  CHECK(contains(none, "reads it"));
+  const std::string war = run(2); // the next lane's read, then this lane's write: no sync
+  CHECK(contains(war, "shared-memory race"));
+  CHECK(contains(war, "this thread writes it"));
+  const std::string cross = run(3); // warp 0's slots: __syncwarp orders one warp only
+  INFO(cross);
+  CHECK(contains(cross, "shared-memory race"));
+}

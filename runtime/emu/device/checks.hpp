@@ -4,7 +4,8 @@
 //
 // Race rule, per byte: a read by thread t of a byte written in the current barrier epoch by
 // another thread, or a write by t of a byte another thread read or wrote in the current
-// epoch. Atomics conflict with plain accesses of other threads, not with each other.
+// epoch, unless that thread is a lane of t's warp and a __syncwarp() both passed lies between
+// (sync_warp). Atomics conflict with plain accesses of other threads, not with each other.
 #pragma once
 
 #include "runtime/emu/device/report.hpp"
@@ -112,6 +113,20 @@ std::string who(const Block& b, u16 id) {
        shared_place(a.b, a.off + i).c_str(), who(a.b, a.s[i].writer).c_str());
 }
 
+// Whether thread `other`'s access to byte i, stamped with its warp_syncs in `stamps`, is
+// ordered before this thread's by a __syncwarp(): a lane of this warp, and this thread has
+// passed a __syncwarp() since (the collective waits for every lane, the other among them).
+bool warp_synced(const Access& a, std::size_t i, u16 other, const u32* stamps) {
+  return a.b.warp_stamp && other < kAtomicWriter && other / 32 == a.me / 32 &&
+         a.f.warp_syncs > stamps[a.off + i];
+}
+bool write_synced(const Access& a, std::size_t i, u16 other) {
+  return warp_synced(a, i, other, a.b.warp_stamp);
+}
+bool read_synced(const Access& a, std::size_t i, u16 other) {
+  return warp_synced(a, i, other, a.b.warp_stamp ? a.b.warp_stamp + kMaxShared : nullptr);
+}
+
 // Conflicts of a write (plain, atomic or async) with earlier accesses of this epoch.
 void check_write(const Access& a, std::size_t i, bool atomic) {
   const Shadow& e = a.s[i];
@@ -119,10 +134,12 @@ void check_write(const Access& a, std::size_t i, bool atomic) {
   if (e.writer == kAsyncWriter) return; // the async proxy's writes are ordered by mbarriers
   if (e.wstamp >= a.b.block_epoch) {
     if (e.writer & kPendingCopy) pending(a, i, "this thread writes");
-    if (e.wstamp == epoch && e.writer != a.me && !(atomic && e.writer == kAtomicWriter))
+    if (e.wstamp == epoch && e.writer != a.me && !(atomic && e.writer == kAtomicWriter) &&
+        !write_synced(a, i, e.writer))
       race(a, i, "writes", "wrote", e.writer);
   }
-  if (e.rstamp == epoch && e.reader != a.me) race(a, i, "writes", "read", e.reader);
+  if (e.rstamp == epoch && e.reader != a.me && !read_synced(a, i, e.reader))
+    race(a, i, "writes", "read", e.reader);
 }
 
 } // namespace
@@ -141,14 +158,18 @@ void shadow_read(const void* p, std::size_t n) {
         check_async_read(a.b, a.f, a.off + i);
       } else {
         if (e.writer & kPendingCopy) pending(a, i, "this thread reads");
-        if (e.wstamp == a.b.epoch && e.writer != a.me) race(a, i, "reads", "wrote", e.writer);
+        if (e.wstamp == a.b.epoch && e.writer != a.me && !write_synced(a, i, e.writer))
+          race(a, i, "reads", "wrote", e.writer);
       }
     }
     if (checks & KILN_EMU_CHECK_RACE) {
-      if (e.rstamp != a.b.epoch) {
+      // One reader since a __syncwarp() of its warp counts as the only one (kManyReaders
+      // would forbid every later write of the epoch).
+      if (e.rstamp != a.b.epoch || e.reader == a.me || read_synced(a, i, e.reader)) {
         e.rstamp = a.b.epoch;
         e.reader = a.me;
-      } else if (e.reader != a.me) {
+        if (a.b.warp_stamp) a.b.warp_stamp[kMaxShared + a.off + i] = a.f.warp_syncs;
+      } else {
         e.reader = kManyReaders;
       }
     }
@@ -161,6 +182,7 @@ void shadow_write(const void* p, std::size_t n) {
     if (a.b.checks & KILN_EMU_CHECK_RACE) check_write(a, i, false);
     a.s[i].wstamp = a.b.epoch;
     a.s[i].writer = a.me;
+    if (a.b.warp_stamp) a.b.warp_stamp[a.off + i] = a.f.warp_syncs;
     if (a.b.hop.tag) a.b.hop.tag[a.off + i] = a.f.hop.proxy_fences + 1; // generic proxy
   }
 }

@@ -141,6 +141,11 @@ KILN_FN T shfl_idx(emu::SharedRef<T> v, int lane,
                    ::kiln::emu::Site w = ::kiln::emu::Site::current()) {
   return __shfl_sync(0xffffffffu, T(static_cast<emu::SharedRef<T>&&>(v)), lane, 32, w);
 }
+// __syncwarp(): every lane arrives (a collective), then each counts it for the race checks.
+KILN_FN void sync_warp(::kiln::emu::Site w = ::kiln::emu::Site::current()) {
+  __ballot_sync(0xffffffffu, 1, w);
+  ++emu::self()->warp_syncs;
+}
 KILN_FN u32 ballot(bool pred, ::kiln::emu::Site w = ::kiln::emu::Site::current()) {
   return __ballot_sync(0xffffffffu, pred, w);
 }

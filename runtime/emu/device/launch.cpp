@@ -42,6 +42,7 @@ struct Worker {
   std::vector<PendingCopy> pending; // cp.async tracking, allocated when a launch checks races
   std::vector<std::uint32_t> tag;   // async-proxy tracking (hopper_state.hpp), likewise
   std::vector<std::uint32_t> observed; // mbarrier phases each thread saw complete, likewise
+  std::vector<std::uint32_t> warp_stamp; // Block::warp_stamp, likewise
   std::size_t poisoned = 0;         // arena bytes used since the last poisoning
   u32 epoch = 0;
   Block block{};
@@ -58,6 +59,7 @@ struct Worker {
   void prepare(int nthreads, bool shadowed, bool races) {
     stacks.reserve(nthreads);
     if (races && pending.empty()) pending.resize(std::size_t(kMaxThreads) * kMaxPendingCopies);
+    if (races && warp_stamp.empty()) warp_stamp.resize(2 * kMaxShared);
     if (races && tag.empty()) {
       tag.resize(kMaxShared);
       observed.resize(std::size_t(kMaxThreads) * kMaxMbarriers);
@@ -105,6 +107,8 @@ void run_worker(LaunchState& st, Worker& w) {
   b.arena = w.arena;
   b.shadow = w.shadow;
   b.pending = w.pending.data();
+  b.warp_stamp =
+      w.warp_stamp.empty() || !(L.checks & KILN_EMU_CHECK_RACE) ? nullptr : w.warp_stamp.data();
   b.hop.tag = w.tag.empty() || !(L.checks & KILN_EMU_CHECK_RACE) ? nullptr : w.tag.data();
   b.hop.observed = b.hop.tag ? w.observed.data() : nullptr;
   b.dyn_bytes = L.dynamic_smem;

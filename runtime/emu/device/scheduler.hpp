@@ -127,6 +127,7 @@ inline bool run_block(Block& b, u64 lb) {
     f.wait = Wait::None;
     f.npending = 0;
     f.open_group = 0;
+    f.warp_syncs = 0;
     f.pending = b.pending ? b.pending + std::size_t(i) * kMaxPendingCopies : nullptr;
     f.hop = HopperFiber{};
     prepare_fiber(f, fiber_main);

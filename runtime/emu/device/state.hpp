@@ -105,6 +105,9 @@ struct Fiber {
   int npending;
   u32 open_group;
   PendingCopy* pending; // kMaxPendingCopies entries, owned by the worker
+  // __syncwarp()s this thread has passed: a byte a lane of its warp wrote (or read) before
+  // one of them is ordered before this thread's later accesses (race checks, checks.hpp).
+  u32 warp_syncs;
   HopperFiber hop;
 #if !defined(KILN_EMU_ASM_SWITCH)
   ucontext_t ctx;
@@ -132,6 +135,9 @@ struct Block {
   u32 epoch;            // current barrier epoch
   u32 block_epoch;      // epoch at block start
   PendingCopy* pending; // per thread, kMaxPendingCopies each (race checks only)
+  // Per arena byte, its last writer's and last reader's warp_syncs at the access:
+  // [0, kMaxShared) written, [kMaxShared, 2 kMaxShared) read (race checks only).
+  u32* warp_stamp;
   HopperBlock hop;
   // Scheduling.
   char* slots;

@@ -99,101 +99,95 @@ KILN_FN void store_registers(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int
   }
 }
 
-// Pair j (0..3) of v, j known only at run time: selects, not a local-memory array.
-KILN_FN float pick4(const float (&v)[4], int j) {
-  return j == 0 ? v[0] : j == 1 ? v[1] : j == 2 ? v[2] : v[3];
-}
-
-// The epilogue in 16-byte accesses (Geometry::VECTOR_Y). In the fragments, the 4 lanes of a
-// quad hold row r's channels 8c + 2q, 8c + 2q + 1 (q the lane's place in the quad) for every
-// 8-channel group c; a 4x4 transpose of pairs across the quad (three shfl.xor) gives lane q
-// all 8 channels of group 4b + q, 32 channels a block b. Then bias, residual and y move as
-// 16-byte pieces (a warp's store: 8 rows x 64 bytes for 16-bit y) where the fragments stored
-// 4-byte ones (8 rows x 16 bytes), a quarter of the store instructions. Each run of RUN
-// blocks loads its bias and residual before it stores (the compiler may not move a load past
-// a store to y, which it could alias).
+// The epilogue through shared memory (Geometry::VECTOR_Y), a 128-byte slice of channels (64
+// f16/bf16 or 32 f32) at a time. Each lane computes its fragment pairs in float (bias and
+// residual pairs loaded for the whole slice before anything is stored: the compiler may not
+// move a load past a store to y, which it could alias) and stores them into its warp's 16
+// rows x 128 bytes of `staging`; after a __syncwarp each lane reads back 16-byte chunks of
+// whole rows and stores them to y, four rows of 128 bytes per warp instruction. The slice's
+// 16-byte chunk k of row R lives at chunk k ^ (R % 8): the pair stores (8 rows x 4 lanes)
+// and the chunk reads (8 lanes a row) each meet every bank once. It replaces a 4x4 transpose
+// of pairs across each quad by shuffles, whose run-time-indexed selects compiled into ~130
+// dependent, branching instructions per 8 channels: with one warp per scheduler (1 block per
+// SM), the H100 stored at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
 template <class Cfg>
-KILN_FN void store_vectors(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl) {
+KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
+                          Shared<u8> staging) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
-  constexpr int V = 16 / int(sizeof(T)), PACKS = 8 / V; // 16-byte accesses per 8 channels
-  // RUN blocks' bias and residual words in registers at once, 16 at most: beside BN 256's
-  // 128 accumulators, 32 spilled (two consumers' 168-register cap, and one consumer's 232 in
-  // bf16 with a residual).
-  constexpr int BLOCKS = Cfg::BN / 32, BUDGET = 16;
-  constexpr int PER_BLOCK = 4 * PACKS * ((E::has_bias ? 1 : 0) + (E::has_residual ? 1 : 0));
-  constexpr int FIT = PER_BLOCK > 0 ? BUDGET / PER_BLOCK : BLOCKS;
-  constexpr int RUN = FIT < 1 ? 1 : FIT > BLOCKS ? BLOCKS : FIT;
-  static_assert(BLOCKS % RUN == 0, "runs of whole blocks");
-  using P = Pack<T, V>;
-  const int t = thread_linear() % 128, w = t / 32, lane = t % 32, q = lane % 4;
+  using Pair = typename pick<sizeof(T) == 2, u32, u64>::type; // two elements as one word
+  constexpr int SLICE = 128 / int(sizeof(T));                 // channels in a slice: 64 or 32
+  constexpr int GROUPS = SLICE / 8; // the fragments' 8-channel groups in a slice
+  constexpr int SLICES = Cfg::BN / SLICE;
+  constexpr int PER_CHUNK = 16 / int(sizeof(T)); // channels in a 16-byte chunk
+  const int t = thread_linear() % 128, w = t / 32, lane = t % 32, q = lane % 4, r = lane / 4;
+  const Shared<u8> mine = staging + (4 * g + w) * G::STAGING_PER_WARP;
+  // The rows this lane's fragments hold (r, r + 8 of the warp's 16), and the four it stores
+  // (4j + lane / 8), as y's rows; chunk k of a row is this lane's to store.
+  i64 frow[2], srow[4];
+  bool fin[2], sin[4];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    i64 row; // all four lanes of a quad share it: the shuffles below stay convergent
-    const bool in = row_of<Cfg>(tl, 64 * g + 16 * w + lane / 4 + 8 * h, row);
+  for (int h = 0; h < 2; ++h)
+    fin[h] = row_of<Cfg>(tl, 64 * g + 16 * w + r + 8 * h, frow[h]);
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    sin[j] = row_of<Cfg>(tl, 64 * g + 16 * w + 4 * j + lane / 8, srow[j]);
+  const int k = lane % 8;
 #pragma unroll // constant register indices: the accumulators stay in registers
-    for (int b0 = 0; b0 < BLOCKS; b0 += RUN) {
-      P bias[RUN][PACKS] = {}, res[RUN][PACKS] = {};
+  for (int sl = 0; sl < SLICES; ++sl) {
+    const int base = tl.o0 + sl * SLICE; // the slice's first channel
+    if (base >= G::O) break;             // the same for the whole warp
+    Pair bw[GROUPS], rw[2][GROUPS];      // raw bias and residual pairs; zero bits: 0.0
 #pragma unroll
-      for (int j = 0; j < RUN; ++j) {
-        const int o = tl.o0 + 32 * (b0 + j) + 8 * q;
-        if (!in || o >= G::O) continue; // O % 8 == 0: a group is all in or all out
+    for (int c = 0; c < GROUPS; ++c) {
+      const int o = base + 8 * c + 2 * q;
+      bw[c] = rw[0][c] = rw[1][c] = 0;
+      if (o >= G::O) continue; // O % 8 == 0: pairs are all in or all out
+      if constexpr (E::has_bias)
+        bw[c] = view_as<const Pair>(arg<const T>(args, G::kArgBias) + o)[0];
 #pragma unroll
-        for (int k = 0; k < PACKS; ++k) {
-          if constexpr (E::has_bias)
-            bias[j][k] = view_as<const P>(arg<const T>(args, G::kArgBias) + o)[k];
-          if constexpr (E::has_residual)
-            res[j][k] = view_as<const P>(arg<const T>(args, G::kArgRes) + (row * G::O + o))[k];
-        }
+      for (int h = 0; h < 2; ++h)
+        if constexpr (E::has_residual)
+          if (fin[h])
+            rw[h][c] =
+                view_as<const Pair>(arg<const T>(args, G::kArgRes) + (frow[h] * G::O + o))[0];
+    }
+    sync_warp(); // the previous slice's chunks have been read back
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = r + 8 * h;
+#pragma unroll
+      for (int c = 0; c < GROUPS; ++c) {
+        const int i = 4 * (sl * GROUPS + c) + 2 * h; // pair c of row h in the fragments
+        const T v0 =
+            from_float<T>(E::apply(acc[i], to_float(lo<T>(bw[c])), to_float(lo<T>(rw[h][c]))));
+        const T v1 =
+            from_float<T>(E::apply(acc[i + 1], to_float(hi<T>(bw[c])), to_float(hi<T>(rw[h][c]))));
+        const int byte = (8 * c + 2 * q) * int(sizeof(T)); // in the row's 128
+        const int at = R * 128 + ((byte / 16) ^ (R % 8)) * 16 + byte % 16;
+        view_as<Pair>(mine + at)[0] = pair(v0, v1);
       }
+    }
+    sync_warp();
 #pragma unroll
-      for (int j = 0; j < RUN; ++j) {
-        const int b = b0 + j, o = tl.o0 + 32 * b + 8 * q;
-        // v[c]: this lane's pair of group 4b + c; out[p]: pair p of group 4b + q.
-        float v0[4], v1[4], out0[4], out1[4];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int i = 4 * (4 * b + c) + 2 * h;
-          v0[c] = acc[i], v1[c] = acc[i + 1];
-        }
-#pragma unroll
-        for (int k = 0; k < 4; ++k) { // lane q ^ k sends its pair of group 4b + q
-          const float x0 = pick4(v0, q ^ k), x1 = pick4(v1, q ^ k);
-          const float y0 = k == 0 ? x0 : shfl_xor(x0, k), y1 = k == 0 ? x1 : shfl_xor(x1, k);
-#pragma unroll
-          for (int p = 0; p < 4; ++p)
-            if (p == (q ^ k)) out0[p] = y0, out1[p] = y1;
-        }
-        if (!in || o >= G::O) continue;
-        // y as 32-bit words, 4 to a 16-byte store.
-        constexpr int PER_WORD = 4 / int(sizeof(T)) > 0 ? 4 / int(sizeof(T)) : 1;
-        Pack<u32, 4> words[PACKS];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float a = e % 2 ? out1[e / 2] : out0[e / 2];
-          const u32 bits = bits_of(from_float<T>(
-              E::apply(a, to_float(bias[j][e / V].e[e % V]), to_float(res[j][e / V].e[e % V]))));
-          u32& word = words[e / V].e[e % V / PER_WORD];
-          if (e % PER_WORD == 0)
-            word = bits;
-          else
-            word |= bits << 16;
-        }
-        const Global<uint4> dst = view_as<uint4>(arg<T>(args, G::kArgY) + (row * G::YP + o));
-#pragma unroll
-        for (int k = 0; k < PACKS; ++k)
-          store16(dst + k, make_uint4(words[k].e[0], words[k].e[1], words[k].e[2], words[k].e[3]));
-      }
+    for (int j = 0; j < 4; ++j) {
+      const int R = 4 * j + lane / 8, o = base + k * PER_CHUNK;
+      const Pack<u32, 4> v = view_as<Pack<u32, 4>>(mine + R * 128 + (k ^ (R % 8)) * 16)[0];
+      if (sin[j] && o < G::O)
+        store16(view_as<uint4>(arg<T>(args, G::kArgY) + (srow[j] * G::YP + o)),
+                make_uint4(v.e[0], v.e[1], v.e[2], v.e[3]));
     }
   }
 }
 
-// The epilogue for one tile: 16-byte accesses where the groups are aligned, else pairs.
+// The epilogue for one tile: through shared memory in 16-byte accesses where the groups are
+// aligned, else pairs from registers.
 template <class Cfg>
-KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl) {
+KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
+                   Shared<u8> staging) {
   if constexpr (Geometry<Cfg>::VECTOR_Y)
-    store_vectors<Cfg>(args, acc, g, tl);
+    store_staged<Cfg>(args, acc, g, tl, staging);
   else
     store_registers<Cfg>(args, acc, g, tl);
 }

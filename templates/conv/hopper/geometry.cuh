@@ -50,6 +50,9 @@ template <class Cfg> struct Geometry {
   // residual and the bias 16-byte aligned, for the epilogue's 16-byte accesses (epilogue.cuh).
   static constexpr int YP = int(y_pitch_of<Cfg, O>::value);
   static constexpr bool VECTOR_Y = O % 8 == 0 && YP % 8 == 0;
+  // VECTOR_Y: the epilogue stages y through shared memory, each warp 16 rows x 128 bytes.
+  static constexpr int STAGING_PER_WARP = 16 * 128;
+  static constexpr int STAGING = VECTOR_Y ? 4 * CONSUMERS * STAGING_PER_WARP : 0;
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);
   static constexpr int M_TILES = FLAT ? ceil_div(ROWS, BM) : Cfg::N * TILES_P * TILES_Q;
@@ -66,16 +69,18 @@ template <class Cfg> struct Geometry {
                 "FLAT: a 1x1, stride-1, unpadded conv (x's rows are the GEMM's), TP = 1");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
-  static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + 1024 <= 227 * 1024, "shared memory");
+  static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + STAGING + 1024 <= 227 * 1024,
+                "shared memory");
   static_assert(SH >= 1 && SW >= 1 && Cfg::OH == (Cfg::H + 2 * Cfg::PH - KH) / SH + 1 &&
                     Cfg::OW == (Cfg::W + 2 * Cfg::PW - KW) / SW + 1,
                 "output size of a dilation-1 convolution");
 };
 
-// Dynamic shared memory a launch needs: the ring (1024-byte aligned) and the barriers.
+// Dynamic shared memory a launch needs: the ring (1024-byte aligned), the epilogue's staging
+// and the barriers, in that order.
 template <class Cfg> KILN_CONST int smem_bytes() {
   using G = Geometry<Cfg>;
-  return 1024 + G::STAGES * G::STAGE_BYTES + 8 * G::BARRIERS * G::STAGES;
+  return 1024 + G::STAGES * G::STAGE_BYTES + G::STAGING + 8 * G::BARRIERS * G::STAGES;
 }
 
 // Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:

@@ -1,7 +1,8 @@
 // Implicit-GEMM convolution forward for Hopper (sm_90a): TMA loads into a multi-stage ring
 // completed by mbarriers, one producer warpgroup (one elected thread issues the copies) and
 // CONSUMERS warpgroups computing with wgmma from swizzled shared memory (SWIZZLE), then the
-// fused epilogue (bias, residual, activation: epilogue.cuh) in 16-byte stores.
+// fused epilogue (bias, residual, activation: epilogue.cuh) through shared memory in 16-byte
+// stores.
 //
 // GEMM view: M = output pixels, N = output channels (O), K = KH * KW * C. x is NHWC, w OHWI
 // (its rows are K-major: [O][KH*KW*C]), y NHWC.
@@ -147,7 +148,8 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   const Shared<u8> base = dynamic_shared<u8>(0);
   const int pad = int((1024 - smem_address(base) % 1024) % 1024); // swizzle atoms: 1024-aligned
   const Shared<u8> ring = base + pad;
-  const Shared<u64> full = view_as<u64>(ring + G::STAGES * G::STAGE_BYTES);
+  const Shared<u8> staging = ring + G::STAGES * G::STAGE_BYTES; // the epilogue's (STAGING)
+  const Shared<u64> full = view_as<u64>(staging + G::STAGING);
   const Shared<u64> empty = full + G::STAGES;
   const int wg = thread_linear() / 128;
   if (thread_linear() == 0) {
@@ -175,7 +177,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
       const Tile tl = tile_at<Cfg>(tile);
       consume<Cfg>(acc, ring, full, empty, wg - 1, ring_it);
-      store<Cfg>(args, acc, wg - 1, tl);
+      store<Cfg>(args, acc, wg - 1, tl, staging);
     }
   }
 }

@@ -488,7 +488,10 @@ struct Problem {
   static unsigned threads(const Instance& in) { return unsigned(128 * (1 + in.CONSUMERS)); }
   static std::size_t smem(const Instance& in) {
     const int barriers = in.dtype == 2 ? 24 : 16; // tf32: a third barrier per stage
-    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * in.swizzle +
+    // The epilogue's staging where y's channel groups are 16-byte aligned (VECTOR_Y; no
+    // instance has a pitched y).
+    const int staging = in.O % 8 == 0 ? 4 * in.CONSUMERS * 16 * 128 : 0;
+    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * in.swizzle + staging +
                        barriers * in.STAGES);
   }
 

@@ -178,6 +178,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const double bytes = double((numel(xb.shape) + numel(s.shape("w")) + (ep.bias ? O : 0)) * es) +
                        double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
   const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
+  // The template's VECTOR_Y: its epilogue stages y through shared memory, 16 rows x 128 bytes
+  // a warp (STAGING in conv/hopper/geometry.cuh).
+  const bool staged = O % 8 == 0 && (y_pitch > 0 ? y_pitch : O) % 8 == 0;
   std::vector<Variant> out;
   for (const PixelTile& pt : kPixelTiles)
     for (int bn : kBns) {
@@ -187,8 +190,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * swizzle;
       // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
       const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
+      const int64_t staging = staged ? 4 * pt.consumers * 16 * 128 : 0;
       const int64_t stages =
-          std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + barriers));
+          std::min<int64_t>(kMaxStages, (smem_limit - 1024 - staging) / (stage + barriers));
       if (stages < 2) continue;
       const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
       const int64_t m_tiles = pt.flat ? (M + bm - 1) / bm : N * tiles_p * tiles_q;
@@ -248,7 +252,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       // consumers store this one's; priced by its tiles' waves, which are the same.
       v.grid = {std::min<int64_t>(tiles, s.gpu.sm_count), 1, 1};
       v.work_blocks = tiles;
-      v.dynamic_smem = 1024 + stages * stage + barriers * stages;
+      v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages;
       // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
       // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
       // (ptxas' report, NVRTC 13 for sm_90a).
