@@ -3,17 +3,23 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper models_rest r50_big bench_r50,
-# about 450 s with the start: the H100 run of 2026-11-26 measured the Hopper convs with a
-# residual 3-5x slower than predicted; since then every epilogue loads before it stores, the
-# Hopper family's stores 16 bytes at a time and its grid is persistent, unmeasured; and the gpu
-# suite from densenet121 on never finished; then, in a second call, layers_all mobile_eager):
+# PARTS (default, what the next session should see first: hopper bench_r50_256 ncu r50_big,
+# about 420 s with the start: the H100 runs of 2026-11-26 (bench/results/h100_2026-11-26b)
+# measured resnet50 f16 at batch 256 at 0.67x the cuDNN-only plan, the layers whose time is
+# their epilogue storing ~3 bytes per clock per SM; since then the Hopper epilogue stages y
+# through shared memory (no shuffles) and `kiln bench` times cuDNN under CUDA graphs, both
+# unmeasured; then, in a second call, layers_all mobile):
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
 #   models_rest (the gpu suite from densenet121 on), vgg16 (its tf32 kernels checked, and the
 #   whole network's error beside cuDNN's);
-#   timed, one after another on a quiet GPU: r50 (resnet50 inference against PyTorch), r50_big
+#   timed, one after another on a quiet GPU: bench_r50_256 (resnet50 f16 b256's chosen
+#   kernels against cuDNN per layer, the issue's target: limit BENCH_R50_256_LIMIT, default
+#   150 s), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
+#   and without a residual, and its 3x3 14x14 conv: speed of light, memory, warp stall
+#   reasons, issue; `--clock-control none`; ncu_r50_details.txt; limit 120 s),
+#   r50 (resnet50 inference against PyTorch), r50_big
 #   (f16 at batch 32 and 256, 170 s; the H100 run of 2026-11-26 took 100 s), r50_f32
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
 #   layers_all (every variant of four resnet50 f16 b32 layers, the 3x3 convs at 28x28, 14x14
@@ -38,7 +44,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper models_rest r50_big bench_r50}
+parts=${*:-hopper bench_r50_256 ncu r50_big}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -52,7 +58,7 @@ S=$out/summary.txt
   $K --version
   $K gpu detect -o $W/gpu.json && cat $W/gpu.json
 } >> "$S" 2>&1
-pack() { tar -C $W -czf "$out/.r$BASHPID" --exclude='work*' --exclude='generated' . && mv "$out/.r$BASHPID" "$out/results.tgz"; }
+pack() { tar -C $W -czf "$out/.r$BASHPID" --exclude='work*' --exclude='generated' --exclude='*.ncu-rep' . && mv "$out/.r$BASHPID" "$out/results.tgz"; }
 part() { # NAME SECONDS CMD...: runs CMD in the bundle under a limit, its output in W/NAME.log
   local name=$1 limit=$2 t0=$(date +%s)
   shift 2
@@ -79,7 +85,19 @@ vgg16_tf32() { # vgg16 in f32 (tf32 on tensor cores): every kernel's error, and 
   done
   return $rc
 }
-export -f check_r50 vgg16_tf32
+ncu_r50() { # where the epilogue-bound Hopper convs spend their time (hardware counters)
+  local N
+  N=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  $N --version || return 1
+  python3 -c 'import numpy as np; np.save("/tmp/x32.npy", np.random.RandomState(0).standard_normal((32,3,224,224)).astype(np.float32))'
+  $N --clock-control none -f -o $W/ncu_r50 -c 6 \
+    -k 'regex:hopper_wgmma.*(c64h56w56_o256k1x1s1x1p0x0_bias_|c256h14w14_o256k3x3)' \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+    $K run resnet50 --device gpu --dtype f16 --input /tmp/x32.npy --bench 2 || return 1
+  $N --import $W/ncu_r50.ncu-rep --page details > $W/ncu_r50_details.txt
+}
+export -f check_r50 vgg16_tf32 ncu_r50
 export K W
 has() { [[ " $parts " == *" $1 "* ]]; }
 # Correctness side by side.
@@ -99,6 +117,9 @@ has r50_big && part r50_big 170 python3 bench/resnet50_inference.py "$K" --batch
   --out $W/resnet50_inference_big
 has r50_f32 && part r50_f32 80 python3 bench/resnet50_inference.py "$K" --batches 1,32 --dtypes f32 --runs 20 \
   --out $W/resnet50_inference_f32
+has bench_r50_256 && part bench_r50_256 ${BENCH_R50_256_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 256 \
+  --variants default --runs 20 -o $W/bench_r50_256
+has ncu && part ncu_r50 120 bash -c ncu_r50
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
