@@ -189,6 +189,10 @@ TEST_CASE("__syncwarp orders a warp's shared-memory exchange; without it, a race
     CHECK(out[std::size_t(2 * t)] == in[std::size_t(from)]);
     CHECK(out[std::size_t(2 * t + 1)] == 2 * in[std::size_t(from)]);
   }
+  const std::string shared = run(4); // four lanes read a slot its owner then rewrites
+  INFO(shared);
+  CHECK(shared.empty());
+  CHECK(out[2 * 33 + 1] == 2 * in[32 + 5]); // lane 1 of warp 1 read lane 5's second value
   const std::string none = run(0);
   INFO(none);
   CHECK(contains(none, "shared-memory race"));

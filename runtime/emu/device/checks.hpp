@@ -96,9 +96,12 @@ Access access(const void* p, std::size_t n) {
   return Access{f, b, off, b.shadow + off, u16(f.linear)};
 }
 
+std::string cat_warp(int w) { return "lanes of warp " + std::to_string(w); }
+
 std::string who(const Block& b, u16 id) {
   if (id == kAtomicWriter) return "atomics";
   if (id == kManyReaders) return "other threads";
+  if ((id & kWarpReaders) == kWarpReaders) return cat_warp(id & ~kWarpReaders);
   return "thread " + thread_name(b, id & ~kPendingCopy);
 }
 
@@ -117,8 +120,11 @@ std::string who(const Block& b, u16 id) {
 // ordered before this thread's by a __syncwarp(): a lane of this warp, and this thread has
 // passed a __syncwarp() since (the collective waits for every lane, the other among them).
 bool warp_synced(const Access& a, std::size_t i, u16 other, const u32* stamps) {
-  return a.b.warp_stamp && other < kAtomicWriter && other / 32 == a.me / 32 &&
-         a.f.warp_syncs > stamps[a.off + i];
+  const int warp = (other & kWarpReaders) == kWarpReaders && other != kManyReaders
+                       ? other & ~kWarpReaders
+                   : other < kAtomicWriter ? other / 32
+                                           : -1;
+  return a.b.warp_stamp && warp == a.me / 32 && a.f.warp_syncs > stamps[a.off + i];
 }
 bool write_synced(const Access& a, std::size_t i, u16 other) {
   return warp_synced(a, i, other, a.b.warp_stamp);
@@ -163,12 +169,19 @@ void shadow_read(const void* p, std::size_t n) {
       }
     }
     if (checks & KILN_EMU_CHECK_RACE) {
-      // One reader since a __syncwarp() of its warp counts as the only one (kManyReaders
-      // would forbid every later write of the epoch).
+      // A reader since a __syncwarp() of its warp counts as the only one, lanes of one warp
+      // as that warp (rstamp their latest count): kManyReaders would forbid every later
+      // write of the epoch.
+      u32* rsync = a.b.warp_stamp ? a.b.warp_stamp + kMaxShared + a.off + i : nullptr;
+      const u16 mine = u16(kWarpReaders | (a.me / 32));
       if (e.rstamp != a.b.epoch || e.reader == a.me || read_synced(a, i, e.reader)) {
         e.rstamp = a.b.epoch;
         e.reader = a.me;
-        if (a.b.warp_stamp) a.b.warp_stamp[kMaxShared + a.off + i] = a.f.warp_syncs;
+        if (rsync) *rsync = a.f.warp_syncs;
+      } else if (rsync &&
+                 (e.reader == mine || (e.reader < kAtomicWriter && e.reader / 32 == a.me / 32))) {
+        e.reader = mine;
+        *rsync = std::max(*rsync, a.f.warp_syncs);
       } else {
         e.reader = kManyReaders;
       }
@@ -229,7 +242,11 @@ void async_wait(int n) {
     }
     for (u32 j = 0; j < 16; ++j) {
       Shadow& e = b.shadow[c.offset + j];
-      if (e.writer == u16(f.linear | kPendingCopy)) e.writer = u16(f.linear);
+      if (e.writer == u16(f.linear | kPendingCopy)) {
+        e.writer = u16(f.linear);
+        // Landed now: other lanes see it after a __syncwarp() that follows this wait.
+        if (b.warp_stamp) b.warp_stamp[c.offset + j] = f.warp_syncs;
+      }
     }
   }
   f.npending = kept;

@@ -77,6 +77,8 @@ struct Shadow {
 inline constexpr u16 kPendingCopy = 0x8000;
 inline constexpr u16 kAtomicWriter = 0x7ffe;
 inline constexpr u16 kManyReaders = 0xffff;
+// Shadow::reader: several lanes of warp w read it since a __syncwarp() (kWarpReaders | w).
+inline constexpr u16 kWarpReaders = 0xc000;
 
 struct PendingCopy {
   u32 offset; // arena byte offset of the 16 bytes

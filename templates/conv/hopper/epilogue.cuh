@@ -99,17 +99,49 @@ KILN_FN void store_registers(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int
   }
 }
 
+// Slice `sl`'s residual rows and bias into `buf` by cp.async (the epilogue below): this lane
+// copies 16-byte chunk k of the four rows it will store (srow, sin), lanes 0-7 chunk `lane`
+// of the bias; what lies past the output is zero-filled, never read.
+template <class Cfg>
+KILN_FN void fetch_slice(const KernelArgs& args, Shared<u8> buf, const Tile& tl, int sl,
+                         const i64 (&srow)[4], const bool (&sin)[4], int lane) {
+  using G = Geometry<Cfg>;
+  using T = typename Cfg::T;
+  using E = epilogue_of<Cfg>;
+  constexpr int SLICE = 128 / int(sizeof(T)), PER_CHUNK = 16 / int(sizeof(T));
+  const int k = lane % 8, o = tl.o0 + sl * SLICE + k * PER_CHUNK;
+  if constexpr (E::has_residual) {
+    const Global<const T> res = arg<const T>(args, G::kArgRes);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int R = 4 * j + lane / 8;
+      const bool valid = sin[j] && o < G::O;
+      cp_async_16(view_as<T>(buf + R * 128 + (k ^ (R % 8)) * 16),
+                  valid ? res + (srow[j] * G::O + o) : res, valid);
+    }
+  }
+  if constexpr (E::has_bias)
+    if (lane < 8) {
+      const Global<const T> bias = arg<const T>(args, G::kArgBias);
+      cp_async_16(view_as<T>(buf + 16 * 128 + 16 * k), o < G::O ? bias + o : bias, o < G::O);
+    }
+}
+
 // The epilogue through shared memory (Geometry::VECTOR_Y), a 128-byte slice of channels (64
-// f16/bf16 or 32 f32) at a time. Each lane computes its fragment pairs in float (bias and
-// residual pairs loaded for the whole slice before anything is stored: the compiler may not
-// move a load past a store to y, which it could alias) and stores them into its warp's 16
-// rows x 128 bytes of `staging`; after a __syncwarp each lane reads back 16-byte chunks of
-// whole rows and stores them to y, four rows of 128 bytes per warp instruction. The slice's
-// 16-byte chunk k of row R lives at chunk k ^ (R % 8): the pair stores (8 rows x 4 lanes)
-// and the chunk reads (8 lanes a row) each meet every bank once. It replaces a 4x4 transpose
-// of pairs across each quad by shuffles, whose run-time-indexed selects compiled into ~130
-// dependent, branching instructions per 8 channels: with one warp per scheduler (1 block per
-// SM), the H100 stored at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
+// f16/bf16 or 32 f32) at a time, in the warp's staging: 16 rows x 128 bytes (and, with a bias
+// or residual, 128 bytes of bias; two such buffers, alternating). The slice's residual rows
+// and bias come by cp.async, issued a slice ahead (the first at the tile's start), so no
+// load's latency stands between stores (the compiler may not move a load past a store to y,
+// which it could alias: the H100 run of 2026-11-26 measured the convs with a residual 3-5x
+// slower than predicted when each load waited so). Each lane then applies bias, residual
+// and activation to its fragment pairs in float, in place: its pair of y goes where its pair
+// of the residual was. After a __syncwarp each lane reads back 16-byte chunks of whole rows
+// and stores them to y, four rows of 128 bytes per warp instruction. Chunk k of row R lives
+// at chunk k ^ (R % 8): the pair accesses (8 rows x 4 lanes) and the chunk accesses (8 lanes
+// a row) each meet every bank once. It replaces a 4x4 transpose of pairs across each quad by
+// shuffles, whose run-time-indexed selects compiled into ~130 dependent, branching
+// instructions per 8 channels: with one warp per scheduler (1 block per SM), the H100 stored
+// at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
 template <class Cfg>
 KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
                           Shared<u8> staging) {
@@ -121,59 +153,58 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
   constexpr int GROUPS = SLICE / 8; // the fragments' 8-channel groups in a slice
   constexpr int SLICES = Cfg::BN / SLICE;
   constexpr int PER_CHUNK = 16 / int(sizeof(T)); // channels in a 16-byte chunk
+  constexpr bool LOADS = G::STAGED_LOADS;
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32, q = lane % 4, r = lane / 4;
   const Shared<u8> mine = staging + (4 * g + w) * G::STAGING_PER_WARP;
-  // The rows this lane's fragments hold (r, r + 8 of the warp's 16), and the four it stores
-  // (4j + lane / 8), as y's rows; chunk k of a row is this lane's to store.
-  i64 frow[2], srow[4];
-  bool fin[2], sin[4];
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-    fin[h] = row_of<Cfg>(tl, 64 * g + 16 * w + r + 8 * h, frow[h]);
+  // The four rows of the warp's 16 this lane fetches and stores (4j + lane / 8), as y's rows
+  // (false past the output: their residual is zero-filled, their pairs never stored); chunk
+  // k of a row is this lane's.
+  i64 srow[4];
+  bool sin[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     sin[j] = row_of<Cfg>(tl, 64 * g + 16 * w + 4 * j + lane / 8, srow[j]);
   const int k = lane % 8;
+  // A lane copies into exactly the chunks it reads back, after reading them back: no fetch
+  // waits for the other lanes.
+  if constexpr (LOADS) {
+    fetch_slice<Cfg>(args, mine, tl, 0, srow, sin, lane);
+    cp_async_commit();
+  }
 #pragma unroll // constant register indices: the accumulators stay in registers
   for (int sl = 0; sl < SLICES; ++sl) {
     const int base = tl.o0 + sl * SLICE; // the slice's first channel
     if (base >= G::O) break;             // the same for the whole warp
-    Pair bw[GROUPS], rw[2][GROUPS];      // raw bias and residual pairs; zero bits: 0.0
-#pragma unroll
-    for (int c = 0; c < GROUPS; ++c) {
-      const int o = base + 8 * c + 2 * q;
-      bw[c] = rw[0][c] = rw[1][c] = 0;
-      if (o >= G::O) continue; // O % 8 == 0: pairs are all in or all out
-      if constexpr (E::has_bias)
-        bw[c] = view_as<const Pair>(arg<const T>(args, G::kArgBias) + o)[0];
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if constexpr (E::has_residual)
-          if (fin[h])
-            rw[h][c] =
-                view_as<const Pair>(arg<const T>(args, G::kArgRes) + (frow[h] * G::O + o))[0];
+    const Shared<u8> buf = mine + (sl % 2) * (LOADS ? G::STAGING_BUFFER : 0);
+    if constexpr (LOADS) {
+      if (sl + 1 < SLICES && base + SLICE < G::O)
+        fetch_slice<Cfg>(args, mine + ((sl + 1) % 2) * G::STAGING_BUFFER, tl, sl + 1, srow, sin,
+                         lane);
+      cp_async_commit();
+      cp_async_wait<1>(); // this lane's copies of slice sl have landed
     }
-    sync_warp(); // the previous slice's chunks have been read back
+    sync_warp(); // every lane's have (and without loads: the previous readback is done)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int R = r + 8 * h;
 #pragma unroll
       for (int c = 0; c < GROUPS; ++c) {
-        const int i = 4 * (sl * GROUPS + c) + 2 * h; // pair c of row h in the fragments
-        const T v0 =
-            from_float<T>(E::apply(acc[i], to_float(lo<T>(bw[c])), to_float(lo<T>(rw[h][c]))));
-        const T v1 =
-            from_float<T>(E::apply(acc[i + 1], to_float(hi<T>(bw[c])), to_float(hi<T>(rw[h][c]))));
+        const int i = 4 * (sl * GROUPS + c) + 2 * h;       // pair c of row h in the fragments
         const int byte = (8 * c + 2 * q) * int(sizeof(T)); // in the row's 128
         const int at = R * 128 + ((byte / 16) ^ (R % 8)) * 16 + byte % 16;
-        view_as<Pair>(mine + at)[0] = pair(v0, v1);
+        Pair bw = 0, rw = 0; // zero bits: 0.0 in every T
+        if constexpr (E::has_bias) bw = view_as<const Pair>(buf + 16 * 128 + byte)[0];
+        if constexpr (E::has_residual) rw = view_as<const Pair>(buf + at)[0];
+        const T v0 = from_float<T>(E::apply(acc[i], to_float(lo<T>(bw)), to_float(lo<T>(rw))));
+        const T v1 = from_float<T>(E::apply(acc[i + 1], to_float(hi<T>(bw)), to_float(hi<T>(rw))));
+        view_as<Pair>(buf + at)[0] = pair(v0, v1);
       }
     }
     sync_warp();
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int R = 4 * j + lane / 8, o = base + k * PER_CHUNK;
-      const Pack<u32, 4> v = view_as<Pack<u32, 4>>(mine + R * 128 + (k ^ (R % 8)) * 16)[0];
+      const Pack<u32, 4> v = view_as<Pack<u32, 4>>(buf + R * 128 + (k ^ (R % 8)) * 16)[0];
       if (sin[j] && o < G::O)
         store16(view_as<uint4>(arg<T>(args, G::kArgY) + (srow[j] * G::YP + o)),
                 make_uint4(v.e[0], v.e[1], v.e[2], v.e[3]));

@@ -3,6 +3,7 @@
 // computes.
 #pragma once
 
+#include "common/epilogue.cuh"
 #include "common/kiln.cuh"
 
 namespace kiln::hopper_conv {
@@ -50,8 +51,12 @@ template <class Cfg> struct Geometry {
   // residual and the bias 16-byte aligned, for the epilogue's 16-byte accesses (epilogue.cuh).
   static constexpr int YP = int(y_pitch_of<Cfg, O>::value);
   static constexpr bool VECTOR_Y = O % 8 == 0 && YP % 8 == 0;
-  // VECTOR_Y: the epilogue stages y through shared memory, each warp 16 rows x 128 bytes.
-  static constexpr int STAGING_PER_WARP = 16 * 128;
+  // VECTOR_Y: the epilogue stages y through shared memory, each warp 16 rows x 128 bytes of
+  // channels a slice; with a bias or residual, two buffers that also hold the slice's residual
+  // rows and bias, brought by cp.async a slice ahead (epilogue.cuh).
+  static constexpr bool STAGED_LOADS = epilogue_of<Cfg>::has_bias || epilogue_of<Cfg>::has_residual;
+  static constexpr int STAGING_BUFFER = 16 * 128 + (STAGED_LOADS ? 128 : 0);
+  static constexpr int STAGING_PER_WARP = (STAGED_LOADS ? 2 : 1) * STAGING_BUFFER;
   static constexpr int STAGING = VECTOR_Y ? 4 * CONSUMERS * STAGING_PER_WARP : 0;
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);

@@ -47,7 +47,8 @@ extern "C" __global__ void warp_sum(KernelArgs args) {
 // Lanes exchange values through shared memory, two rounds: each lane writes its slot, reads
 // the previous lane's (lane 0 lane 31's; mode 2 the next lane's; mode 3 warp 1 warp 0's), then
 // overwrites its own slot. sync_warp between the steps orders them (args[2][0]: 0 none, 1
-// all, 2 the first only, 3 all, but a __syncwarp does not order another warp's writes);
+// all, 2 the first only, 3 all, but a __syncwarp does not order another warp's writes; 4
+// all, four lanes reading each of eight slots);
 // out = the two reads. Without a sync (mode 0) lane 0 reads its own slot: the emulator runs
 // lanes in order, and lane 31's would not be written yet.
 extern "C" __global__ void warp_exchange(KernelArgs args) {
@@ -56,14 +57,15 @@ extern "C" __global__ void warp_exchange(KernelArgs args) {
   const int mode = arg<const int>(args, 2)[0];
   KILN_SHARED_ARRAY(int, slot, 64);
   const int t = int(threadIdx.x), w = t / 32, lane = t % 32;
-  const int from = mode == 3   ? (w == 1 ? t - 32 : t)
+  const int from = mode == 4   ? 32 * w + (lane / 4 * 4 + 5) % 32 // four readers a slot
+                   : mode == 3 ? (w == 1 ? t - 32 : t)
                    : mode == 0 ? (lane == 0 ? t : t - 1)
                    : mode == 2 ? 32 * w + (lane + 1) % 32 // read before its owner rewrites it
                                : 32 * w + (lane + 31) % 32;
   slot[t] = in[t];
   if (mode != 0) sync_warp();
   const int first = slot[from];
-  if (mode == 1 || mode == 3) sync_warp();
+  if (mode == 1 || mode >= 3) sync_warp();
   slot[t] = 2 * in[t];
   if (mode != 0) sync_warp();
   out[2 * t] = first;

@@ -490,7 +490,8 @@ struct Problem {
     const int barriers = in.dtype == 2 ? 24 : 16; // tf32: a third barrier per stage
     // The epilogue's staging where y's channel groups are 16-byte aligned (VECTOR_Y; no
     // instance has a pitched y).
-    const int staging = in.O % 8 == 0 ? 4 * in.CONSUMERS * 16 * 128 : 0;
+    const int per_warp = in.bias || in.residual ? 2 * (16 * 128 + 128) : 16 * 128;
+    const int staging = in.O % 8 == 0 ? 4 * in.CONSUMERS * per_warp : 0;
     return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * in.swizzle + staging +
                        barriers * in.STAGES);
   }

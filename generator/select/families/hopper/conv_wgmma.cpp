@@ -190,7 +190,11 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * swizzle;
       // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
       const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
-      const int64_t staging = staged ? 4 * pt.consumers * 16 * 128 : 0;
+      // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
+      // bytes of bias (STAGING_PER_WARP).
+      const bool loads = ep.bias || ep.residual;
+      const int64_t staging =
+          staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
       const int64_t stages =
           std::min<int64_t>(kMaxStages, (smem_limit - 1024 - staging) / (stage + barriers));
       if (stages < 2) continue;
