@@ -75,13 +75,10 @@ TEST_CASE("merge: other GPU identities, kiln versions or devices are refused") {
   CHECK_THROWS_AS(merge_tuning_dbs({}), Error);
 }
 
-TEST_CASE("timing: rotated copies exceed twice the L2 and stay a valid plan") {
-  TimingOptions o;
-  o.l2_bytes = 50 << 20;
-  CHECK(rotation_copies(1 << 20, o) == 102); // 100 MiB / 1 MiB + 2
-  CHECK(rotation_copies(int64_t(1) << 30, o) == 2);
-  o.max_bytes = 8 << 20;
-  CHECK(rotation_copies(1 << 20, o) == 8); // capped by memory
+namespace {
+
+// A single-step plan: y = relu(x) over 512 bytes of arena.
+Plan one_relu_plan() {
   Plan p;
   p.buffers = {Buffer{"x", {2, 3}, DType::f32, BufferRole::input, 0},
                Buffer{"y", {2, 3}, DType::f32, BufferRole::output, 256}};
@@ -93,6 +90,19 @@ TEST_CASE("timing: rotated copies exceed twice the L2 and stay a valid plan") {
   s.op = OpKind::relu;
   s.args = {{"x", 0}, {"y", 1}};
   p.phases.push_back(Phase{"forward", {s}});
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("timing: rotated copies exceed twice the L2 and stay a valid plan") {
+  TimingOptions o;
+  o.l2_bytes = 50 << 20;
+  CHECK(rotation_copies(1 << 20, o) == 102); // 100 MiB / 1 MiB + 2
+  CHECK(rotation_copies(int64_t(1) << 30, o) == 2);
+  o.max_bytes = 8 << 20;
+  CHECK(rotation_copies(1 << 20, o) == 8); // capped by memory
+  const Plan p = one_relu_plan();
   validate_plan(p);
   const Plan r = rotated_plan(p, 3);
   CHECK(r.buffers.size() == 6);
@@ -131,17 +141,7 @@ struct RecordingBackend final : Backend {
 TEST_CASE("timing: a timed run is every copy back to back in one phase, per copy") {
   // A phase is what the cuda backend captures as a CUDA graph: inside one, no host work of a
   // launch or a cuDNN call reaches the device's clock.
-  Plan p;
-  p.buffers = {Buffer{"x", {2, 3}, DType::f32, BufferRole::input, 0},
-               Buffer{"y", {2, 3}, DType::f32, BufferRole::output, 256}};
-  p.inputs = {0};
-  p.outputs = {1};
-  p.arena_bytes = 512;
-  Step s;
-  s.fn = Fn::relu_forward;
-  s.op = OpKind::relu;
-  s.args = {{"x", 0}, {"y", 1}};
-  p.phases.push_back(Phase{"forward", {s}});
+  const Plan p = one_relu_plan();
   TimingOptions o;
   o.l2_bytes = 1024; // 2 * 1024 / 512 + 2 = 6 copies
   o.runs = 20;
