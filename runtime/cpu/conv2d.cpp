@@ -1,8 +1,10 @@
 // conv2d forward, backward data, backward weight and the bias gradient (shared with linear).
 // Loops are arranged so the innermost runs along an output row (ow) with no bounds tests:
 // the valid range of rows and columns for each kernel tap is computed once. Accumulation is
-// in double; every sum runs in a fixed order, so results are deterministic.
+// in double; every sum runs in a fixed order, so results are deterministic, whatever the
+// threads: each computes whole output planes (or weights) of its own (parallel_for.hpp).
 #include "runtime/cpu/detail.hpp"
+#include "runtime/parallel_for.hpp"
 
 #include <vector>
 
@@ -55,10 +57,12 @@ ConvGeo conv_geo(const Attrs& a, const Shape& x, const Shape& w, const Shape& y,
 template <class T> void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* bias, View<T> y) {
   const ConvGeo g = conv_geo(a, x.shape, w.shape, y.shape, "conv2d");
   const int64_t plane = g.OH * g.OW;
-  std::vector<double> acc_buf(plane);
-  double* __restrict acc = acc_buf.data();
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t o = 0; o < g.O; ++o) {
+  const double work = double(g.N * g.O) * double(plane) * double(g.Cg * g.KH * g.KW);
+  parallel_ranges(g.N * g.O, work, [&](int64_t lo, int64_t hi) {
+    std::vector<double> acc_buf(plane);
+    double* __restrict acc = acc_buf.data();
+    for (int64_t no = lo; no < hi; ++no) {
+      const int64_t n = no / g.O, o = no % g.O;
       const double b = bias ? double(bias[o]) : 0.0;
       std::fill(acc, acc + plane, b);
       const int64_t c0 = (o / g.Og) * g.Cg;
@@ -84,6 +88,7 @@ template <class T> void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* 
       for (int64_t i = 0; i < plane; ++i)
         yp[i] = T(acc[i]);
     }
+  });
 }
 
 // dx[n, c] = sum over the output channels o of c's group and the taps (kh, kw) of w[o, c, kh,
@@ -92,10 +97,12 @@ template <class T>
 void conv2d_backward_data(const Attrs& a, CView<T> dy, CView<T> w, View<T> dx, bool accumulate) {
   const ConvGeo g = conv_geo(a, dx.shape, w.shape, dy.shape, "conv2d_backward_data");
   const int64_t plane = g.H * g.W;
-  std::vector<double> acc_buf(plane);
-  double* __restrict acc = acc_buf.data();
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t c = 0; c < g.C; ++c) {
+  const double work = double(g.N * g.C) * double(g.OH * g.OW) * double(g.Og * g.KH * g.KW);
+  parallel_ranges(g.N * g.C, work, [&](int64_t lo, int64_t hi) {
+    std::vector<double> acc_buf(plane);
+    double* __restrict acc = acc_buf.data();
+    for (int64_t nc = lo; nc < hi; ++nc) {
+      const int64_t n = nc / g.C, c = nc % g.C;
       std::fill(acc, acc + plane, 0.0);
       const int64_t grp = c / g.Cg, cg = c % g.Cg;
       for (int64_t og = 0; og < g.Og; ++og) {
@@ -121,6 +128,7 @@ void conv2d_backward_data(const Attrs& a, CView<T> dy, CView<T> w, View<T> dx, b
       for (int64_t i = 0; i < plane; ++i)
         put(dxp[i], acc[i], accumulate);
     }
+  });
 }
 
 // dw[o, cg, kh, kw] = sum over n, oh, ow of dy[n, o, oh, ow] * x[n, c, ih, iw]. The sum is
@@ -129,34 +137,37 @@ void conv2d_backward_data(const Attrs& a, CView<T> dy, CView<T> w, View<T> dx, b
 template <class T>
 void conv2d_backward_weight(const Attrs& a, CView<T> x, CView<T> dy, View<T> dw, bool accumulate) {
   const ConvGeo g = conv_geo(a, x.shape, dw.shape, dy.shape, "conv2d_backward_weight");
-  std::vector<double> part_buf(g.OW);
-  double* __restrict part = part_buf.data();
-  for (int64_t o = 0; o < g.O; ++o) {
-    const int64_t c0 = (o / g.Og) * g.Cg;
-    for (int64_t cg = 0; cg < g.Cg; ++cg)
-      for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t offh = kh * g.dh - g.ph;
-        const auto rh = valid_range(offh, g.sh, g.H, g.OH);
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          const int64_t offw = kw * g.dw - g.pw;
-          const auto rw = valid_range(offw, g.sw, g.W, g.OW);
-          std::fill(part, part + g.OW, 0.0);
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* xp = x.data + ((n * g.C + c0 + cg) * g.H) * g.W;
-            const T* dyp = dy.data + (n * g.O + o) * g.OH * g.OW;
-            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-              const T* xr = xp + (oh * g.sh + offh) * g.W; // input row
-              detail::mul_add(part + rw.lo, dyp + oh * g.OW + rw.lo, xr + rw.lo * g.sw + offw, g.sw,
-                              rw.hi - rw.lo);
+  const double work = double(g.O * g.Cg * g.KH * g.KW) * double(g.N * g.OH * g.OW);
+  parallel_ranges(g.O, work, [&](int64_t lo, int64_t hi) {
+    std::vector<double> part_buf(g.OW);
+    double* __restrict part = part_buf.data();
+    for (int64_t o = lo; o < hi; ++o) {
+      const int64_t c0 = (o / g.Og) * g.Cg;
+      for (int64_t cg = 0; cg < g.Cg; ++cg)
+        for (int64_t kh = 0; kh < g.KH; ++kh) {
+          const int64_t offh = kh * g.dh - g.ph;
+          const auto rh = valid_range(offh, g.sh, g.H, g.OH);
+          for (int64_t kw = 0; kw < g.KW; ++kw) {
+            const int64_t offw = kw * g.dw - g.pw;
+            const auto rw = valid_range(offw, g.sw, g.W, g.OW);
+            std::fill(part, part + g.OW, 0.0);
+            for (int64_t n = 0; n < g.N; ++n) {
+              const T* xp = x.data + ((n * g.C + c0 + cg) * g.H) * g.W;
+              const T* dyp = dy.data + (n * g.O + o) * g.OH * g.OW;
+              for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+                const T* xr = xp + (oh * g.sh + offh) * g.W; // input row
+                detail::mul_add(part + rw.lo, dyp + oh * g.OW + rw.lo, xr + rw.lo * g.sw + offw,
+                                g.sw, rw.hi - rw.lo);
+              }
             }
+            double s = 0;
+            for (int64_t ow = 0; ow < g.OW; ++ow)
+              s += part[ow];
+            put(dw.data[((o * g.Cg + cg) * g.KH + kh) * g.KW + kw], s, accumulate);
           }
-          double s = 0;
-          for (int64_t ow = 0; ow < g.OW; ++ow)
-            s += part[ow];
-          put(dw.data[((o * g.Cg + cg) * g.KH + kh) * g.KW + kw], s, accumulate);
         }
-      }
-  }
+    }
+  });
 }
 
 template <class T> void bias_backward(CView<T> dy, T* db, bool accumulate) {
