@@ -97,7 +97,9 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
           Step& ps = peer.phases[0].steps[0];
           ps.kind = StepKind::library;
           ps.library = "cudnn";
-          ms = device.time(peer).median_ms;
+          const DeviceTiming t = device.time(peer);
+          ms = t.median_ms;
+          note = t.note;
         } catch (const Error& e) {
           note = e.what();
         }

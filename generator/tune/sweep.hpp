@@ -34,6 +34,7 @@ std::vector<WorkItem> sweep_work(const Plan& plan, Layout layout, const GpuDesc&
 struct DeviceTiming {
   double median_ms = 0;
   int runs = 0;
+  std::string note; // how, where not as designed (timed launch by launch: host work included)
 };
 
 // What the sweep runs on. `check` makes backends for check_step; `time` times a checked
@@ -50,7 +51,7 @@ struct SweepRow {
   KernelCheck check;
   std::optional<DeviceTiming> timing;
   std::optional<double> cudnn_ms; // the shape's cuDNN time, on every row of the shape
-  std::string cudnn_note;         // why there is none, where a GPU times
+  std::string cudnn_note;         // why there is none (or how it was timed), where a GPU times
   bool winner = false;            // fastest checked variant of its shape in this sweep
 };
 

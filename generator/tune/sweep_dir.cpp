@@ -4,6 +4,7 @@
 #include "generator/tune/device_timing.hpp"
 #include "generator/tune/sweep_csv.hpp"
 #include "generator/tune/sweep_report.hpp"
+#include "runtime/error.hpp"
 #include "runtime/io/file.hpp"
 #include "runtime/progress.hpp"
 
@@ -45,9 +46,16 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     // sit between the events (bench/results/h100_2026-11-26b).
     CudaOptions timed;
     timed.graphs = true;
-    dev.time = [make = cuda_backends(gdir, timed), to](const Plan& single) {
-      const auto cuda = make();
-      return time_rotated(single, *cuda, to);
+    // A step CUDA cannot capture (a cuDNN engine that synchronizes or allocates) is timed
+    // launch by launch, saying so.
+    dev.time = [graphs = cuda_backends(gdir, timed), launches = dev.check, to](const Plan& single) {
+      try {
+        return time_rotated(single, *graphs(), to);
+      } catch (const Error& e) {
+        DeviceTiming t = time_rotated(single, *launches(), to);
+        t.note = cat("timed launch by launch, host work included (no CUDA graph: ", e.what(), ")");
+        return t;
+      }
     };
   }
   // One line while the sweep runs: a bar, the count, the item; in a log, a line per item.
@@ -64,11 +72,16 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
   std::set<std::string> told; // shapes whose cuDNN peer could not be timed, said once
   hooks.done = [&](const SweepRow& row) {
     const WorkItem& w = r.items[row.item];
-    if (!row.cudnn_ms && !row.cudnn_note.empty() && told.insert(w.key.id).second) {
+    const std::string_view as = o.log_as.empty() ? "sweep" : o.log_as;
+    const std::string& layer = w.layers.empty() ? w.key.id : w.layers.front();
+    if (!row.cudnn_note.empty() && told.insert(w.key.id).second) {
       line.clear();
-      fmt::print(stderr, "kiln: {}: no cuDNN time for {}: {}\n",
-                 o.log_as.empty() ? "sweep" : o.log_as,
-                 w.layers.empty() ? w.key.id : w.layers.front(), row.cudnn_note);
+      fmt::print(stderr, "kiln: {}: {} cuDNN time for {}: {}\n", as, row.cudnn_ms ? "the" : "no",
+                 layer, row.cudnn_note);
+    }
+    if (row.timing && !row.timing->note.empty()) {
+      line.clear();
+      fmt::print(stderr, "kiln: {}: {} {}: {}\n", as, layer, w.variant.name, row.timing->note);
     }
     if (o.done) o.done(w, row);
     ++finished;
