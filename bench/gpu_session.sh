@@ -8,7 +8,7 @@
 # measured resnet50 f16 at batch 256 at 0.67x the cuDNN-only plan, the layers whose time is
 # their epilogue storing ~3 bytes per clock per SM; since then the Hopper epilogue stages y
 # through shared memory (no shuffles) and `kiln bench` times cuDNN under CUDA graphs, both
-# unmeasured; then, in a second call, layers_all mobile):
+# unmeasured; then, in a second call, layers_all mobile_eager, about 420 s):
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
