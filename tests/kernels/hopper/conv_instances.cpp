@@ -170,6 +170,17 @@ struct TF32_T8x8_BN64_S2_C1_W64 {
   static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
   static constexpr Act ACT = Act::relu;
 };
+// resnet50's layer1 1x1 convs with a residual (C = 64: one k iteration a tile, the time the
+// epilogue's): BN 256 in four staged slices, their residual and bias by cp.async a slice
+// ahead; O = 320 leaves the second channel block one slice, 10x10 pixels partial tiles.
+struct F16_T8x8_BN256_S4_C1_K64 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 10, W = 10, O = 320, KH = 1, KW = 1, SH = 1, SW = 1,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 10, OW = 10, TP = 8, TQ = 8, BN = 256, STAGES = 4, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
@@ -194,3 +205,4 @@ KILN_HOPPER_CONV(BF16_T8x8_BN64_S2_C1_O21)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_W32)
 KILN_HOPPER_CONV(BF16_FLAT_BN128_S3_C2_W64)
 KILN_HOPPER_CONV(TF32_T8x8_BN64_S2_C1_W64)
+KILN_HOPPER_CONV(F16_T8x8_BN256_S4_C1_K64)
