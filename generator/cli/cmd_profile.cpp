@@ -4,6 +4,7 @@
 #include "generator/cli/device_args.hpp"
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/plan_progress.hpp"
+#include "generator/gpu/detect.hpp"
 #include "generator/run/density_profile.hpp"
 #include "generator/run/model_input.hpp"
 #include "runtime/error.hpp"
@@ -65,7 +66,7 @@ void profile(const ProfileArgs& a) {
 
   DensityOptions o;
   o.device = a.dev.device;
-  if (a.dev.device != "cpu") o.gpu = load_gpu(a.gpu.empty() ? "h200" : a.gpu);
+  if (a.dev.device != "cpu") o.gpu = gpu_for_device(a.gpu.empty() ? "auto" : a.gpu, a.dev.device);
   o.model = a.model.model;
   o.weights = a.dev.weights;
   o.seed = a.dev.seed;
@@ -123,7 +124,7 @@ void add_profile(CLI::App& app) {
   a->dev.add_to(cmd);
   cmd->add_option("--gpu", a->gpu,
                   "descriptor the generated kernels of --device emu or gpu are made for "
-                  "(default h200)");
+                  "(default: the live GPU with --device gpu, h200 with emu)");
   cmd->add_option("--tile", a->tile,
                   "tile of the spread, RxC pixels or N for NxN (default 8x8); the "
                   "densities themselves do not depend on it");

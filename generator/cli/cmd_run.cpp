@@ -5,6 +5,7 @@
 #include "generator/cli/model_args.hpp"
 #include "generator/cli/plan_args.hpp"
 #include "generator/cli/plan_progress.hpp"
+#include "generator/gpu/detect.hpp"
 #include "generator/run/device_plan.hpp"
 #include "generator/run/model_input.hpp"
 #include "runtime/cuda/backend.hpp"
@@ -32,7 +33,7 @@ struct RunArgs {
   double lr = 0.01;
   bool update = false;
   PlanArgs plan;
-  std::string gpu = "h200";
+  std::string gpu = "auto";
   int bench = 0;
 };
 
@@ -77,7 +78,8 @@ void run(const RunArgs& a) {
   dp.generate.train = a.train;
   dp.generate.lr = a.lr;
   a.plan.apply(dp.generate);
-  if (a.dev.device != "cpu" || is_scheduled(dp.generate)) dp.gpu = load_gpu(a.gpu);
+  if (a.dev.device != "cpu" || is_scheduled(dp.generate))
+    dp.gpu = gpu_for_device(a.gpu, a.dev.device);
   // Everything before the timed phases (generating and compiling, or the cache; the device,
   // its libraries and modules; the weights): what a first run on a fresh machine waits for.
   const auto t_prepare = std::chrono::steady_clock::now();
@@ -169,7 +171,8 @@ void add_run(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_option(
       "--gpu", a->gpu,
-      "descriptor the kernels (emu) and the schedule's cost model are made for (default h200)");
+      "descriptor the kernels and the schedule's cost model are made for: auto (default: the "
+      "live GPU with --device gpu, else h200), a kiln-gpu/1 file or a shipped name (h100, ...)");
   cmd->callback([a] { run(*a); });
 }
 

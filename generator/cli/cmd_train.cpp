@@ -22,7 +22,7 @@ struct TrainArgs {
   std::string optimizer = "sgd";
   double lr = 0; // 0: the optimizer's default
   double momentum = 0, weight_decay = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  std::string device = "cpu", gpu = "h200";
+  std::string device = "cpu", gpu = "auto";
   std::string weights;
   uint64_t seed = 0;
   std::string output;
@@ -187,7 +187,9 @@ void add_train(CLI::App& app) {
                   "emulator), gpu")
       ->check(CLI::IsMember({"cpu", "emu", "gpu"}));
   cmd->add_option("--gpu", a->gpu,
-                  "descriptor the kernels (emu, gpu) and schedules are made for (default h200)");
+                  "descriptor the kernels (emu, gpu) and schedules are made for: auto (default: "
+                  "the live GPU with --device gpu, else h200), a kiln-gpu/1 file or a shipped "
+                  "name");
   cmd->add_option("--weights", a->weights,
                   "initial parameters (.safetensors, PyTorch state_dict names); default: seeded");
   cmd->add_option(

@@ -81,4 +81,9 @@ GpuDesc detect_gpu(int device) {
   return g;
 }
 
+GpuDesc gpu_for_device(const std::string& gpu, const std::string& device) {
+  if (gpu != "auto") return load_gpu(gpu);
+  return device == "gpu" ? detect_gpu() : load_gpu("h200");
+}
+
 } // namespace kiln

@@ -1,4 +1,5 @@
 #include "generator/train/trainer.hpp"
+#include "generator/gpu/detect.hpp"
 
 #include "generator/compile/cache.hpp"
 #include "generator/model/model_json.hpp"
@@ -176,7 +177,7 @@ Trainer::Trainer(TrainOptions o) : s_(std::make_unique<State>()) {
   dp.generate.lr = u.lr;
   dp.generate.recipe = u.recipe;
   const bool needs_gpu = o.device != "cpu" || is_scheduled(dp.generate);
-  if (needs_gpu) dp.gpu = load_gpu(o.gpu);
+  if (needs_gpu) dp.gpu = gpu_for_device(o.gpu, o.device);
   s.train = make_device_plan(m, dp);
   u.schedule = s.train.schedule;
   if (s.val) {

@@ -32,7 +32,7 @@ struct TrainOptions {
   TrainRecipe recipe;
   double lr = 0;
   std::string device = "cpu"; // cpu, emu or gpu
-  std::string gpu = "h200";   // the descriptor kernels and schedules are made for
+  std::string gpu = "auto";   // the descriptor kernels and schedules are made for (gpu_for_device)
   // The training step's plan (device_plan.hpp): schedule, budget, tiles, slots; kernels.
   GenerateOptions plan;
   std::string

@@ -196,5 +196,10 @@ kt.kiln("generate", "noscope_coral", "--gpu", "h200", "-o", path("gen"))
 r = subprocess.run([kt.KILN, "check", path("gen"), "--device", "gpu"], capture_output=True, text=True)
 if "driver" in r.stderr or "no GPU" in r.stderr:
     kt.check(r.returncode == 2, f"check --device gpu without a GPU exits 2: {r.returncode} {r.stderr}")
+    # kiln run on the gpu makes its kernels for the live GPU unless told (--gpu auto): without
+    # one it says how to name a descriptor instead.
+    np.save(path("x1.npy"), np.zeros((1, 3, 50, 50), np.float32) + 0.5)
+    kt.expect_error(["run", "noscope_coral", "--device", "gpu", "--input", path("x1.npy"),
+                     "--bench", "1"], "driver", "--gpu")
 
 kt.finish()
