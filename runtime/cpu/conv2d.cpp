@@ -52,6 +52,19 @@ ConvGeo conv_geo(const Attrs& a, const Shape& x, const Shape& w, const Shape& y,
   return g;
 }
 
+// Calls f(kh, kw, offh, offw, rh, rw) for each kernel tap in order: the tap's offsets into
+// the input, and the output rows and columns whose input pixel for it lies in the image.
+template <class F> void for_each_tap(const ConvGeo& g, F&& f) {
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t offh = kh * g.dh - g.ph;
+    const auto rh = valid_range(offh, g.sh, g.H, g.OH);
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const int64_t offw = kw * g.dw - g.pw;
+      f(kh, kw, offh, offw, rh, valid_range(offw, g.sw, g.W, g.OW));
+    }
+  }
+}
+
 } // namespace
 
 template <class T> void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* bias, View<T> y) {
@@ -69,20 +82,14 @@ template <class T> void conv2d(const Attrs& a, CView<T> x, CView<T> w, const T* 
       for (int64_t cg = 0; cg < g.Cg; ++cg) {
         const T* __restrict xp = x.data + ((n * g.C + c0 + cg) * g.H) * g.W;
         const T* wp = w.data + (o * g.Cg + cg) * g.KH * g.KW;
-        for (int64_t kh = 0; kh < g.KH; ++kh) {
-          const int64_t offh = kh * g.dh - g.ph;
-          const auto rh = valid_range(offh, g.sh, g.H, g.OH);
-          for (int64_t kw = 0; kw < g.KW; ++kw) {
-            const int64_t offw = kw * g.dw - g.pw;
-            const auto rw = valid_range(offw, g.sw, g.W, g.OW);
-            const double wv = double(wp[kh * g.KW + kw]);
-            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-              const T* xr = xp + (oh * g.sh + offh) * g.W; // input row
-              detail::axpy(acc + oh * g.OW + rw.lo, xr + rw.lo * g.sw + offw, g.sw, wv,
-                           rw.hi - rw.lo);
-            }
+        for_each_tap(g, [&](int64_t kh, int64_t kw, int64_t offh, int64_t offw, auto rh, auto rw) {
+          const double wv = double(wp[kh * g.KW + kw]);
+          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+            const T* xr = xp + (oh * g.sh + offh) * g.W; // input row
+            detail::axpy(acc + oh * g.OW + rw.lo, xr + rw.lo * g.sw + offw, g.sw, wv,
+                         rw.hi - rw.lo);
           }
-        }
+        });
       }
       T* yp = y.data + (n * g.O + o) * plane;
       for (int64_t i = 0; i < plane; ++i)
@@ -109,20 +116,14 @@ void conv2d_backward_data(const Attrs& a, CView<T> dy, CView<T> w, View<T> dx, b
         const int64_t o = grp * g.Og + og;
         const T* __restrict dyp = dy.data + (n * g.O + o) * g.OH * g.OW;
         const T* wp = w.data + (o * g.Cg + cg) * g.KH * g.KW;
-        for (int64_t kh = 0; kh < g.KH; ++kh) {
-          const int64_t offh = kh * g.dh - g.ph;
-          const auto rh = valid_range(offh, g.sh, g.H, g.OH);
-          for (int64_t kw = 0; kw < g.KW; ++kw) {
-            const int64_t offw = kw * g.dw - g.pw;
-            const auto rw = valid_range(offw, g.sw, g.W, g.OW);
-            const double wv = double(wp[kh * g.KW + kw]);
-            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-              double* ar = acc + (oh * g.sh + offh) * g.W; // input row
-              detail::axpy_scatter(ar + rw.lo * g.sw + offw, g.sw, dyp + oh * g.OW + rw.lo, wv,
-                                   rw.hi - rw.lo);
-            }
+        for_each_tap(g, [&](int64_t kh, int64_t kw, int64_t offh, int64_t offw, auto rh, auto rw) {
+          const double wv = double(wp[kh * g.KW + kw]);
+          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+            double* ar = acc + (oh * g.sh + offh) * g.W; // input row
+            detail::axpy_scatter(ar + rw.lo * g.sw + offw, g.sw, dyp + oh * g.OW + rw.lo, wv,
+                                 rw.hi - rw.lo);
           }
-        }
+        });
       }
       T* dxp = dx.data + (n * g.C + c) * plane;
       for (int64_t i = 0; i < plane; ++i)
@@ -144,28 +145,22 @@ void conv2d_backward_weight(const Attrs& a, CView<T> x, CView<T> dy, View<T> dw,
     for (int64_t o = lo; o < hi; ++o) {
       const int64_t c0 = (o / g.Og) * g.Cg;
       for (int64_t cg = 0; cg < g.Cg; ++cg)
-        for (int64_t kh = 0; kh < g.KH; ++kh) {
-          const int64_t offh = kh * g.dh - g.ph;
-          const auto rh = valid_range(offh, g.sh, g.H, g.OH);
-          for (int64_t kw = 0; kw < g.KW; ++kw) {
-            const int64_t offw = kw * g.dw - g.pw;
-            const auto rw = valid_range(offw, g.sw, g.W, g.OW);
-            std::fill(part, part + g.OW, 0.0);
-            for (int64_t n = 0; n < g.N; ++n) {
-              const T* xp = x.data + ((n * g.C + c0 + cg) * g.H) * g.W;
-              const T* dyp = dy.data + (n * g.O + o) * g.OH * g.OW;
-              for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-                const T* xr = xp + (oh * g.sh + offh) * g.W; // input row
-                detail::mul_add(part + rw.lo, dyp + oh * g.OW + rw.lo, xr + rw.lo * g.sw + offw,
-                                g.sw, rw.hi - rw.lo);
-              }
+        for_each_tap(g, [&](int64_t kh, int64_t kw, int64_t offh, int64_t offw, auto rh, auto rw) {
+          std::fill(part, part + g.OW, 0.0);
+          for (int64_t n = 0; n < g.N; ++n) {
+            const T* xp = x.data + ((n * g.C + c0 + cg) * g.H) * g.W;
+            const T* dyp = dy.data + (n * g.O + o) * g.OH * g.OW;
+            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+              const T* xr = xp + (oh * g.sh + offh) * g.W; // input row
+              detail::mul_add(part + rw.lo, dyp + oh * g.OW + rw.lo, xr + rw.lo * g.sw + offw, g.sw,
+                              rw.hi - rw.lo);
             }
-            double s = 0;
-            for (int64_t ow = 0; ow < g.OW; ++ow)
-              s += part[ow];
-            put(dw.data[((o * g.Cg + cg) * g.KH + kh) * g.KW + kw], s, accumulate);
           }
-        }
+          double s = 0;
+          for (int64_t ow = 0; ow < g.OW; ++ow)
+            s += part[ow];
+          put(dw.data[((o * g.Cg + cg) * g.KH + kh) * g.KW + kw], s, accumulate);
+        });
     }
   });
 }
