@@ -41,9 +41,10 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     to.runs = o.runs;
     to.warmup = o.warmup;
     to.l2_bytes = g.l2_bytes;
-    // Timed under CUDA graphs, as `kiln run` runs a network: a cuDNN call's host work
-    // (100-250 us a call on the H100, above most of its convs' device time) would otherwise
-    // sit between the events (bench/results/h100_2026-11-26b).
+    // Timed under CUDA graphs, as `kiln run` runs a network: launched one by one, a call's
+    // host work sits between the events (on the H100 the per-layer cuDNN times, 85-290 us,
+    // hardly depended on the layer's size and summed to 2.4x the cuDNN-only network's:
+    // bench/results/h100_2026-11-26b).
     CudaOptions timed;
     timed.graphs = true;
     // A step CUDA cannot capture (a cuDNN engine that synchronizes or allocates) is timed
@@ -69,7 +70,7 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
     });
   };
   size_t finished = 0;
-  std::set<std::string> told; // shapes whose cuDNN peer could not be timed, said once
+  std::set<std::string> told; // shapes whose cuDNN peer has a note (no time, or how), said once
   hooks.done = [&](const SweepRow& row) {
     const WorkItem& w = r.items[row.item];
     const std::string_view as = o.log_as.empty() ? "sweep" : o.log_as;

@@ -96,12 +96,11 @@ Access access(const void* p, std::size_t n) {
   return Access{f, b, off, b.shadow + off, u16(f.linear)};
 }
 
-std::string cat_warp(int w) { return "lanes of warp " + std::to_string(w); }
-
 std::string who(const Block& b, u16 id) {
   if (id == kAtomicWriter) return "atomics";
   if (id == kManyReaders) return "other threads";
-  if ((id & kWarpReaders) == kWarpReaders) return cat_warp(id & ~kWarpReaders);
+  if ((id & kWarpReaders) == kWarpReaders)
+    return "lanes of warp " + std::to_string(id & ~kWarpReaders);
   return "thread " + thread_name(b, id & ~kPendingCopy);
 }
 
@@ -119,12 +118,14 @@ std::string who(const Block& b, u16 id) {
 // Whether thread `other`'s access to byte i, stamped with its warp_syncs in `stamps`, is
 // ordered before this thread's by a __syncwarp(): a lane of this warp, and this thread has
 // passed a __syncwarp() since (the collective waits for every lane, the other among them).
+// The warp of a shadow writer or reader: a thread's, or kWarpReaders | w's; -1 for atomics,
+// the async proxy, many readers and a copy in flight.
+int warp_of(u16 id) {
+  if (id != kManyReaders && (id & kWarpReaders) == kWarpReaders) return id & ~kWarpReaders;
+  return id < kAtomicWriter ? id / 32 : -1;
+}
 bool warp_synced(const Access& a, std::size_t i, u16 other, const u32* stamps) {
-  const int warp = (other & kWarpReaders) == kWarpReaders && other != kManyReaders
-                       ? other & ~kWarpReaders
-                   : other < kAtomicWriter ? other / 32
-                                           : -1;
-  return a.b.warp_stamp && warp == a.me / 32 && a.f.warp_syncs > stamps[a.off + i];
+  return a.b.warp_stamp && warp_of(other) == a.me / 32 && a.f.warp_syncs > stamps[a.off + i];
 }
 bool write_synced(const Access& a, std::size_t i, u16 other) {
   return warp_synced(a, i, other, a.b.warp_stamp);
@@ -178,8 +179,7 @@ void shadow_read(const void* p, std::size_t n) {
         e.rstamp = a.b.epoch;
         e.reader = a.me;
         if (rsync) *rsync = a.f.warp_syncs;
-      } else if (rsync &&
-                 (e.reader == mine || (e.reader < kAtomicWriter && e.reader / 32 == a.me / 32))) {
+      } else if (rsync && warp_of(e.reader) == a.me / 32) {
         e.reader = mine;
         *rsync = std::max(*rsync, a.f.warp_syncs);
       } else {

@@ -99,6 +99,13 @@ KILN_FN void store_registers(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int
   }
 }
 
+// Byte `byte` (0..127) of row R of a warp's staging buffer (the epilogue below): its 16-byte
+// chunk at chunk ^ (R % 8), so that 8 rows x 4 lanes' pairs and 8 lanes' chunks of a row
+// each meet every bank once.
+KILN_FN int staged_at(int R, int byte) {
+  return R * 128 + ((byte / 16) ^ (R % 8)) * 16 + byte % 16;
+}
+
 // Slice `sl`'s residual rows and bias into `buf` by cp.async (the epilogue below): this lane
 // copies 16-byte chunk k of the four rows it will store (srow, sin), lanes 0-7 chunk `lane`
 // of the bias; what lies past the output is zero-filled, never read.
@@ -116,8 +123,8 @@ KILN_FN void fetch_slice(const KernelArgs& args, Shared<u8> buf, const Tile& tl,
     for (int j = 0; j < 4; ++j) {
       const int R = 4 * j + lane / 8;
       const bool valid = sin[j] && o < G::O;
-      cp_async_16(view_as<T>(buf + R * 128 + (k ^ (R % 8)) * 16),
-                  valid ? res + (srow[j] * G::O + o) : res, valid);
+      cp_async_16(view_as<T>(buf + staged_at(R, 16 * k)), valid ? res + (srow[j] * G::O + o) : res,
+                  valid);
     }
   }
   if constexpr (E::has_bias)
@@ -136,9 +143,8 @@ KILN_FN void fetch_slice(const KernelArgs& args, Shared<u8> buf, const Tile& tl,
 // slower than predicted when each load waited so). Each lane then applies bias, residual
 // and activation to its fragment pairs in float, in place: its pair of y goes where its pair
 // of the residual was. After a __syncwarp each lane reads back 16-byte chunks of whole rows
-// and stores them to y, four rows of 128 bytes per warp instruction. Chunk k of row R lives
-// at chunk k ^ (R % 8): the pair accesses (8 rows x 4 lanes) and the chunk accesses (8 lanes
-// a row) each meet every bank once. It replaces a 4x4 transpose of pairs across each quad by
+// and stores them to y, four rows of 128 bytes per warp instruction (swizzled: staged_at).
+// It replaces a 4x4 transpose of pairs across each quad by
 // shuffles, whose run-time-indexed selects compiled into ~130 dependent, branching
 // instructions per 8 channels: with one warp per scheduler (1 block per SM), the H100 stored
 // at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
@@ -191,7 +197,7 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
       for (int c = 0; c < GROUPS; ++c) {
         const int i = 4 * (sl * GROUPS + c) + 2 * h;       // pair c of row h in the fragments
         const int byte = (8 * c + 2 * q) * int(sizeof(T)); // in the row's 128
-        const int at = R * 128 + ((byte / 16) ^ (R % 8)) * 16 + byte % 16;
+        const int at = staged_at(R, byte);
         Pair bw = 0, rw = 0; // zero bits: 0.0 in every T
         if constexpr (E::has_bias) bw = view_as<const Pair>(buf + 16 * 128 + byte)[0];
         if constexpr (E::has_residual) rw = view_as<const Pair>(buf + at)[0];
@@ -204,7 +210,7 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int R = 4 * j + lane / 8, o = base + k * PER_CHUNK;
-      const Pack<u32, 4> v = view_as<Pack<u32, 4>>(buf + R * 128 + (k ^ (R % 8)) * 16)[0];
+      const Pack<u32, 4> v = view_as<Pack<u32, 4>>(buf + staged_at(R, 16 * k))[0];
       if (sin[j] && o < G::O)
         store16(view_as<uint4>(arg<T>(args, G::kArgY) + (srow[j] * G::YP + o)),
                 make_uint4(v.e[0], v.e[1], v.e[2], v.e[3]));
