@@ -147,14 +147,17 @@ ojson plan_to_json(const Plan& p) {
   }
   j["buffers"] = bufs;
   ojson kernels = ojson::array();
-  for (const Kernel& k : p.kernels)
-    kernels.push_back(ojson{{"name", k.name},
-                            {"entry", k.entry},
-                            {"image", k.image},
-                            {"grid", k.grid},
-                            {"block", k.block},
-                            {"dynamic_smem", k.dynamic_smem},
-                            {"args", k.args}});
+  for (const Kernel& k : p.kernels) {
+    ojson o{{"name", k.name},
+            {"entry", k.entry},
+            {"image", k.image},
+            {"grid", k.grid},
+            {"block", k.block}};
+    if (k.clustered()) o["cluster"] = k.cluster; // absent: no cluster
+    o["dynamic_smem"] = k.dynamic_smem;
+    o["args"] = k.args;
+    kernels.push_back(o);
+  }
   j["kernels"] = kernels;
   ojson params = ojson::array();
   for (const ParamBinding& b : p.params) {
@@ -302,12 +305,14 @@ Plan parse_plan(std::string_view text, const std::string& file) {
         const std::string ptr = ju::child("/kernels", i);
         ju::expect_object(ks[i], ptr);
         ju::reject_unknown_keys(
-            ks[i], ptr, {"name", "entry", "image", "grid", "block", "dynamic_smem", "args"});
+            ks[i], ptr,
+            {"name", "entry", "image", "grid", "block", "cluster", "dynamic_smem", "args"});
         Kernel k;
         k.name = ju::get_string(ju::require(ks[i], "name", ptr), ptr + "/name");
         k.entry = ju::get_string(ju::require(ks[i], "entry", ptr), ptr + "/entry");
         k.image = ju::get_string(ju::require(ks[i], "image", ptr), ptr + "/image");
-        for (const char* key : {"grid", "block"}) {
+        for (const char* key : {"grid", "block", "cluster"}) {
+          if (key[0] == 'c' && !ks[i].contains(key)) continue; // optional
           const json& d = ju::require(ks[i], key, ptr);
           const std::string dp = ptr + "/" + key;
           if (!d.is_array() || d.size() != 3) throw Error("", dp, "expected [x, y, z]");
@@ -315,9 +320,15 @@ Plan parse_plan(std::string_view text, const std::string& file) {
             const int64_t v = ju::get_int(d[a], ju::child(dp, a));
             if (v < 1 || v > (int64_t(1) << 31) - 1)
               throw Error("", ju::child(dp, a), "out of range");
-            (key[0] == 'g' ? k.grid : k.block)[a] = v;
+            (key[0] == 'g' ? k.grid : key[0] == 'b' ? k.block : k.cluster)[a] = v;
           }
         }
+        // CUDA's portable limit: 8 blocks per cluster; the grid a multiple of the cluster.
+        if (k.cluster[0] * k.cluster[1] * k.cluster[2] > 8)
+          throw Error("", ptr + "/cluster", "more than 8 blocks per cluster");
+        for (size_t a = 0; a < 3; ++a)
+          if (k.grid[a] % k.cluster[a] != 0)
+            throw Error("", ptr + "/grid", "not a multiple of the cluster");
         if (k.block[0] * k.block[1] * k.block[2] > 1024)
           throw Error("", ptr + "/block", "more than 1024 threads per block");
         k.dynamic_smem =

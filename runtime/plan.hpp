@@ -103,8 +103,12 @@ struct Kernel {
   std::string entry;
   std::string image; // relative to the plan's directory
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  // Thread-block cluster (sm_90): blocks per cluster along x, y, z; the grid a multiple of it.
+  // The kernel declares it too (__cluster_dims__); the emulator reads it from here.
+  std::array<int64_t, 3> cluster{1, 1, 1};
   int64_t dynamic_smem = 0;
   std::vector<std::string> args; // step argument roles, in parameter order
+  bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
 };
 
 enum class StepKind { launch, library, reference, free };

@@ -5,7 +5,7 @@ Usage: tools/static_ceilings.py GENERATED_DIR [--all]
 
 Prints, for each chosen kernel that describes a main loop (the mma.sync implicit GEMM and
 the Hopper family's wgmma), the layers it serves, its tile, each ceiling the cost model
-derived (fractions of the math peak: math, dram, smem, issue, latency;
+derived (fractions of the math peak: math, dram, l2, smem, issue, latency;
 generator/cost/main_loop.hpp), the binding one, and at the end the FLOP-weighted static
 ceiling of the chosen convolutions: sum(flops * min(ceilings)) / sum(flops), each launch
 counted once per node it serves, and the same without the DRAM floor (the kernels' own
@@ -22,7 +22,7 @@ def main():
     with open(f"{args[0]}/manifest.json") as f:
         m = json.load(f)
     print(f"{m['model']} {m['dtype']} on {m['gpu']['name']}")
-    print(f"{'tile':>16} {'math':>5} {'dram':>5} {'smem':>5} {'issue':>5} {'lat':>5} "
+    print(f"{'tile':>16} {'math':>5} {'dram':>5} {'l2':>5} {'smem':>5} {'issue':>5} {'lat':>5} "
           f"{'ceil':>5} {'limiter':>8} {'GFLOP':>7}  layers")
     weighted = weighted_loop = total = 0.0
     families = {}
@@ -36,7 +36,8 @@ def main():
         c = k["ceilings"]
         ceil = min(c.values())
         p = k["params"]
-        tile = (f"t{p['TP']}x{p['TQ']}bn{p['BN']}c{p['CONSUMERS']}" if hopper
+        tile = (f"t{p['TP']}x{p['TQ']}bn{p['BN']}c{p['CONSUMERS']}"
+                + (f"cl{p['CLUSTER']}" if "CLUSTER" in p else "") if hopper
                 else f"{p['BM']}x{p['BN']}w{p['BM'] // p['WM']}x{p['BN'] // p['WN']}" if conv
                 else k["family"][:16])
         launches = len(k["nodes"])
@@ -47,7 +48,8 @@ def main():
             total += flops
             families[k["family"]] = families.get(k["family"], 0) + flops
         layers = ", ".join(n.split(" ")[0].split("+")[0] for n in k["nodes"])
-        print(f"{tile:>16} {c['math']:5.2f} {c['dram']:5.2f} {c['smem']:5.2f} {c['issue']:5.2f} "
+        print(f"{tile:>16} {c['math']:5.2f} {c['dram']:5.2f} {c.get('l2', 1):5.2f} "
+              f"{c['smem']:5.2f} {c['issue']:5.2f} "
               f"{c['latency']:5.2f} {ceil:5.2f} {k['limiter']:>8} {flops / 1e9:7.1f}  {layers}")
     if total:
         print(f"FLOP-weighted static ceiling of the chosen tensor-core kernels: "

@@ -377,6 +377,9 @@ check_kernels(const std::string& dir, const BackendFactory& device, uint64_t see
         k.grid[d] = ks[i]["grid"][d].get<int64_t>();
         k.block[d] = ks[i]["block"][d].get<int64_t>();
       }
+      if (ks[i].contains("cluster"))
+        for (int d = 0; d < 3; ++d)
+          k.cluster[d] = ks[i]["cluster"][d].get<int64_t>();
       k.dynamic_smem = ks[i]["dynamic_smem"].get<int64_t>();
       k.args = ks[i]["args"].get<std::vector<std::string>>();
     }

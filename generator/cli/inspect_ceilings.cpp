@@ -56,17 +56,18 @@ void print_ceilings(const Model& m, const GpuDesc& g, bool json) {
   fmt::print("{} {} on {}: chosen kernels per layer; ceilings are fractions of the math peak "
              "each limit allows (generator/cost/main_loop.hpp)\n\n",
              m.name, dtype_name(m.dtype), g.name);
-  fmt::print("{:<48}  {:>9}  {:>8}  {:>5} {:>5} {:>5} {:>5} {:>5}  {}\n", "layer (step)", "est. us",
-             "limiter", "math", "dram", "smem", "issue", "lat", "kernel");
+  fmt::print("{:<48}  {:>9}  {:>8}  {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}\n", "layer (step)",
+             "est. us", "limiter", "math", "dram", "l2", "smem", "issue", "lat", "kernel");
   for (const ojson& r : rows) {
     std::string node = r["node"];
     if (node.size() > 48) node = node.substr(0, 45) + "...";
     const ojson& c = r["ceilings"];
-    fmt::print("{:<48}  {:>9.2f}  {:>8}  {:>5.2f} {:>5.2f} {:>5.2f} {:>5.2f} {:>5.2f}  {}\n", node,
-               r["estimate_us"].get<double>(), r["limiter"].get<std::string>(),
-               c["math"].get<double>(), c["dram"].get<double>(), c["smem"].get<double>(),
-               c["issue"].get<double>(), c["latency"].get<double>(),
-               r["kernel"].get<std::string>());
+    fmt::print(
+        "{:<48}  {:>9.2f}  {:>8}  {:>5.2f} {:>5.2f} {:>5.2f} {:>5.2f} {:>5.2f} {:>5.2f}  {}\n",
+        node, r["estimate_us"].get<double>(), r["limiter"].get<std::string>(),
+        c["math"].get<double>(), c["dram"].get<double>(), c.value("l2", 1.0),
+        c["smem"].get<double>(), c["issue"].get<double>(), c["latency"].get<double>(),
+        r["kernel"].get<std::string>());
   }
   if (total > 0)
     fmt::print("\nFLOP-weighted static ceiling of the tensor-core kernels: {:.3f} of peak "

@@ -6,19 +6,20 @@
 
 namespace kiln {
 
-double Ceilings::ceiling() const { return std::min({math, dram, smem, issue, latency}); }
+double Ceilings::ceiling() const { return std::min({math, dram, l2, smem, issue, latency}); }
 
 std::string Ceilings::limiter() const {
   const double c = ceiling();
   // Ties go to the first: the math floor is the one to reach.
   if (math <= c) return "math";
   if (dram <= c) return "dram";
+  if (l2 <= c) return "l2";
   if (smem <= c) return "smem";
   if (issue <= c) return "issue";
   return "latency";
 }
 
-double LoopClocks::binding() const { return std::max({math, smem, issue}); }
+double LoopClocks::binding() const { return std::max({math, smem, issue, l2}); }
 
 LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l) {
   const PeakTflops per_clock = estimate_peaks(g.compute_capability(), 1, 1e6); // per SM
@@ -33,6 +34,8 @@ LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l) {
   c.math = c.peak / l.peak_fraction;
   c.smem = l.smem_bytes_per_mma / double(g.shared_memory_bytes_per_clock);
   c.issue = l.issue_per_mma / double(g.issue_slots_per_clock);
+  // Every SM loading at once shares L2's bandwidth: its bytes per MMA at the SM's share.
+  if (g.l2_bytes_per_clock > 0) c.l2 = l.l2_bytes() / double(g.l2_bytes_per_clock);
   return c;
 }
 

@@ -37,6 +37,12 @@ struct MainLoop {
   // bytes it loads per MMA: the in-flight bytes must cover the global latency at its rate.
   double global_bytes_in_flight_per_block = 0;
   double global_bytes_per_mma = 0;
+  // Bytes the SM requests from L2 per MMA: global_bytes_per_mma unless a cluster's multicast
+  // brings a tile once for several SMs (< 0: the same as global_bytes_per_mma).
+  double l2_bytes_per_mma = -1;
+  double l2_bytes() const {
+    return l2_bytes_per_mma >= 0 ? l2_bytes_per_mma : global_bytes_per_mma;
+  }
 };
 
 // Each limit as the fraction of the math peak it allows a variant at its occupancy (1: it
@@ -46,9 +52,10 @@ struct Ceilings {
   double dram = 1;    // compute floor over DRAM floor
   double smem = 1;    // shared-memory bandwidth per SM
   double issue = 1;   // instruction issue per SM
+  double l2 = 1;      // the L2 cache's bandwidth to the SMs (GpuDesc::l2_bytes_per_clock)
   double latency = 1; // latency hiding by the resident warps at full occupancy
   double ceiling() const;
-  std::string limiter() const; // "math", "dram", "smem", "issue" or "latency"
+  std::string limiter() const; // "math", "dram", "l2", "smem", "issue" or "latency"
 };
 
 // Cycles the model assumes for global memory latency (an L2 hit under load, about half a
@@ -69,7 +76,7 @@ inline constexpr double kSubPartitions = 4;
 // 132 SMs x 4096 x 1830 MHz, its clock_mhz 1980), and the ceilings are ratios of rates at
 // one clock. `peak` is the unit at its full rate; `math` at the MMA's peak_fraction.
 struct LoopClocks {
-  double peak = 0, math = 0, smem = 0, issue = 0;
+  double peak = 0, math = 0, smem = 0, issue = 0, l2 = 0;
   double binding() const; // the largest: what one MMA costs the SM at steady state
 };
 LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l);

@@ -129,6 +129,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["params"] = instance_params(r.variant);
     k["grid"] = r.variant.grid;
     k["block"] = r.variant.block;
+    if (r.variant.cluster != std::array<int64_t, 3>{1, 1, 1}) k["cluster"] = r.variant.cluster;
     k["dynamic_smem"] = r.variant.dynamic_smem;
     k["args"] = r.variant.args;
     k["math"] = math_name(r.variant.math);
@@ -151,11 +152,9 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     k["registers_assumed"] = r.variant.registers_per_thread;
     k["blocks_per_sm_assumed"] = r.cost.occ.blocks_per_sm;
     k["min_blocks_per_sm"] = r.variant.min_blocks_per_sm;
-    k["ceilings"] = {{"math", frac(cl.math)},
-                     {"dram", frac(cl.dram)},
-                     {"smem", frac(cl.smem)},
-                     {"issue", frac(cl.issue)},
-                     {"latency", frac(cl.latency)}};
+    k["ceilings"] = {{"math", frac(cl.math)},   {"dram", frac(cl.dram)},
+                     {"l2", frac(cl.l2)},       {"smem", frac(cl.smem)},
+                     {"issue", frac(cl.issue)}, {"latency", frac(cl.latency)}};
     kernels.push_back(k);
   }
   ojson lib = ojson::array();

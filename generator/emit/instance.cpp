@@ -62,7 +62,10 @@ std::string instance_source(const Variant& v, const InstanceOrigin& o) {
   for (const CfgEntry& e : v.cfg)
     s += std::visit(CfgLine{e.name}, e.value);
   s += "};\n\n";
-  if (v.min_blocks_per_sm > 1)
+  if (v.cluster[0] > 1)
+    s += fmt::format("KILN_KERNEL_CLUSTER({}, {}, {}) {{ {}<{}_cfg>(kiln_args); }}\n", v.name,
+                     v.threads(), v.cluster[0], v.function, v.name);
+  else if (v.min_blocks_per_sm > 1)
     s += fmt::format("KILN_KERNEL_OCC({}, {}, {}) {{ {}<{}_cfg>(kiln_args); }}\n", v.name,
                      v.threads(), v.min_blocks_per_sm, v.function, v.name);
   else

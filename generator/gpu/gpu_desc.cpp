@@ -72,8 +72,14 @@ GpuDesc parse_gpu(std::string_view text, const std::string& file) {
   try {
     const nlohmann::json j = ju::parse(text, file);
     ju::expect_object(j, "");
-    std::vector<std::string_view> known = {"format", "name", "arch", "memory_bandwidth_gbps",
-                                           "clock_mhz", "peak_tflops", "source"};
+    std::vector<std::string_view> known = {"format",
+                                           "name",
+                                           "arch",
+                                           "memory_bandwidth_gbps",
+                                           "clock_mhz",
+                                           "peak_tflops",
+                                           "l2_bytes_per_clock",
+                                           "source"};
     for (const IntField& f : int_fields) known.push_back(f.key);
     for (auto it = j.begin(); it != j.end(); ++it)
       if (std::find(known.begin(), known.end(), it.key()) == known.end())
@@ -94,6 +100,12 @@ GpuDesc parse_gpu(std::string_view text, const std::string& file) {
       if (v < 0 || (!f.may_be_zero && v == 0) || v > (int64_t(1) << 50))
         throw Error("", p, cat("must be ", f.may_be_zero ? "non-negative" : "positive", ", got ", v));
       g.*f.field = v;
+    }
+    if (j.contains("l2_bytes_per_clock")) { // optional
+      const int64_t v = ju::get_int(j["l2_bytes_per_clock"], "/l2_bytes_per_clock");
+      if (v < 0 || v > 4096)
+        throw Error("", "/l2_bytes_per_clock", cat("must be in 0..4096, got ", v));
+      g.l2_bytes_per_clock = v;
     }
     g.memory_bandwidth_gbps = positive_number(j, "memory_bandwidth_gbps", "", false);
     g.clock_mhz = positive_number(j, "clock_mhz", "", false);
@@ -120,6 +132,7 @@ nlohmann::ordered_json gpu_to_json(const GpuDesc& g) {
   j["name"] = g.name;
   j["arch"] = g.arch;
   for (const IntField& f : int_fields) j[std::string(f.key)] = g.*f.field;
+  if (g.l2_bytes_per_clock > 0) j["l2_bytes_per_clock"] = g.l2_bytes_per_clock;
   j["memory_bandwidth_gbps"] = g.memory_bandwidth_gbps;
   j["clock_mhz"] = g.clock_mhz;
   j["peak_tflops"] = {{"fp32", g.peak_tflops.fp32},

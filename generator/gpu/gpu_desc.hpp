@@ -37,6 +37,9 @@ struct GpuDesc {
   // scheduler). The cost model's shared-memory and issue ceilings (cost/main_loop.hpp).
   int64_t shared_memory_bytes_per_clock = 0;
   int64_t issue_slots_per_clock = 0;
+  // Per SM and clock: bytes the L2 cache delivers to the SMs when all of them load (optional;
+  // 0: unknown, no L2 ceiling). The cost model's L2 ceiling (cost/main_loop.hpp).
+  int64_t l2_bytes_per_clock = 0;
   PeakTflops peak_tflops;
   std::string source; // where the numbers come from
 

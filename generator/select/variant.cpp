@@ -36,6 +36,7 @@ Kernel kernel_of(const Variant& v) {
   k.image = "kernels/" + v.name + ".cubin";
   k.grid = v.grid;
   k.block = v.block;
+  k.cluster = v.cluster;
   k.dynamic_smem = v.dynamic_smem;
   k.args = v.args;
   return k;

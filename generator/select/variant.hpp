@@ -43,6 +43,8 @@ struct Variant {
   std::vector<CfgEntry> cfg;
   std::vector<std::string> args; // step argument roles in kernel parameter order
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  // Thread-block cluster dimensions (Kernel::cluster; {1, 1, 1}: none).
+  std::array<int64_t, 3> cluster{1, 1, 1};
   // A persistent grid's units of work (its output tiles, which its blocks take in turn): what
   // the cost model counts waves of. 0: one per block.
   int64_t work_blocks = 0;

@@ -15,6 +15,7 @@ namespace kiln {
 struct CudaBackend::Loaded {
   cudaLibrary_t library = nullptr;
   cudaKernel_t kernel = nullptr;
+  std::array<unsigned, 3> grid{1, 1, 1}; // as launched (a clustered grid may be cut: prepare)
 };
 
 namespace {
@@ -63,6 +64,25 @@ void CudaBackend::check(int status, const char* call, const std::string& at) con
   throw Error("", at, cat(call, " failed: ", cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
 }
 
+// A clustered kernel (kiln's are persistent: any whole number of clusters covers their tiles)
+// is launched with no more clusters than the GPU holds at once: the GPCs' SM counts need not
+// be multiples of the cluster, and a cluster that waits for another wave would double the
+// kernel's time.
+void CudaBackend::clamp_to_resident_clusters(Loaded& l, const Kernel& k,
+                                             const std::string& at) const {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(l.grid[0], l.grid[1], l.grid[2]);
+  cfg.blockDim = dim3(unsigned(k.block[0]), unsigned(k.block[1]), unsigned(k.block[2]));
+  cfg.dynamicSmemBytes = size_t(k.dynamic_smem);
+  int clusters = 0;
+  check(cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(l.kernel), &cfg),
+        "cudaOccupancyMaxActiveClusters", at);
+  if (clusters < 1) throw Error("", at, "not one of its clusters fits on this GPU");
+  const int64_t size = k.cluster[0] * k.cluster[1] * k.cluster[2];
+  if (k.grid[1] * k.grid[2] == 1 && l.grid[0] / size > unsigned(clusters))
+    l.grid[0] = unsigned(clusters * size / k.cluster[0] * k.cluster[0]);
+}
+
 void CudaBackend::prepare(const Plan& plan) {
   plan_ = &plan;
   require_device(plan.arch, options_.device);
@@ -86,6 +106,9 @@ void CudaBackend::prepare(const Plan& plan) {
       check(cudaFuncSetAttribute(reinterpret_cast<const void*>(l->kernel),
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(k.dynamic_smem)),
             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", at);
+    for (int d = 0; d < 3; ++d)
+      l->grid[size_t(d)] = unsigned(k.grid[size_t(d)]);
+    if (k.clustered()) clamp_to_resident_clusters(*l, k, at);
     kernels_.push_back(std::move(l));
   }
   // Tensor maps (tensor_map.encode steps): the arena's addresses are fixed from here on, so
@@ -173,7 +196,8 @@ void CudaBackend::run(const Step& step) {
       args.p[i] = arena_ + plan_->byte_offset(step.need(k.args[i]));
     void* params[] = {&args};
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[step.kernel]->kernel),
-                           dim3(unsigned(k.grid[0]), unsigned(k.grid[1]), unsigned(k.grid[2])),
+                           dim3(kernels_[step.kernel]->grid[0], kernels_[step.kernel]->grid[1],
+                                kernels_[step.kernel]->grid[2]),
                            dim3(unsigned(k.block[0]), unsigned(k.block[1]), unsigned(k.block[2])),
                            params, size_t(k.dynamic_smem), static_cast<cudaStream_t>(stream_)),
           "cudaLaunchKernel", at);

@@ -60,6 +60,7 @@ public:
 
 private:
   struct Loaded;
+  void clamp_to_resident_clusters(Loaded& l, const Kernel& k, const std::string& at) const;
   void check(int status, const char* call, const std::string& where) const;
   ImageSource images_;
   CudaOptions options_;

@@ -34,6 +34,7 @@ void EmuBackend::run(const Step& step) {
   for (int d = 0; d < 3; ++d) {
     cfg.grid[d] = unsigned(k.grid[d]);
     cfg.block[d] = unsigned(k.block[d]);
+    cfg.cluster[d] = unsigned(k.cluster[d]);
   }
   cfg.dynamic_smem = size_t(k.dynamic_smem);
   cfg.checks = options_.checks;

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_EMU_ABI_VERSION 1u
+#define KILN_EMU_ABI_VERSION 2u /* 2: KilnEmuLaunch::cluster */
 #define KILN_EMU_MAX_ARGS 16
 
 /* Checks (bitmask). All of them are on in tests; 0 is the fast path. */
@@ -51,6 +51,9 @@ typedef struct KilnEmuLaunch {
   unsigned checks;                          /* KILN_EMU_CHECK_* */
   unsigned workers;        /* OS threads running blocks; 0: one per hardware thread */
   const char* kernel_name; /* for reports; may be NULL */
+  /* Thread-block cluster (sm_90): blocks per cluster along x, y, z, the grid a multiple of it
+   * in each dimension, at most 8 blocks. {0,0,0} (a zeroed struct) or {1,1,1}: no cluster. */
+  unsigned cluster[3];
 } KilnEmuLaunch;
 
 typedef unsigned (*KilnEmuAbiVersionFn)(void);

@@ -75,6 +75,7 @@ void EmuModule::launch(const std::string& name, const EmuLaunchConfig& config,
   for (int i = 0; i < 3; ++i) {
     l.grid[i] = config.grid[i];
     l.block[i] = config.block[i];
+    l.cluster[i] = config.cluster[i];
   }
   l.dynamic_smem = config.dynamic_smem;
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -23,6 +23,7 @@ struct EmuBuffer {
 struct EmuLaunchConfig {
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
+  std::array<unsigned, 3> cluster{1, 1, 1}; // blocks per thread-block cluster; {1,1,1}: none
   std::size_t dynamic_smem = 0;
   unsigned checks = KILN_EMU_CHECK_ALL; // KILN_EMU_CHECK_*
   unsigned workers = 1;                 // 0: one per hardware thread

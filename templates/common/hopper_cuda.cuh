@@ -110,6 +110,59 @@ KILN_FN void tma_load(Shared<T> dst, const TensorMap* map, Shared<u64> bar, C...
                  : "memory");
 }
 
+// ---- clusters (sm_90) -------------------------------------------------------------------------
+// A kernel runs in clusters when its entry says so (KILN_KERNEL_CLUSTER, kiln.cuh) and its
+// launch is a multiple of that (Kernel::cluster). The CTAs of a cluster are co-scheduled;
+// a CTA may arrive on a peer's mbarriers and a multicast TMA writes every CTA of its mask.
+KILN_FN u32 cluster_ctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+KILN_FN u32 cluster_size() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster (those not exited): release what this thread
+// wrote (its mbarrier inits included), acquire what the others did. A CTA must not exit
+// while a peer may still arrive on its barriers or write its shared memory: kernels end
+// with one.
+KILN_FN void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n"
+               "barrier.cluster.wait.acquire;" ::
+                   : "memory");
+}
+// An arrival (release, cluster scope) on the mbarrier at `bar`'s offset in CTA `cta` of this
+// cluster (this CTA's own when cta is its rank).
+KILN_FN void mbarrier_arrive_cluster(Shared<u64> bar, u32 cta) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(
+                   smem_address(bar)),
+               "r"(cta)
+               : "memory");
+}
+// A tiled TMA load multicast: the box lands at `dst`'s offset in every CTA of `cta_mask` (bit
+// r: rank r), each completing its bytes on the mbarrier at `bar`'s offset in that CTA.
+template <class T, class... C>
+KILN_FN void tma_load_multicast(Shared<T> dst, const TensorMap* map, Shared<u64> bar, u16 cta_mask,
+                                C... coords) {
+  static_assert(sizeof...(C) == 2 || sizeof...(C) == 4, "tma_load_multicast: 2 or 4 coordinates");
+  const int c[4] = {int(coords)...};
+  const u32 d = smem_address(dst), b = smem_address(bar);
+  const u64 m = reinterpret_cast<u64>(map);
+  if constexpr (sizeof...(C) == 2)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;" ::"r"(d),
+                 "l"(m), "r"(b), "h"(cta_mask), "r"(c[0]), "r"(c[1])
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;" ::"r"(d),
+                 "l"(m), "r"(b), "h"(cta_mask), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+                 : "memory");
+}
+
 // ---- wgmma --------------------------------------------------------------------------------------
 template <int N> struct WgmmaAcc {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma N: 8..256 by 8");

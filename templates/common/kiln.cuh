@@ -49,8 +49,14 @@ struct KernelArgs {
   extern "C" __global__ void __launch_bounds__(threads, 1) name(::kiln::KernelArgs kiln_args)
 #define KILN_KERNEL_OCC(name, threads, blocks)                                                     \
   extern "C" __global__ void __launch_bounds__(threads, blocks) name(::kiln::KernelArgs kiln_args)
+// KILN_KERNEL_CLUSTER: one block per SM, launched in clusters of `cx` blocks along x (sm_90;
+// the launch's Kernel::cluster says the same, for the emulator).
+#define KILN_KERNEL_CLUSTER(name, threads, cx)                                                     \
+  extern "C" __global__ void __launch_bounds__(threads, 1) __cluster_dims__(cx, 1, 1)              \
+      name(::kiln::KernelArgs kiln_args)
 #else
 #define KILN_KERNEL(name, threads) extern "C" void name(::kiln::KernelArgs kiln_args)
+#define KILN_KERNEL_CLUSTER(name, threads, cx) extern "C" void name(::kiln::KernelArgs kiln_args)
 #define KILN_KERNEL_OCC(name, threads, blocks) extern "C" void name(::kiln::KernelArgs kiln_args)
 #endif
 

@@ -14,6 +14,7 @@ CASES = {
     "threadfence_block": "kiln emu: __threadfence_block is not emulated",
     "syncthreads_count": "kiln emu: __syncthreads_count is not emulated",
     "clock64": "kiln emu: clock64 is not emulated",
+    "dsmem": "kiln emu: __cluster_map_shared_rank is not emulated",
     "asm": "kiln_emu_error_inline_asm_is_not_emulated",
     "raw_shared": "kiln_emu_error_raw___shared___is_not_emulated_use_KILN_SHARED_ARRAY",
     "shared_pointer": "a raw pointer into shared memory escapes the checks",

@@ -21,6 +21,8 @@ extern "C" __global__ void uses_something(KernelArgs args) {
   v = __syncthreads_count(v > 3);
 #elif defined(CASE_clock64)
   v = int(clock64());
+#elif defined(CASE_dsmem)
+  v += __cluster_map_shared_rank(v, 1);
 #elif defined(CASE_asm)
   asm volatile("bar.sync 0;");
 #elif defined(CASE_raw_shared)

@@ -10,7 +10,7 @@ import sys
 
 import kiln_test as kt
 
-LIMITERS = {"math", "dram", "smem", "issue", "latency"}
+LIMITERS = {"math", "dram", "l2", "smem", "issue", "latency"}
 args = ["resnet50", "--gpu", "h100", "--dtype", "f16", "--batch", "32"]
 out, _ = kt.kiln("inspect", *args, "--json")
 j = json.loads(out)

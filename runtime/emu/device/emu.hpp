@@ -22,6 +22,7 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+#define __cluster_dims__(...) // the launch says it too (KilnEmuLaunch::cluster)
 #define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
 

@@ -4,7 +4,8 @@
 // here are the kernel-facing wrappers. Semantics are the PTX ISA's, with two liberties that
 // cannot change a correct kernel's result: a TMA copy lands when it is issued (its bytes
 // are unreadable until the mbarrier phase it completes has been waited for), and
-// mbarrier_try_wait suspends the thread until the phase completes.
+// mbarrier_try_wait suspends the thread until the phase completes. Thread-block clusters:
+// cluster.hpp.
 #pragma once
 
 #include "runtime/emu/tensor_map.h"
@@ -73,6 +74,28 @@ KILN_FN void tma_load(Shared<T> dst, const TensorMap* map, Shared<u64> bar, C...
   static_assert(sizeof...(C) >= 1 && sizeof...(C) <= 5, "tma_load: 1 to 5 coordinates");
   const int c[] = {int(coords)...};
   emu::tma_load(dst.p, map, bar.p, c, int(sizeof...(C)));
+}
+
+// ---- clusters (sm_90; machinery in cluster.hpp) ---------------------------------------------
+// Without a cluster launch a block is a cluster of one: rank 0, size 1.
+KILN_FN u32 cluster_ctarank() { return emu::block().cluster_rank; }
+KILN_FN u32 cluster_size() { return u32(emu::block().cluster->size); }
+// barrier.cluster.arrive.release + wait.acquire: every thread of the cluster not exited.
+KILN_FN void cluster_sync(::kiln::emu::Site w = ::kiln::emu::Site::current()) {
+  emu::cluster_barrier(w);
+}
+// An arrival (a release) on the mbarrier at bar's offset in CTA `cta` of the cluster.
+KILN_FN void mbarrier_arrive_cluster(Shared<u64> bar, u32 cta) {
+  emu::mbar_arrive_remote(bar.p, cta);
+}
+// The box lands at dst's offset in every CTA of cta_mask (bit r: rank r), completing its
+// bytes on the mbarrier at bar's offset in each.
+template <class T, class... C>
+KILN_FN void tma_load_multicast(Shared<T> dst, const TensorMap* map, Shared<u64> bar, u16 cta_mask,
+                                C... coords) {
+  static_assert(sizeof...(C) == 2 || sizeof...(C) == 4, "tma_load_multicast: 2 or 4 coordinates");
+  const int c[] = {int(coords)...};
+  emu::tma_load_multicast(dst.p, map, bar.p, cta_mask, c, int(sizeof...(C)));
 }
 
 // ---- wgmma --------------------------------------------------------------------------------------

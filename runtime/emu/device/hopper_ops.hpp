@@ -28,13 +28,21 @@ std::uint32_t arena_offset(const Block& b, const void* p) {
   return std::uint32_t(reinterpret_cast<const char*>(p) - b.arena);
 }
 
-int find_mbar(Block& b, const void* p, const char* what) {
-  const std::uint32_t off = arena_offset(b, p);
+// The slot of the mbarrier at arena offset off of block b (b: the caller's, or a peer CTA's).
+int find_mbar_at(Block& b, std::uint32_t off, const char* what) {
   if (off >= kMaxShared || off % 8) fail("%s: not an 8-byte aligned shared-memory address", what);
   for (int i = 0; i < b.hop.nbars; ++i)
     if (b.hop.bars[i].offset == off) return i;
+  if (&b != self()->block)
+    fail("%s on %s of CTA %u of the cluster, which mbarrier_init has not initialised there (a "
+         "cluster_sync after the initialisation orders it before its peers' use)",
+         what, shared_place(b, off).c_str(), b.cluster_rank);
   fail("%s on %s, which mbarrier_init has not initialised in this block", what,
        shared_place(b, off).c_str());
+}
+
+int find_mbar(Block& b, const void* p, const char* what) {
+  return find_mbar_at(b, arena_offset(b, p), what);
 }
 
 void complete_phase_if_done(Mbarrier& m) {
@@ -85,6 +93,7 @@ void mbar_init(void* p, unsigned count) {
     ++b.hop.nbars;
   }
   b.hop.bars[i] = Mbarrier{off, count, count, 0, 0};
+  b.hop.remote_need[i] = 0;
   if (b.hop.observed)
     for (int t = 0; t < b.nthreads; ++t)
       observed(b, t, i) = 0;
@@ -126,6 +135,7 @@ void mbar_wait(void* p, unsigned parity, Site where) {
   const Mbarrier& m = b.hop.bars[slot];
   const std::uint32_t last = (m.phases - 1) % 2 == parity ? m.phases : m.phases - 1;
   if (b.hop.observed && observed(b, f.linear, slot) < last) observed(b, f.linear, slot) = last;
+  if (b.hop.remote_need[slot] && last >= b.hop.remote_need[slot]) b.hop.remote_need[slot] = 0;
 }
 
 // Whether fiber f, waiting at an mbarrier, may run again.
@@ -134,13 +144,14 @@ inline bool mbar_wait_over(Block& b, const Fiber& f) {
 }
 
 // ---- TMA tiled load ---------------------------------------------------------------------------
-void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {
-  Fiber& f = *self();
-  Block& b = *f.block;
+// The box of map m at coordinates c, written at arena offset d0 of block t (the issuer's, or
+// a peer CTA's for a multicast), completing its bytes on t's mbarrier at offset bar_off.
+void tma_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_off, const int* c,
+              int rank, const char* what) {
   check_pointer(map_p, 8, false, "tma_load's tensor map");
   const KilnTensorMap& m = *static_cast<const KilnTensorMap*>(map_p);
   if (int(m.rank) != rank)
-    fail("tma_load with %d coordinates on a tensor map of rank %u", rank, m.rank);
+    fail("%s with %d coordinates on a tensor map of rank %u", what, rank, m.rank);
   const unsigned e = m.elem_bytes, W = m.swizzle;
   if (e != 1 && e != 2 && e != 4 && e != 8) fail("tensor map: element size %u", e);
   const std::size_t row = std::size_t(m.box[0]) * e;
@@ -149,10 +160,9 @@ void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {
     fail("tensor map: a box row of %zu bytes (emulated: a multiple of 16 without swizzle, "
          "the swizzle width with one)",
          row);
-  const std::uint32_t d0 = arena_offset(b, dst);
   const std::size_t align = W ? 8 * W : 128;
   if (d0 % align)
-    fail("tma_load: shared destination at arena byte %u is not %zu-byte aligned", d0, align);
+    fail("%s: shared destination at arena byte %u is not %zu-byte aligned", what, d0, align);
   std::size_t total = 1;
   for (int d = 0; d < rank; ++d) {
     if (m.box[d] == 0 || m.box[d] > 256)
@@ -160,11 +170,12 @@ void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {
     total *= m.box[d];
   }
   const std::size_t bytes = total * e;
-  if (d0 + bytes > kMaxShared || (d0 < b.dyn_bytes && d0 + bytes > b.dyn_bytes))
-    fail("tma_load: %zu bytes at %s overrun its shared array", bytes, shared_place(b, d0).c_str());
-  const int slot = find_mbar(b, bar, "tma_load's mbarrier");
-  Mbarrier& mb = b.hop.bars[slot];
-  const bool track = (b.checks & KILN_EMU_CHECK_RACE) && b.hop.tag;
+  if (d0 + bytes > kMaxShared || (d0 < t.dyn_bytes && d0 + bytes > t.dyn_bytes))
+    fail("%s: %zu bytes at %s overrun its shared array", what, bytes, shared_place(t, d0).c_str());
+  const int slot = find_mbar_at(t, bar_off, what);
+  Mbarrier& mb = t.hop.bars[slot];
+  const unsigned checks = self()->block->checks;
+  const bool track = (checks & KILN_EMU_CHECK_RACE) && t.hop.tag;
   const std::uint32_t tag = kTagAsync | std::uint32_t(slot) << 24 | (mb.phases & 0xffffffu);
   int idx[KILN_TMA_MAX_RANK] = {};
   for (std::size_t n = 0; n < total; ++n) {
@@ -179,27 +190,37 @@ void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {
     unsigned char v[8] = {};
     if (in) {
       const char* src = static_cast<const char*>(m.global) + goff;
-      if (b.checks & KILN_EMU_CHECK_BOUNDS) check_pointer(src, e, false, "TMA load");
+      if (checks & KILN_EMU_CHECK_BOUNDS) check_pointer(src, e, false, "TMA load");
       std::memcpy(v, src, e);
     }
     const std::size_t a = d0 + n * e; // dense position; the swizzle permutes 16-byte chunks
     const std::size_t phys = W ? a ^ (((a >> 7) & (W / 16 - 1)) << 4) : a;
-    std::memcpy(b.arena + phys, v, e);
-    if (b.checks & kShadowChecks)
+    std::memcpy(t.arena + phys, v, e);
+    if (checks & kShadowChecks)
       for (unsigned i = 0; i < e; ++i) {
-        b.shadow[phys + i].wstamp = b.epoch;
-        b.shadow[phys + i].writer = kAsyncWriter;
-        if (track) b.hop.tag[phys + i] = tag;
+        t.shadow[phys + i].wstamp = t.epoch;
+        t.shadow[phys + i].writer = kAsyncWriter;
+        if (track) t.hop.tag[phys + i] = tag;
       }
     for (int d = 0; d < rank && ++idx[d] == int(m.box[d]); ++d)
       idx[d] = 0;
   }
+  if (&t != self()->block) { // a peer's multicast: to be waited for before t exits
+    t.hop.remote_need[slot] = mb.phases + 1;
+    t.hop.remote_from[slot] = std::uint8_t(self()->block->cluster_rank);
+    t.hop.remote_kind[slot] = 1;
+  }
   mb.tx -= (long long)bytes; // complete_tx: the bytes have landed
   if (mb.pending == 0 && mb.tx < 0)
-    fail("tma_load: %zu bytes complete on an mbarrier whose phase had all its arrivals and "
+    fail("%s: %zu bytes complete on an mbarrier whose phase had all its arrivals and "
          "expected fewer bytes",
-         bytes);
+         what, bytes);
   complete_phase_if_done(mb);
+}
+
+void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {
+  Block& b = *self()->block;
+  tma_into(b, arena_offset(b, dst), map_p, arena_offset(b, bar), c, rank, "tma_load");
 }
 
 // ---- fences and accumulators

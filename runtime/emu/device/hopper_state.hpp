@@ -57,6 +57,13 @@ struct HopperBlock {
   Mbarrier bars[kMaxMbarriers];
   int nbars;
   int wg_arrived[kMaxWarpgroups];
+  // Per mbarrier slot, for clusters (cluster.hpp): 1 + the phase that a peer CTA's arrival or
+  // multicast contributed to and no thread of this CTA has waited for since (0: none), and
+  // that peer's rank and what it did (0 arrival, 1 multicast). Uncovered when the CTA exits,
+  // and not cleared by a cluster_sync, it is reported.
+  std::uint32_t remote_need[kMaxMbarriers];
+  std::uint8_t remote_from[kMaxMbarriers];
+  std::uint8_t remote_kind[kMaxMbarriers];
   std::uint32_t* tag;      // kMaxShared entries (race checks only)
   std::uint32_t* observed; // [thread][slot]: phases a thread saw complete (race checks)
 };

@@ -1,8 +1,8 @@
 // The exported launcher of an emulated kernel library (ABI: runtime/emu/launch_abi.h), and
 // the one translation unit of the emulator's machinery: compile it into every library of
-// kernels built by the host compiler. Blocks are handed out in order to `workers` OS
-// threads (the caller is the first); each worker keeps its fiber stacks, shared-memory
-// arena and shadow across launches.
+// kernels built by the host compiler. Clusters of blocks (single blocks without a cluster
+// launch) are handed out in order to `workers` OS threads (the caller is the first); each
+// worker keeps its fiber stacks, shared-memory arenas and shadows across launches.
 
 // System headers first: kiln.cuh turns `asm` into an error for the code that follows it.
 #include <algorithm>
@@ -34,30 +34,30 @@ namespace {
 
 static_assert(sizeof(KilnEmuArgs) == sizeof(kiln::KernelArgs), "KilnEmuArgs must match");
 
-// What a worker keeps between launches.
-struct Worker {
-  FiberStacks stacks;
-  char* arena = nullptr;            // kMaxShared bytes
-  Shadow* shadow = nullptr;         // one entry per arena byte, allocated when a launch checks
-  std::vector<PendingCopy> pending; // cp.async tracking, allocated when a launch checks races
-  std::vector<std::uint32_t> tag;   // async-proxy tracking (hopper_state.hpp), likewise
-  std::vector<std::uint32_t> observed; // mbarrier phases each thread saw complete, likewise
+// What a worker keeps between launches for each CTA of a cluster (one without clusters).
+struct CtaMemory {
+  char* arena = nullptr;                 // kMaxShared bytes
+  Shadow* shadow = nullptr;              // one entry per arena byte, allocated when a launch checks
+  std::vector<PendingCopy> pending;      // cp.async tracking, allocated when a launch checks races
+  std::vector<std::uint32_t> tag;        // async-proxy tracking (hopper_state.hpp), likewise
+  std::vector<std::uint32_t> observed;   // mbarrier phases each thread saw complete, likewise
   std::vector<std::uint32_t> warp_stamp; // Block::warp_stamp, likewise
-  std::size_t poisoned = 0;         // arena bytes used since the last poisoning
+  std::size_t poisoned = 0;              // arena bytes used since the last poisoning
   u32 epoch = 0;
   Block block{};
 
-  Worker() {
+  CtaMemory() {
     arena = static_cast<char*>(std::aligned_alloc(64, kMaxShared));
     if (!arena) throw std::bad_alloc();
     std::memset(arena, 0xff, kMaxShared); // NaN in every float format, -1 in integers
   }
-  ~Worker() {
+  ~CtaMemory() {
     std::free(arena);
     std::free(shadow);
   }
-  void prepare(int nthreads, bool shadowed, bool races) {
-    stacks.reserve(nthreads);
+  CtaMemory(const CtaMemory&) = delete;
+  CtaMemory& operator=(const CtaMemory&) = delete;
+  void prepare(bool shadowed, bool races) {
     if (races && pending.empty()) pending.resize(std::size_t(kMaxThreads) * kMaxPendingCopies);
     if (races && warp_stamp.empty()) warp_stamp.resize(2 * kMaxShared);
     if (races && tag.empty()) {
@@ -72,6 +72,23 @@ struct Worker {
     if (shadow && epoch > 0xf0000000u) { // stamps would wrap: start over
       std::memset(shadow, 0, kMaxShared * sizeof(Shadow));
       epoch = 1;
+    }
+  }
+};
+
+// What a worker keeps between launches: fiber stacks for every thread of a cluster, and
+// each CTA's memory (allocated for as many CTAs as a launch's clusters have).
+struct Worker {
+  FiberStacks stacks;
+  std::unique_ptr<CtaMemory> cta[kMaxClusterCtas];
+  Cluster cluster{};
+
+  Worker() { cta[0] = std::make_unique<CtaMemory>(); }
+  void prepare(int nthreads, int cluster_size, bool shadowed, bool races) {
+    stacks.reserve(nthreads * cluster_size);
+    for (int r = 0; r < cluster_size; ++r) {
+      if (!cta[r]) cta[r] = std::make_unique<CtaMemory>();
+      cta[r]->prepare(shadowed, races);
     }
   }
 };
@@ -98,34 +115,45 @@ void release_worker(std::unique_ptr<Worker> w) {
 
 void run_worker(LaunchState& st, Worker& w) {
   const KilnEmuLaunch& L = *st.launch;
-  Block& b = w.block;
-  b.grid_dim = dim3(L.grid[0], L.grid[1], L.grid[2]);
-  b.block_dim = dim3(L.block[0], L.block[1], L.block[2]);
-  b.checks = L.checks;
-  b.launch = &L;
-  b.run = &st;
-  b.arena = w.arena;
-  b.shadow = w.shadow;
-  b.pending = w.pending.data();
-  b.warp_stamp =
-      w.warp_stamp.empty() || !(L.checks & KILN_EMU_CHECK_RACE) ? nullptr : w.warp_stamp.data();
-  b.hop.tag = w.tag.empty() || !(L.checks & KILN_EMU_CHECK_RACE) ? nullptr : w.tag.data();
-  b.hop.observed = b.hop.tag ? w.observed.data() : nullptr;
-  b.dyn_bytes = L.dynamic_smem;
-  b.slots = w.stacks.base();
-  b.nthreads = st.nthreads;
-  b.epoch = w.epoch;
+  const bool races = (L.checks & KILN_EMU_CHECK_RACE) != 0;
+  Cluster& c = w.cluster;
+  c.size = st.cluster_size;
+  for (int r = 0; r < c.size; ++r) {
+    CtaMemory& m = *w.cta[r];
+    Block& b = m.block;
+    b.grid_dim = dim3(L.grid[0], L.grid[1], L.grid[2]);
+    b.block_dim = dim3(L.block[0], L.block[1], L.block[2]);
+    b.checks = L.checks;
+    b.launch = &L;
+    b.run = &st;
+    b.cluster = &c;
+    b.cluster_rank = u32(r);
+    b.arena = m.arena;
+    b.shadow = m.shadow;
+    b.pending = m.pending.data();
+    b.warp_stamp = m.warp_stamp.empty() || !races ? nullptr : m.warp_stamp.data();
+    b.hop.tag = m.tag.empty() || !races ? nullptr : m.tag.data();
+    b.hop.observed = b.hop.tag ? m.observed.data() : nullptr;
+    b.dyn_bytes = L.dynamic_smem;
+    b.slots = w.stacks.base() + std::size_t(r) * std::size_t(st.nthreads) * kSlotBytes;
+    b.nthreads = st.nthreads;
+    b.epoch = m.epoch;
+    c.cta[r] = &b;
+  }
   while (!st.stop.load(std::memory_order_relaxed)) {
-    // A block taken is always run, so every block below a failing one runs: the lowest
+    // A cluster taken is always run, so every cluster below a failing one runs: the lowest
     // failing block (the one reported) does not depend on the number of workers.
-    const u64 lb = st.next.fetch_add(1, std::memory_order_relaxed);
-    if (lb >= st.total_blocks) break;
-    std::memset(w.arena, 0xff, std::max(w.poisoned, b.dyn_bytes));
-    const bool ok = run_block(b, lb);
-    w.poisoned = std::max(w.poisoned, b.static_top);
+    const u64 cl = st.next.fetch_add(1, std::memory_order_relaxed);
+    if (cl >= st.total_clusters) break;
+    for (int r = 0; r < c.size; ++r)
+      std::memset(w.cta[r]->arena, 0xff, std::max(w.cta[r]->poisoned, L.dynamic_smem));
+    const bool ok = run_cluster(c, st, cl);
+    for (int r = 0; r < c.size; ++r)
+      w.cta[r]->poisoned = std::max(w.cta[r]->poisoned, w.cta[r]->block.static_top);
     if (!ok) break;
   }
-  w.epoch = b.epoch;
+  for (int r = 0; r < c.size; ++r)
+    w.cta[r]->epoch = w.cta[r]->block.epoch;
 }
 
 std::string validate(const KilnEmuLaunch& L) {
@@ -142,6 +170,20 @@ std::string validate(const KilnEmuLaunch& L) {
     return format("%zu bytes of dynamic shared memory exceed the %zu a block can have",
                   L.dynamic_smem, kMaxShared);
   if (L.checks & ~KILN_EMU_CHECK_ALL) return format("unknown check bits 0x%x", L.checks);
+  const unsigned* c = L.cluster;
+  if (c[0] == 0 && c[1] == 0 && c[2] == 0) return {}; // no cluster: as {1,1,1}
+  if (c[0] == 0 || c[1] == 0 || c[2] == 0)
+    return format("cluster (%u,%u,%u): a zero dimension (all three zero, or all 1: no cluster)",
+                  c[0], c[1], c[2]);
+  if (u64(c[0]) * c[1] * c[2] > u64(kMaxClusterCtas))
+    return format("cluster (%u,%u,%u) has more than %d blocks (CUDA: "
+                  "cudaErrorClusterOutOfResources)",
+                  c[0], c[1], c[2], kMaxClusterCtas);
+  for (int i = 0; i < 3; ++i)
+    if (L.grid[i] % c[i])
+      return format("grid (%u,%u,%u) is not a multiple of the cluster (%u,%u,%u) in each "
+                    "dimension (CUDA: cudaErrorInvalidClusterSize)",
+                    L.grid[0], L.grid[1], L.grid[2], c[0], c[1], c[2]);
   return {};
 }
 
@@ -165,9 +207,14 @@ int launch(const KilnEmuLaunch& L, char* error, std::size_t error_len) {
   std::memcpy(st.args.p, L.args, sizeof st.args.p);
   st.total_blocks = u64(L.grid[0]) * L.grid[1] * L.grid[2];
   st.nthreads = int(L.block[0] * L.block[1] * L.block[2]);
+  if (L.cluster[0] | L.cluster[1] | L.cluster[2])
+    for (int i = 0; i < 3; ++i)
+      st.cluster_dim[i] = L.cluster[i];
+  st.cluster_size = int(st.cluster_dim[0] * st.cluster_dim[1] * st.cluster_dim[2]);
+  st.total_clusters = st.total_blocks / u64(st.cluster_size);
 
   u64 nworkers = L.workers ? L.workers : std::max(1u, std::thread::hardware_concurrency());
-  nworkers = std::min<u64>({nworkers, st.total_blocks, 256});
+  nworkers = std::min<u64>({nworkers, st.total_clusters, 256});
   std::vector<std::unique_ptr<Worker>> workers;
   struct Release { // workers go back to the pool on every path
     std::vector<std::unique_ptr<Worker>>& w;
@@ -178,7 +225,7 @@ int launch(const KilnEmuLaunch& L, char* error, std::size_t error_len) {
   } release{workers};
   for (u64 i = 0; i < nworkers; ++i) {
     workers.push_back(acquire_worker());
-    workers.back()->prepare(st.nthreads, (L.checks & kShadowChecks) != 0,
+    workers.back()->prepare(st.nthreads, st.cluster_size, (L.checks & kShadowChecks) != 0,
                             (L.checks & KILN_EMU_CHECK_RACE) != 0);
   }
 

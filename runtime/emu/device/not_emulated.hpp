@@ -80,6 +80,22 @@ KILN_EMU_NOT_EMULATED(__pipeline_wait_prior)
 KILN_EMU_NOT_EMULATED(__dp4a)
 KILN_EMU_NOT_EMULATED(__dp2a_lo)
 KILN_EMU_NOT_EMULATED(__dp2a_hi)
+// Thread-block cluster intrinsics (sm_90): distributed shared memory (ld/st.shared::cluster
+// through a mapped address), cluster ids and split cluster barriers. Emulated: kiln's
+// cluster_ctarank, cluster_size, cluster_sync, mbarrier_arrive_cluster, tma_load_multicast.
+KILN_EMU_NOT_EMULATED(__cluster_map_shared_rank)
+KILN_EMU_NOT_EMULATED(__cluster_query_shared_rank)
+KILN_EMU_NOT_EMULATED(__cluster_map_shared_multicast)
+KILN_EMU_NOT_EMULATED(__clusterDimIsSpecified)
+KILN_EMU_NOT_EMULATED(__clusterDim)
+KILN_EMU_NOT_EMULATED(__clusterIdx)
+KILN_EMU_NOT_EMULATED(__clusterGridDimInClusters)
+KILN_EMU_NOT_EMULATED(__clusterRelativeBlockIdx)
+KILN_EMU_NOT_EMULATED(__clusterRelativeBlockRank)
+KILN_EMU_NOT_EMULATED(__clusterSizeInBlocks)
+KILN_EMU_NOT_EMULATED(__cluster_barrier_arrive)
+KILN_EMU_NOT_EMULATED(__cluster_barrier_arrive_relaxed)
+KILN_EMU_NOT_EMULATED(__cluster_barrier_wait)
 
 #undef KILN_EMU_NOT_EMULATED
 

@@ -25,11 +25,16 @@ struct LaunchState {
   kiln::KernelArgs args{};
   u64 total_blocks = 0;
   int nthreads = 0;
-  alignas(64) std::atomic<u64> next{0}; // its own cache line: workers take blocks from it
+  // Clusters: CTAs per cluster along x, y, z ({1,1,1} without a cluster launch), their
+  // product, and the number of clusters in the grid (the work units).
+  unsigned cluster_dim[3] = {1, 1, 1};
+  int cluster_size = 1;
+  u64 total_clusters = 0;
+  alignas(64) std::atomic<u64> next{0}; // its own cache line: workers take clusters from it
   alignas(64) std::atomic<bool> stop{false};
   std::mutex mu;
   bool failed = false;
-  u64 failed_block = 0;
+  u64 failed_block = 0; // Block::order of the failing block
   std::string report;
 };
 
@@ -55,7 +60,8 @@ inline std::string thread_name(const Block& b, int linear) {
 
 inline std::string site_name(const Site& s) { return format("%s:%u", s.file, s.line); }
 
-// Records `what` for block b (and thread f when given), keeping the lowest block's report.
+// Records `what` for block b (and thread f when given), keeping the lowest block's report
+// (in the order workers take blocks: by cluster, then rank; the linear order without clusters).
 inline void record(Block& b, const Fiber* f, const std::string& what) {
   const KilnEmuLaunch& L = *b.launch;
   std::string s = format("kernel '%s': block (%u,%u,%u)", L.kernel_name ? L.kernel_name : "?",
@@ -64,9 +70,9 @@ inline void record(Block& b, const Fiber* f, const std::string& what) {
   s += ": " + what;
   LaunchState& st = *b.run;
   std::lock_guard<std::mutex> lock(st.mu);
-  if (!st.failed || b.linear_block < st.failed_block) {
+  if (!st.failed || b.order < st.failed_block) {
     st.failed = true;
-    st.failed_block = b.linear_block;
+    st.failed_block = b.order;
     st.report = std::move(s);
   }
   st.stop.store(true, std::memory_order_relaxed);
@@ -119,6 +125,7 @@ inline std::string wait_name(const Fiber& f) {
   case Wait::None: return "runnable";
   case Wait::Done: return "exited";
   case Wait::Barrier: return "wait at __syncthreads " + site_name(f.site);
+  case Wait::Cluster: return "wait at cluster_sync " + site_name(f.site);
   case Wait::Warp: return std::string("wait at ") + op_name(f.op) + " " + site_name(f.site);
   case Wait::Warpgroup:
     return std::string("wait at warpgroup ") + op_name(f.op) + " " + site_name(f.site);
@@ -143,6 +150,20 @@ inline std::string describe_waits(const Block& b, int first, int last) {
     i = j;
   }
   return s + " (linear thread ids)";
+}
+
+// The waits of every thread of b's cluster, CTA by CTA (those of b alone without a cluster).
+inline std::string describe_cluster_waits(const Block& b) {
+  const Cluster& c = *b.cluster;
+  if (c.size == 1) return describe_waits(b, 0, b.nthreads);
+  std::string s;
+  for (int r = 0; r < c.size; ++r) {
+    const Block& x = *c.cta[r];
+    s += format("%sCTA %d of the cluster, block (%u,%u,%u): ", r ? "; " : "", r, x.block_idx.x,
+                x.block_idx.y, x.block_idx.z) +
+         describe_waits(x, 0, x.nthreads);
+  }
+  return s;
 }
 
 } // namespace kiln::emu

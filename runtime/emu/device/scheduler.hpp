@@ -1,12 +1,16 @@
-// Running one block (included by launch.cpp only): its threads are fibers, run round-robin
-// in thread order, each until it waits (barrier or warp collective) or exits. A barrier
-// completes when every thread still running has arrived (threads that returned no longer
-// count, as on sm_70+); all of them must be at the same __syncthreads. A warp collective
-// completes when every lane of the warp has arrived. When nothing can run and threads remain,
-// the block is deadlocked: reported with where each thread waits.
+// Running one cluster of blocks (included by launch.cpp only; a single block without a
+// cluster launch): the threads of its blocks are fibers, run round-robin in thread order,
+// each until it waits (barrier or warp collective) or exits; block after block in rank
+// order, each until none of its threads can proceed.
+// A barrier completes when every thread still running has arrived (threads that returned no
+// longer count, as on sm_70+); all of them must be at the same __syncthreads. A warp
+// collective completes when every lane of the warp has arrived; cluster_sync when every
+// running thread of the cluster has (cluster.hpp). When nothing can run and threads remain,
+// the cluster is deadlocked: reported with where each thread of each block waits.
 #pragma once
 
 #include "runtime/emu/device/checks.hpp"
+#include "runtime/emu/device/cluster.hpp"
 #include "runtime/emu/device/hopper_ops.hpp"
 #include "runtime/emu/device/warp_ops.hpp"
 
@@ -48,6 +52,10 @@ void thread_exit(Fiber& f) {
   --b.alive;
   ++b.warp_exited[w];
   if (b.arrived > 0 && b.arrived == b.alive) release_barrier(b);
+  Cluster& c = *b.cluster;
+  if (b.alive == 0 && c.size > 1) check_cta_exit(b);
+  --c.alive;
+  if (c.arrived > 0 && c.arrived == c.alive) release_cluster(c);
 }
 
 [[noreturn]] void fiber_main() {
@@ -102,11 +110,13 @@ void warp_collective(Fiber& f, WarpOp op, Site where) {
   switch_to_scheduler(f);
 }
 
-// Runs block number lb of the launch on this worker; false when it failed (reported).
-inline bool run_block(Block& b, u64 lb) {
+// Resets block b of this worker to start block number lb of the launch, whose reports rank
+// by `order`.
+inline void start_block(Block& b, u64 lb, u64 order) {
   const dim3 g = b.grid_dim, d = b.block_dim;
   b.block_idx = uint3{unsigned(lb % g.x), unsigned(lb / g.x % g.y), unsigned(lb / g.x / g.y)};
   b.linear_block = lb;
+  b.order = order;
   b.aborted = false;
   b.alive = b.nthreads;
   b.arrived = 0;
@@ -132,19 +142,43 @@ inline bool run_block(Block& b, u64 lb) {
     f.hop = HopperFiber{};
     prepare_fiber(f, fiber_main);
   }
+}
+
+// Runs cluster number cl of the launch (block number cl without clusters) on this worker,
+// whose blocks c.cta[0..size) are set up; false when it failed (reported).
+inline bool run_cluster(Cluster& c, const LaunchState& st, u64 cl) {
+  const int n = c.size;
+  c.alive = 0;
+  c.arrived = 0;
+  for (int r = 0; r < n; ++r) {
+    Block& b = *c.cta[r];
+    start_block(b, n == 1 ? cl : cluster_block(st, b.grid_dim, cl, r), cl * u64(n) + u64(r));
+    c.alive += b.nthreads;
+  }
   for (;;) {
     bool ran = false;
-    for (int i = 0; i < b.nthreads; ++i) {
-      Fiber& f = fiber_at(b, i);
-      if (f.wait == Wait::Mbarrier && mbar_wait_over(b, f)) f.wait = Wait::None;
-      if (f.wait != Wait::None) continue;
-      switch_to_fiber(b, f);
-      if (b.aborted) return false;
-      ran = true;
+    for (int r = 0; r < n; ++r) {
+      Block& b = *c.cta[r];
+      // In a cluster, a CTA runs until none of its threads can proceed before the next one
+      // runs: CTAs get as far apart as their synchronisation allows, so a missing one shows
+      // (a stage refilled before a peer released it is read as a later phase's bytes).
+      for (bool again = true; again;) {
+        again = false;
+        for (int i = 0; i < b.nthreads; ++i) {
+          Fiber& f = fiber_at(b, i);
+          if (f.wait == Wait::Mbarrier && mbar_wait_over(b, f)) f.wait = Wait::None;
+          if (f.wait != Wait::None) continue;
+          switch_to_fiber(b, f);
+          if (b.aborted) return false;
+          again = n > 1;
+          ran = true;
+        }
+      }
     }
-    if (b.alive == 0) return true;
+    if (c.alive == 0) return true;
     if (!ran) {
-      record(b, nullptr, "deadlock: no thread can proceed: " + describe_waits(b, 0, b.nthreads));
+      record(*c.cta[0], nullptr,
+             "deadlock: no thread can proceed: " + describe_cluster_waits(*c.cta[0]));
       return false;
     }
   }

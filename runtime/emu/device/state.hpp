@@ -34,7 +34,7 @@ inline constexpr std::size_t kMaxShared = 232448; // the largest per-block opt-i
 inline constexpr int kMaxSharedSites = 64;
 inline constexpr int kMaxPendingCopies = 128; // cp.async copies in flight per thread
 
-enum class Wait : std::uint8_t { None, Barrier, Warp, Done, Mbarrier, Warpgroup };
+enum class Wait : std::uint8_t { None, Barrier, Warp, Done, Mbarrier, Warpgroup, Cluster };
 enum class WarpOp : std::uint8_t {
   ShflIdx,
   ShflXor,
@@ -88,6 +88,16 @@ struct PendingCopy {
 struct Block;
 struct LaunchState;
 
+// A thread-block cluster (sm_90): the CTAs a worker runs together, their fibers interleaved.
+// A launch without clusters runs each block as a cluster of one (as the hardware does).
+inline constexpr int kMaxClusterCtas = 8; // the portable maximum
+struct Cluster {
+  Block* cta[kMaxClusterCtas]; // by rank (x fastest within the cluster's dims)
+  int size;
+  int alive;   // threads of all its CTAs not exited
+  int arrived; // threads waiting at cluster_sync
+};
+
 // One CUDA thread. Lives in the header of its stack slot (see fiber_in_slot).
 struct Fiber {
   void* sp; // saved stack pointer while switched out
@@ -125,6 +135,9 @@ struct Block {
   const KilnEmuLaunch* launch;
   LaunchState* run;
   u64 linear_block;
+  u64 order;        // the cluster's number * its size + rank: which report wins (report.hpp)
+  Cluster* cluster; // the cluster it runs in (of one without a cluster launch)
+  u32 cluster_rank; // %cluster_ctarank
   // Shared memory: [dynamic region][static arrays in order of first declaration].
   char* arena;
   Shadow* shadow;
@@ -188,6 +201,7 @@ inline Block& block() { return *self()->block; }
 [[noreturn]] void shared_fault(uptr addr, std::size_t size, std::size_t align, uptr lo, uptr hi,
                                const SharedSite* site);
 void barrier(Site where);
+void cluster_barrier(Site where);
 void warp_collective(Fiber& f, WarpOp op, Site where);
 void* shared_alloc(const SharedSite* site, std::size_t bytes);
 // Shadow updates (checks on): plain read/write, an atomic read-modify-write, a cp.async.
@@ -202,6 +216,11 @@ void mbar_init(void* bar, unsigned count);
 void mbar_arrive(void* bar, long long tx);
 void mbar_wait(void* bar, unsigned parity, Site where);
 void tma_load(void* dst, const void* map, void* bar, const int* coords, int rank);
+// Clusters (cluster.hpp): an arrival on CTA `cta`'s mbarrier at bar's offset; a TMA load
+// multicast to the CTAs of `mask`.
+void mbar_arrive_remote(void* bar, unsigned cta);
+void tma_load_multicast(void* dst, const void* map, void* bar, unsigned mask, const int* coords,
+                        int rank);
 void warpgroup_collective(Fiber& f, WarpOp op, Site where);
 void fence_proxy_async();
 void check_wgmma_acc(const void* acc, unsigned pending);

@@ -21,6 +21,20 @@ template <class Cfg> struct swizzle_of<Cfg, decltype(void(Cfg::SWIZZLE))> {
   static constexpr int value = Cfg::SWIZZLE;
 };
 
+// CLUSTER_M, CLUSTER_N (1 or 2 each; absent: 1): a thread-block cluster of CLUSTER_M x
+// CLUSTER_N blocks computing that many pixel tiles x channel blocks; the blocks of one channel
+// block share its weight tile, each bringing 1 / CLUSTER_M of its rows by a multicast TMA into
+// all of them, and the blocks of one pixel tile share its A likewise (1 / CLUSTER_N of its
+// rows each): the L2 traffic of each operand drops by that factor.
+template <class Cfg, class = void> struct cluster_m_of { static constexpr int value = 1; };
+template <class Cfg> struct cluster_m_of<Cfg, decltype(void(Cfg::CLUSTER_M))> {
+  static constexpr int value = Cfg::CLUSTER_M;
+};
+template <class Cfg, class = void> struct cluster_n_of { static constexpr int value = 1; };
+template <class Cfg> struct cluster_n_of<Cfg, decltype(void(Cfg::CLUSTER_N))> {
+  static constexpr int value = Cfg::CLUSTER_N;
+};
+
 template <class Cfg> struct Geometry {
   using T = typename Cfg::T;
   static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
@@ -62,6 +76,20 @@ template <class Cfg> struct Geometry {
   static constexpr int O_BLOCKS = ceil_div(O, BN);
   static constexpr int M_TILES = FLAT ? ceil_div(ROWS, BM) : Cfg::N * TILES_P * TILES_Q;
   static constexpr int TILES = M_TILES * O_BLOCKS; // output tiles
+  // Clusters: block rank r sits at (i, j) = (r % CM, r / CM) and computes pixel tile CM * u_m
+  // + i of channel block CN * u_n + j for each cluster tile (u_m, u_n) (cluster_tile); it
+  // multicasts B_SLICE weight rows (slice i) to the blocks of its column j, and A_SLICE rows
+  // of its pixel tile (slice j: TP / CN pixel rows, or BM / CN GEMM rows) to those of its row.
+  static constexpr int CM = cluster_m_of<Cfg>::value, CN = cluster_n_of<Cfg>::value;
+  static constexpr int CL = CM * CN;
+  static constexpr int CLUSTER_TILES = TILES / CL;
+  static constexpr int B_SLICE = BN / CM, B_SLICE_BYTES = B_SLICE * SWZ;
+  static constexpr int A_SLICE = BM / CN, A_SLICE_BYTES = A_SLICE * SWZ;
+  static constexpr int TP_SLICE = TP / CN; // a slice of a pixel tile: whole rows of it
+  static_assert((CM == 1 || CM == 2) && (CN == 1 || CN == 2), "CLUSTER_M, CLUSTER_N: 1 or 2");
+  static_assert(M_TILES % CM == 0 && O_BLOCKS % CN == 0, "clusters: the tiles pair up");
+  static_assert(B_SLICE % 8 == 0 && A_SLICE % 8 == 0, "clusters: whole swizzle atoms a slice");
+  static_assert(FLAT || TP % CN == 0, "CLUSTER_N: a pixel tile's rows split evenly");
   static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
@@ -86,6 +114,30 @@ template <class Cfg> struct Geometry {
 template <class Cfg> KILN_CONST int smem_bytes() {
   using G = Geometry<Cfg>;
   return 1024 + G::STAGES * G::STAGE_BYTES + G::STAGING + 8 * G::BARRIERS * G::STAGES;
+}
+
+// The output tile block `rank` of its cluster computes for cluster tile `ct` (of
+// CLUSTER_TILES, its channel-block group fastest): pixel tile CM * (ct / (O_BLOCKS / CN)) + i
+// of channel block CN * (ct % (O_BLOCKS / CN)) + j, (i, j) = (rank % CM, rank / CM).
+template <class Cfg> KILN_FN int cluster_tile(int ct, int rank) {
+  using G = Geometry<Cfg>;
+  constexpr int groups = G::O_BLOCKS / G::CN;
+  const int mt = ct / groups * G::CM + rank % G::CM, ob = ct % groups * G::CN + rank / G::CM;
+  return mt * G::O_BLOCKS + ob;
+}
+
+// Multicast masks: the blocks of rank's column (sharing its channel block: B) and of its row
+// (sharing its pixel tile: A).
+template <class Cfg> KILN_FN u16 column_mask(int rank) {
+  using G = Geometry<Cfg>;
+  return u16(((1u << G::CM) - 1) << (rank / G::CM * G::CM));
+}
+template <class Cfg> KILN_FN u16 row_mask(int rank) {
+  using G = Geometry<Cfg>;
+  u32 m = 0;
+  for (int j = 0; j < G::CN; ++j)
+    m |= 1u << (rank % G::CM + G::CM * j);
+  return u16(m);
 }
 
 // Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:

@@ -27,6 +27,16 @@
 // SWIZZLE; each of the SWIZZLE / 32 k steps, k16 for 16-bit types and k8 for tf32, is +32
 // bytes). f32 runs as tf32: the tensor cores read each operand's top 19 bits.
 //
+// CLUSTER_M, CLUSTER_N (optional, 1 or 2 each; geometry.cuh): a thread-block cluster of
+// CLUSTER_M pixel tiles x CLUSTER_N channel blocks. Block (i, j) brings slice i of its weight
+// tile (BN / CLUSTER_M rows) by a multicast TMA into the blocks of its column, and slice j of
+// its A (TP / CLUSTER_N pixel rows, or BM / CLUSTER_N GEMM rows) into those of its row; each
+// block's full barrier expects the whole stage. A stage is free once the consumers of every
+// block that writes it have released it: each consumer warp arrives, elected, on the empty
+// barrier of every block in its row and column. The kernel starts and ends with a cluster
+// barrier: barriers initialised before any peer arrives, no block gone while a peer still
+// writes to it or arrives on its barriers.
+//
 // Cfg: T (f16, bf16, or float for tf32); N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW; TP, TQ
 // (TP * TQ = 64 * CONSUMERS); BN (64, 128 or 256); STAGES; CONSUMERS (1 or 2); HAS_BIAS,
 // HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
@@ -60,6 +70,8 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
     const int cb = k_it % G::CB, tap = k_it / G::CB, r = tap / G::KW, t = tap % G::KW;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
+    const int rank = G::CL > 1 ? int(cluster_ctarank()) : 0;
+    const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
     // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
     const int dr = r - Cfg::PH, dt = t - Cfg::PW;
     const int ph = (dr % G::SH + G::SH) % G::SH, pw = (dt % G::SW + G::SW) % G::SW;
@@ -72,11 +84,23 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
 #pragma unroll
     for (int m = 1; m < G::MAPS; ++m)
       if (m == which) xmap = tensor_map_arg(args, m);
-    if constexpr (G::FLAT) // rows past M: the copy's zero fill
+    if constexpr (G::CN > 1) { // this block's slice of A, into the blocks of its row
+      if constexpr (G::FLAT)
+        tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
+                           cb * G::BKC, tl.m0 + ai * G::A_SLICE);
+      else
+        tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
+                           cb * G::BKC, tl.q0 + ct, tl.p0 + cr + ai * G::TP_SLICE, tl.n);
+    } else if constexpr (G::FLAT) // rows past M: the copy's zero fill
       tma_load(a, xmap, full + s, cb * G::BKC, tl.m0);
     else
       tma_load(a, xmap, full + s, cb * G::BKC, tl.q0 + ct, tl.p0 + cr, tl.n);
-    tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, tl.o0);
+    if constexpr (G::CM > 1) { // this block's slice of the weight rows, into its column
+      const int bi = rank % G::CM;
+      tma_load_multicast(b + bi * G::B_SLICE_BYTES, wmap, full + s, column_mask<Cfg>(rank),
+                         tap * G::C + cb * G::BKC, tl.o0 + bi * G::B_SLICE);
+    } else
+      tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, tl.o0);
   }
 }
 
@@ -108,6 +132,22 @@ KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u3
   mbarrier_wait(rounded, parity);
 }
 
+// A consumer thread's release of stage s: alone its own block's (empty's count: every consumer
+// thread); in a cluster, once the whole warp is past its wgmma wait, lane l < CL arrives on
+// block l's barrier where block l shares this block's row or column (writes this stage: the
+// count is every consumer warp of the CM + CN - 1 such blocks).
+template <class Cfg> KILN_FN void release(Shared<u64> empty, int s) {
+  using G = Geometry<Cfg>;
+  if constexpr (G::CL == 1)
+    mbarrier_arrive(empty + s);
+  else {
+    sync_warp();
+    const int lane = thread_linear() % 32, rank = int(cluster_ctarank());
+    if (lane < G::CL && (lane % G::CM == rank % G::CM || lane / G::CM == rank / G::CM))
+      mbarrier_arrive_cluster(empty + s, u32(lane));
+  }
+}
+
 // A consumer warpgroup g, for one output tile: 64 pixel rows x BN channels in registers.
 // Each stage is released once its wgmmas completed; the tile's last one before the epilogue,
 // so the producer can fill it with the next tile's data meanwhile.
@@ -134,14 +174,16 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.
     wgmma_wait<1>();
-    if (k_it > 0) mbarrier_arrive(empty + (it + G::STAGES - 1) % G::STAGES);
+    if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES);
   }
   wgmma_wait<0>();
-  mbarrier_arrive(empty + (ring_it + G::STAGES - 1) % G::STAGES);
+  release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES);
 }
 
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
-// blocks < TILES: the producer fills the next tile's stages during the epilogue);
+// blocks < TILES: the producer fills the next tile's stages during the epilogue); in clusters
+// of CL = CM x CN, cluster c = b / CL computes cluster tiles c, c + blocks / CL, ...
+// (cluster_tile);
 // THREADS threads; smem_bytes<Cfg>() dynamic.
 template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   using G = Geometry<Cfg>;
@@ -155,31 +197,38 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   if (thread_linear() == 0) {
     for (int s = 0; s < G::STAGES; ++s) {
       mbarrier_init(full + s, 1);
-      mbarrier_init(empty + s, 128 * G::CONSUMERS);
+      mbarrier_init(empty + s,
+                    G::CL == 1 ? 128 * G::CONSUMERS : 4 * G::CONSUMERS * (G::CM + G::CN - 1));
       if constexpr (G::ROUND_TF32) mbarrier_init(empty + G::STAGES + s, 128 * G::CONSUMERS);
     }
     fence_barrier_init();
   }
-  sync_threads();
+  if constexpr (G::CL > 1)
+    cluster_sync(); // the peers' barriers initialised before this block arrives on them
+  else
+    sync_threads();
+  const int rank = G::CL > 1 ? int(cluster_ctarank()) : 0;
+  const int first = G::CL > 1 ? int(blockIdx.x) / G::CL : int(blockIdx.x);
+  const int step = G::CL > 1 ? int(gridDim.x) / G::CL : int(gridDim.x);
+  const auto tile_of = [&](int t) { return G::CL > 1 ? cluster_tile<Cfg>(t, rank) : t; };
   if (wg == 0) { // producer: few registers
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one()) {
       int ring_it = 0;
-      for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
-        const Tile tl = tile_at<Cfg>(tile);
-        produce<Cfg>(args, ring, full, empty, tl, ring_it);
-      }
+      for (int t = first; t < G::TILES / G::CL; t += step)
+        produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(tile_of(t)), ring_it);
     }
   } else {
     setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
     WgmmaAcc<G::BN> acc;
     int ring_it = 0;
-    for (int tile = int(blockIdx.x); tile < G::TILES; tile += int(gridDim.x)) {
-      const Tile tl = tile_at<Cfg>(tile);
+    for (int t = first; t < G::TILES / G::CL; t += step) {
+      const Tile tl = tile_at<Cfg>(tile_of(t));
       consume<Cfg>(acc, ring, full, empty, wg - 1, ring_it);
       store<Cfg>(args, acc, wg - 1, tl, staging);
     }
   }
+  if constexpr (G::CL > 1) cluster_sync(); // no block leaves while its peer may reach it
 }
 
 } // namespace kiln::hopper_conv

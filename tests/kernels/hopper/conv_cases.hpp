@@ -26,6 +26,8 @@ struct Instance {
   bool bias, residual, relu;
   bool flat = false; // FLAT: x's rows are the GEMM's (TP 1, TQ = 64 * CONSUMERS)
   int swizzle = 128; // SWIZZLE: the bytes of channels a k iteration brings
+  int cluster_m = 1, cluster_n = 1; // CLUSTER_M x CLUSTER_N blocks a cluster, operands multicast
+  int cluster() const { return cluster_m * cluster_n; }
 };
 
 // As conv_instances.cpp declares them.
@@ -401,6 +403,106 @@ const Instance kInstances[] = {
      true,
      true,
      true},
+    {"F16_T8x16_BN256_S3_C2_CL2x1",
+     0,
+     2,
+     64,
+     12,
+     12,
+     256,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     256,
+     3,
+     2,
+     true,
+     false,
+     true,
+     false,
+     128,
+     2,
+     1},
+    {"F16_T8x16_BN128_S3_C2_CL2x2",
+     0,
+     2,
+     64,
+     12,
+     12,
+     256,
+     3,
+     3,
+     1,
+     1,
+     1,
+     1,
+     8,
+     16,
+     128,
+     3,
+     2,
+     true,
+     true,
+     true,
+     false,
+     128,
+     2,
+     2},
+    {"BF16_T8x8_BN64_S2_C1_CL1x2",
+     1,
+     1,
+     64,
+     16,
+     16,
+     128,
+     3,
+     3,
+     2,
+     2,
+     1,
+     1,
+     8,
+     8,
+     64,
+     2,
+     1,
+     true,
+     false,
+     false,
+     false,
+     128,
+     1,
+     2},
+    {"TF32_FLAT_BN128_S2_C2_CL2x2",
+     2,
+     4,
+     64,
+     7,
+     7,
+     192,
+     1,
+     1,
+     1,
+     1,
+     0,
+     0,
+     1,
+     128,
+     128,
+     2,
+     2,
+     false,
+     true,
+     false,
+     true,
+     128,
+     2,
+     2},
 };
 
 // A tensor of the instance's element type, as bytes.
@@ -477,7 +579,8 @@ struct Problem {
     const unsigned long long e = elem(), c = (unsigned long long)in.C;
     if (in.flat) // one 2-D map of x as [N * H * W][C], boxes of 64 * CONSUMERS rows
       return {map_of(x0, elem(), 2, {c, (unsigned long long)in.N * in.H * in.W},
-                     {unsigned(in.swizzle) / elem(), unsigned(64 * in.CONSUMERS)}, in.swizzle)};
+                     {unsigned(in.swizzle) / elem(), unsigned(64 * in.CONSUMERS / in.cluster_n)},
+                     in.swizzle)};
     for (int ph = 0; ph < in.SH; ++ph)
       for (int pw = 0; pw < in.SW; ++pw) {
         const auto* at =
@@ -486,7 +589,8 @@ struct Problem {
             at, elem(), 4,
             {c, (unsigned long long)((in.W - pw + in.SW - 1) / in.SW),
              (unsigned long long)((in.H - ph + in.SH - 1) / in.SH), (unsigned long long)in.N},
-            {unsigned(in.swizzle) / elem(), unsigned(in.TQ), unsigned(in.TP), 1}, in.swizzle);
+            {unsigned(in.swizzle) / elem(), unsigned(in.TQ), unsigned(in.TP / in.cluster_n), 1},
+            in.swizzle);
         m.strides[1] = in.SW * c * e;
         m.strides[2] = (unsigned long long)in.SH * in.W * c * e;
         m.strides[3] = (unsigned long long)in.H * in.W * c * e;
@@ -496,7 +600,12 @@ struct Problem {
   }
   KilnTensorMap w_map(const Instance& in, const void* at) const {
     return map_of(at, elem(), 2, {(unsigned long long)K, (unsigned long long)in.O},
-                  {unsigned(in.swizzle) / elem(), unsigned(in.BN)}, in.swizzle);
+                  {unsigned(in.swizzle) / elem(), unsigned(in.BN / in.cluster_m)}, in.swizzle);
+  }
+  // Blocks of a persistent launch: `want`, rounded down to whole clusters (at least one).
+  static unsigned blocks(const Instance& in, unsigned tiles, unsigned want) {
+    const unsigned c = unsigned(in.cluster());
+    return std::max(std::min(tiles, want) / c * c, c);
   }
   // Output tiles (the template's TILES); a launch of fewer blocks is persistent.
   unsigned tiles(const Instance& in) const {

@@ -181,11 +181,64 @@ struct F16_T8x8_BN256_S4_C1_K64 {
   static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
   static constexpr Act ACT = Act::relu;
 };
+// Clusters of two pixel tiles (CLUSTER_M): 3x3 pad 1 over 12x12, 64 -> 256 channels, two
+// images: four pixel tiles (partial ones) in two pairs, each pair's weight tile multicast in
+// halves; bias + relu.
+struct F16_T8x16_BN256_S3_C2_CL2x1 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 12, W = 12, O = 256, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 12, OW = 12, TP = 8, TQ = 16, BN = 256, STAGES = 3, CONSUMERS = 2;
+  static constexpr int CLUSTER_M = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+// 2 x 2 clusters (both operands multicast, each block bringing half of each): 3x3 pad 1 over
+// 12x12, 64 -> 256 channels in two channel blocks of 128, two images; bias, residual, relu.
+struct F16_T8x16_BN128_S3_C2_CL2x2 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 12, W = 12, O = 256, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 12, OW = 12, TP = 8, TQ = 16, BN = 128, STAGES = 3, CONSUMERS = 2;
+  static constexpr int CLUSTER_M = 2, CLUSTER_N = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::relu;
+};
+// Clusters of two channel blocks (CLUSTER_N: A multicast, each block bringing 4 of the 8 pixel
+// rows) through the stride-2 parity maps: 3x3 stride 2 pad 1 over 16x16, 64 -> 128 in bf16.
+struct BF16_T8x8_BN64_S2_C1_CL1x2 {
+  using T = bf16;
+  static constexpr int N = 1, C = 64, H = 16, W = 16, O = 128, KH = 3, KW = 3, SH = 2, SW = 2,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 8, OW = 8, TP = 8, TQ = 8, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr int CLUSTER_N = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::none;
+};
+// 2 x 2 clusters in tf32 (each block rounds its copy of the multicast operands) over x's rows
+// (FLAT, 7x7 images: rows of two images in a tile), 64 -> 192 channels (a partial channel
+// block), residual, no activation.
+struct TF32_FLAT_BN128_S2_C2_CL2x2 {
+  using T = float;
+  static constexpr int N = 4, C = 64, H = 7, W = 7, O = 192, KH = 1, KW = 1, SH = 1, SW = 1, PH = 0,
+                       PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 1, TQ = 128, BN = 128, STAGES = 2, CONSUMERS = 2;
+  static constexpr int CLUSTER_M = 2, CLUSTER_N = 2;
+  static constexpr bool FLAT = true;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = true;
+  static constexpr Act ACT = Act::none;
+};
+
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
   extern "C" __global__ void __launch_bounds__(hopper_conv::Geometry<Cfg>::THREADS, 1)             \
       conv_hopper_##Cfg(KernelArgs args) {                                                         \
+    hopper_conv::conv_fwd<Cfg>(args);                                                              \
+  }
+#define KILN_HOPPER_CONV_CLUSTER(Cfg, cx)                                                          \
+  extern "C" __global__ void __launch_bounds__(hopper_conv::Geometry<Cfg>::THREADS, 1)             \
+      __cluster_dims__(cx, 1, 1) conv_hopper_##Cfg(KernelArgs args) {                              \
     hopper_conv::conv_fwd<Cfg>(args);                                                              \
   }
 KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1)
@@ -206,3 +259,7 @@ KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_W32)
 KILN_HOPPER_CONV(BF16_FLAT_BN128_S3_C2_W64)
 KILN_HOPPER_CONV(TF32_T8x8_BN64_S2_C1_W64)
 KILN_HOPPER_CONV(F16_T8x8_BN256_S4_C1_K64)
+KILN_HOPPER_CONV_CLUSTER(F16_T8x16_BN256_S3_C2_CL2x1, 2)
+KILN_HOPPER_CONV_CLUSTER(F16_T8x16_BN128_S3_C2_CL2x2, 4)
+KILN_HOPPER_CONV_CLUSTER(BF16_T8x8_BN64_S2_C1_CL1x2, 2)
+KILN_HOPPER_CONV_CLUSTER(TF32_FLAT_BN128_S2_C2_CL2x2, 4)

@@ -93,8 +93,9 @@ TEST_CASE("Hopper conv instances on the GPU match the float64 reference") {
       if (in.bias) args[nargs++] = bias.p;
       if (in.residual) args[nargs++] = res.p;
       void* params[] = {args}; // the one KernelArgs parameter: 16 pointers by value
-      // Seed 1: one tile per block; seed 2: two persistent blocks looping over the tiles.
-      const unsigned blocks = seed == 1 ? pb.tiles(in) : std::min(pb.tiles(in), 2u);
+      // Seed 1: one tile per block; seed 2: two persistent blocks looping over the tiles (a
+      // cluster's kernel declares its cluster: __cluster_dims__).
+      const unsigned blocks = seed == 1 ? pb.tiles(in) : Problem::blocks(in, pb.tiles(in), 2u);
       auto launch = [&] {
         return cudaLaunchKernel(fn, dim3(blocks), dim3(Problem::threads(in)), params,
                                 Problem::smem(in), nullptr);

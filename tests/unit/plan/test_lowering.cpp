@@ -115,6 +115,34 @@ TEST_CASE("a plan survives its JSON form unchanged") {
   CHECK(plan_to_json(q).dump(1) == text);
 }
 
+TEST_CASE("a kernel's thread-block cluster: written where it has one, read back, checked") {
+  Plan p = lower_model(every_op_model(DType::f32), {});
+  Kernel k;
+  k.name = k.entry = "clustered";
+  k.image = "kernels/clustered.cubin";
+  k.grid = {4, 1, 1};
+  k.block = {384, 1, 1};
+  k.cluster = {2, 1, 1};
+  p.kernels.push_back(k);
+  k.name = k.entry = "alone";
+  k.cluster = {1, 1, 1};
+  p.kernels.push_back(k);
+  const nlohmann::ordered_json j = plan_to_json(p);
+  CHECK(j["kernels"][0]["cluster"] == nlohmann::json::array({2, 1, 1}));
+  CHECK(!j["kernels"][1].contains("cluster"));
+  const Plan q = parse_plan(j.dump(), "plan.json");
+  CHECK(q.kernels[0].cluster == std::array<int64_t, 3>{2, 1, 1});
+  CHECK(q.kernels[0].clustered());
+  CHECK(!q.kernels[1].clustered());
+  Plan bad = p;
+  bad.kernels[0].grid = {3, 1, 1};
+  expect_rejected(bad, "not a multiple of the cluster");
+  bad = p;
+  bad.kernels[0].cluster = {4, 4, 1};
+  bad.kernels[0].grid = {4, 4, 1};
+  expect_rejected(bad, "more than 8 blocks per cluster");
+}
+
 TEST_CASE("plan validation rejects lies") {
   const Plan good = lower_model(every_op_model(DType::f32), {});
   auto fails = [&](auto mutate, const char* what) {

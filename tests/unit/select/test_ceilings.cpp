@@ -68,7 +68,8 @@ TEST_CASE("the implicit GEMM's loop: shared bytes and instructions per mma from 
 }
 
 TEST_CASE("ceilings: the large tile's shared-memory ceiling is three times the small one's") {
-  const GpuDesc h100 = load_gpu("h100");
+  GpuDesc h100 = load_gpu("h100");
+  h100.l2_bytes_per_clock = 0; // the shared-memory and issue limits alone (L2: below)
   const CostEstimate s = estimate_kernel(h100, layer3_conv(kSmall, 72));
   const CostEstimate l = estimate_kernel(h100, layer3_conv(kLarge, 228));
   CHECK(s.ceilings.smem == doctest::Approx(l.ceilings.smem / 3).epsilon(0.01));
@@ -113,7 +114,8 @@ TEST_CASE("latency hiding from occupancy: too few warps with too little work eac
 }
 
 TEST_CASE("an MMA that reaches part of the peak caps the math ceiling") {
-  const GpuDesc h100 = load_gpu("h100");
+  GpuDesc h100 = load_gpu("h100");
+  h100.l2_bytes_per_clock = 0; // L2 would cap this tile at 0.5 too
   KernelWork w = layer3_conv(kLarge, 228);
   const CostEstimate full = estimate_kernel(h100, w);
   w.loop.peak_fraction = 0.5;
@@ -136,4 +138,46 @@ TEST_CASE("descriptors carry shared-memory bandwidth and issue rate") {
   j["issue_slots_per_clock"] = 0;
   CHECK_THROWS_WITH_AS(parse_gpu(j.dump(), "g.json"), doctest::Contains("/issue_slots_per_clock"),
                        Error);
+}
+
+TEST_CASE("the L2 ceiling: bytes asked of L2 per MMA at each SM's share; multicast halves B's") {
+  const GpuDesc h100 = load_gpu("h100");
+  CHECK(h100.l2_bytes_per_clock == 32);
+  // The Hopper family's 128 x 256 tile (two consumers), f16, per warp's share of a wgmma
+  // (m64n256k16 over 4 warps: 131072 FLOP, 32 SM clocks at 4096 FLOP per clock): per 128-byte
+  // stage 384 rows stored over 32 warp wgmmas, 1536 bytes each; in clusters of two, A's 128
+  // rows and half of B's 256: 1024.
+  MainLoop l;
+  l.mma_flops = 2.0 * 16 * 256 * 16;
+  l.smem_bytes_per_mma = 0;
+  l.issue_per_mma = 1;
+  l.mmas_per_step = 4;
+  l.global_bytes_per_mma = 384.0 * 128 / 32;
+  l.global_bytes_in_flight_per_block = 3 * 384.0 * 128; // three stages ahead
+  KernelWork w = layer3_conv(kLarge, 228);
+  w.loop = l;
+  const CostEstimate alone = estimate_kernel(h100, w);
+  CHECK(alone.ceilings.l2 == doctest::Approx(32.0 / 48));
+  CHECK(alone.ceilings.limiter() == "l2");
+  w.loop.l2_bytes_per_mma = 256.0 * 128 / 32; // the weight tile multicast to two blocks
+  const CostEstimate cluster = estimate_kernel(h100, w);
+  CHECK(cluster.ceilings.l2 == doctest::Approx(1.0));
+  CHECK(cluster.micros < alone.micros);
+  // A descriptor without the figure has no L2 ceiling.
+  GpuDesc none = h100;
+  none.l2_bytes_per_clock = 0;
+  w.loop.l2_bytes_per_mma = -1;
+  CHECK(estimate_kernel(none, w).ceilings.l2 == 1);
+}
+
+TEST_CASE("l2_bytes_per_clock is optional in a descriptor, and checked") {
+  nlohmann::json j = nlohmann::json(gpu_to_json(load_gpu("h100")));
+  CHECK(j["l2_bytes_per_clock"] == 32);
+  j.erase("l2_bytes_per_clock");
+  CHECK(parse_gpu(j.dump(), "g.json").l2_bytes_per_clock == 0);
+  CHECK(!nlohmann::json(gpu_to_json(parse_gpu(j.dump(), "g.json"))).contains("l2_bytes_per_clock"));
+  j["l2_bytes_per_clock"] = -3;
+  CHECK_THROWS_WITH_AS(parse_gpu(j.dump(), "g.json"), doctest::Contains("/l2_bytes_per_clock"),
+                       Error);
+  CHECK(load_gpu("t4").l2_bytes_per_clock == 0);
 }

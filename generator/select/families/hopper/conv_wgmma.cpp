@@ -24,7 +24,27 @@ struct PixelTile {
 constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2},        {4, 32, 2},
                                      {32, 4, 2}, {8, 8, 1},         {4, 16, 1},
                                      {16, 4, 1}, {1, 128, 2, true}, {1, 64, 1, true}};
+// A cluster of m pixel tiles x n channel blocks (the template's CLUSTER_M, CLUSTER_N).
+struct ClusterShape {
+  int m = 1, n = 1;
+  int size() const { return m * n; }
+};
+
 constexpr int kBns[] = {256, 128, 64};
+// The clusters a tile may run in: none, or the largest of 2 x 2, 2 x 1, 1 x 2 its tiles pair
+// up in (cluster_shapes).
+std::vector<ClusterShape> cluster_shapes(int64_t m_tiles, int64_t o_blocks, const PixelTile& pt,
+                                         int64_t sm_count) {
+  std::vector<ClusterShape> r = {{1, 1}};
+  const bool pair_m = m_tiles % 2 == 0, pair_n = o_blocks % 2 == 0 && (pt.flat || pt.tp % 2 == 0);
+  if (pair_m && pair_n && sm_count >= 4)
+    r.push_back({2, 2});
+  else if (pair_m && sm_count >= 2)
+    r.push_back({2, 1});
+  else if (pair_n && sm_count >= 2)
+    r.push_back({1, 2});
+  return r;
+}
 constexpr int kMaxStages = 4;
 
 // The main loop as the cost model sees it (cost/main_loop.hpp), per warp's share of one wgmma
@@ -54,8 +74,11 @@ constexpr double kWgmmaKSteps = 4;   // per 128-byte stage (a narrower swizzle: 
 constexpr double kSyncPerStage = 8;  // per warp
 constexpr double kRoundPerChunk = 7; // tf32 rounding pass, per 16-byte chunk a thread rounds
 
+// A cluster of cm pixel tiles x cn channel blocks (the template's CLUSTER_M, CLUSTER_N): each
+// block requests 1 / cm of B's rows and 1 / cn of A's from L2 (the rest arrive by its peers'
+// multicasts), while its shared memory still receives all of them.
 MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32, bool a_tf32,
-                         int swizzle) {
+                         int swizzle, ClusterShape cl) {
   const double bm = 64.0 * consumers, row = swizzle;  // bytes of k per row per stage
   const double ksteps = kWgmmaKSteps * swizzle / 128; // wgmma k steps per stage
   const double warp_mmas = ksteps * 4 * consumers;    // per stage and block
@@ -78,6 +101,7 @@ MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32,
   l.exposed_clocks_per_step = 0;
   l.global_bytes_in_flight_per_block = (stages - 1) * stored;
   l.global_bytes_per_mma = stored / warp_mmas;
+  l.l2_bytes_per_mma = (bm / cl.n + double(bn) / cl.m) * row / warp_mmas;
   return l;
 }
 
@@ -85,6 +109,12 @@ int64_t cfg_int_of(const Variant& v, std::string_view name) {
   for (const CfgEntry& e : v.cfg)
     if (e.name == name) return std::get<int64_t>(e.value);
   throw Error("", v.name, cat("has no constant ", name));
+}
+
+int64_t cfg_int_or(const Variant& v, std::string_view name, int64_t absent) {
+  for (const CfgEntry& e : v.cfg)
+    if (e.name == name) return std::get<int64_t>(e.value);
+  return absent;
 }
 
 bool cfg_bool_of(const Variant& v, std::string_view name) {
@@ -183,108 +213,128 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const bool staged = O % 8 == 0 && (y_pitch > 0 ? y_pitch : O) % 8 == 0;
   std::vector<Variant> out;
   for (const PixelTile& pt : kPixelTiles)
-    for (int bn : kBns) {
-      // A linear layer's 1x1 images fill a pixel tile's first row only.
-      if (pt.flat ? !flat_ok : linear) continue;
-      if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
-      const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * swizzle;
-      // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
-      const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
-      // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
-      // bytes of bias (STAGING_PER_WARP).
-      const bool loads = ep.bias || ep.residual;
-      const int64_t staging =
-          staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
-      const int64_t stages =
-          std::min<int64_t>(kMaxStages, (smem_limit - 1024 - staging) / (stage + barriers));
-      if (stages < 2) continue;
-      const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
-      const int64_t m_tiles = pt.flat ? (M + bm - 1) / bm : N * tiles_p * tiles_q;
-      const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
-      const int64_t threads = 128 * (1 + pt.consumers);
-      Variant v;
-      v.family = std::string(name());
-      v.header = "conv/hopper/igemm_wgmma.cuh";
-      v.function = "kiln::hopper_conv::conv_fwd";
-      v.name = fmt::format(
-          "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}_{}{}_sm90a", linear ? "linear" : "conv2d",
-          dtype_tag(t),
-          pt.flat ? std::string(linear ? "flat" : "nhwc_flat")
-                  : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
-          bn, stages, pt.consumers, shape,
-          fmt::format("{}{}{}{}", swizzle < 128 ? fmt::format("_w{}", swizzle) : "",
-                      a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "", y_tf32 ? "_ytf32" : ""));
-      cfg_type(v, "T", cpp_type(t));
-      for (auto [k, val] : {std::pair{"N", N},
-                            {"C", C},
-                            {"H", H},
-                            {"W", W},
-                            {"O", O},
-                            {"KH", KH},
-                            {"KW", KW},
-                            {"SH", SH},
-                            {"SW", SW},
-                            {"PH", PH},
-                            {"PW", PW},
-                            {"OH", OH},
-                            {"OW", OW}})
-        cfg_int(v, k, val);
-      cfg_int(v, "TP", pt.tp);
-      cfg_int(v, "TQ", pt.tq);
-      cfg_int(v, "BN", bn);
-      cfg_int(v, "STAGES", stages);
-      cfg_int(v, "CONSUMERS", pt.consumers);
-      cfg_bool(v, "B_TF32", b_tf32);
-      if (a_tf32) cfg_bool(v, "A_TF32", true);
-      if (y_tf32) cfg_bool(v, "Y_TF32", true);
-      if (pt.flat) cfg_bool(v, "FLAT", true);
-      if (swizzle < 128) cfg_int(v, "SWIZZLE", swizzle);
-      cfg_pitch(v, "y", y_pitch);
-      if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
-      ep.cfg(v);
-      for (int64_t m = 0; m < SH * SW; ++m)
-        v.args.push_back(fmt::format("xmap{}", m));
-      v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
-      ep.add_args(v);
-      if (!linear) { // a linear layer's [N, F] operands have no layout
-        v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
-        if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+    for (int bn : kBns)
+      for (int ci = 0; ci < 2; ++ci) {
+        // A linear layer's 1x1 images fill a pixel tile's first row only.
+        if (pt.flat ? !flat_ok : linear) continue;
+        if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
+        const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * swizzle;
+        // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
+        const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
+        // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
+        // bytes of bias (STAGING_PER_WARP).
+        const bool loads = ep.bias || ep.residual;
+        const int64_t staging =
+            staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
+        const int64_t stages =
+            std::min<int64_t>(kMaxStages, (smem_limit - 1024 - staging) / (stage + barriers));
+        if (stages < 2) continue;
+        const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
+        const int64_t m_tiles = pt.flat ? (M + bm - 1) / bm : N * tiles_p * tiles_q;
+        const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
+        // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel tiles
+        // share their operands by multicast, for loops L2 would starve (128 x 256 at the tensor
+        // peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile, 7x7 maps' 8x8,
+        // 80 with BN 256). The tiles must pair up.
+        const std::vector<ClusterShape> shapes =
+            cluster_shapes(m_tiles, o_blocks, pt, s.gpu.sm_count);
+        if (ci >= int(shapes.size())) continue;
+        const ClusterShape cl = shapes[size_t(ci)];
+        const int64_t threads = 128 * (1 + pt.consumers);
+        Variant v;
+        v.family = std::string(name());
+        v.header = "conv/hopper/igemm_wgmma.cuh";
+        v.function = "kiln::hopper_conv::conv_fwd";
+        v.name = fmt::format(
+            "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
+            dtype_tag(t),
+            pt.flat ? std::string(linear ? "flat" : "nhwc_flat")
+                    : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
+            bn, stages, pt.consumers, cl.size() > 1 ? fmt::format("_cl{}x{}", cl.m, cl.n) : "",
+            shape,
+            fmt::format("{}{}{}{}", swizzle < 128 ? fmt::format("_w{}", swizzle) : "",
+                        a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "", y_tf32 ? "_ytf32" : ""));
+        cfg_type(v, "T", cpp_type(t));
+        for (auto [k, val] : {std::pair{"N", N},
+                              {"C", C},
+                              {"H", H},
+                              {"W", W},
+                              {"O", O},
+                              {"KH", KH},
+                              {"KW", KW},
+                              {"SH", SH},
+                              {"SW", SW},
+                              {"PH", PH},
+                              {"PW", PW},
+                              {"OH", OH},
+                              {"OW", OW}})
+          cfg_int(v, k, val);
+        cfg_int(v, "TP", pt.tp);
+        cfg_int(v, "TQ", pt.tq);
+        cfg_int(v, "BN", bn);
+        cfg_int(v, "STAGES", stages);
+        cfg_int(v, "CONSUMERS", pt.consumers);
+        if (cl.m > 1) cfg_int(v, "CLUSTER_M", cl.m);
+        if (cl.n > 1) cfg_int(v, "CLUSTER_N", cl.n);
+        cfg_bool(v, "B_TF32", b_tf32);
+        if (a_tf32) cfg_bool(v, "A_TF32", true);
+        if (y_tf32) cfg_bool(v, "Y_TF32", true);
+        if (pt.flat) cfg_bool(v, "FLAT", true);
+        if (swizzle < 128) cfg_int(v, "SWIZZLE", swizzle);
+        cfg_pitch(v, "y", y_pitch);
+        if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
+        ep.cfg(v);
+        for (int64_t m = 0; m < SH * SW; ++m)
+          v.args.push_back(fmt::format("xmap{}", m));
+        v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
+        ep.add_args(v);
+        if (!linear) { // a linear layer's [N, F] operands have no layout
+          v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+          if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+        }
+        v.block = {threads, 1, 1};
+        // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each taking
+        // every SM-count-th tile, so the producer fills the next tile's stages while the
+        // consumers store this one's; priced by its tiles' waves, which are the same.
+        // In clusters: whole clusters, as many as the SMs hold.
+        // (The cuda backend launches no more clusters than can be resident at once.)
+        const int64_t cs = cl.size();
+        v.grid = {cs * std::min<int64_t>(tiles / cs, s.gpu.sm_count / cs), 1, 1};
+        if (cs > 1) v.cluster = {cs, 1, 1};
+        v.work_blocks = tiles;
+        v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages;
+        // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
+        // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
+        // (ptxas' report, NVRTC 13 for sm_90a).
+        v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
+        v.flops = 2.0 * double(M) * double(O) * double(K);
+        v.bytes = bytes;
+        v.math = *math;
+        const double util = (pt.flat ? double(M) / double(m_tiles * bm)
+                                     : double(OH) / double(tiles_p * pt.tp) * double(OW) /
+                                           double(tiles_q * pt.tq)) *
+                            double(O) / double(o_blocks * bn);
+        v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
+                                 int(swizzle), cl);
+        v.efficiency = kOutsideLoopEfficiency * util;
+        v.note = fmt::format(
+            "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA stages "
+            "({}-byte swizzle), {} x-map(s) + a w-map{}{}",
+            linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
+            pt.flat ? fmt::format("{}-row tile of x's rows", bm)
+                    : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
+            pt.consumers, stages, swizzle, SH * SW,
+            es != 4            ? ""
+            : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
+            : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
+            : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
+                               : "; operands rounded to tf32 in shared memory",
+            cl.size() == 1 ? ""
+            : cl.n == 1    ? "; clusters of 2 pixel tiles, the weight tile multicast"
+            : cl.m == 1    ? "; clusters of 2 channel blocks, the x tile multicast"
+                           : "; 2 x 2 clusters, both operand tiles multicast");
+        out.push_back(std::move(v));
       }
-      v.block = {threads, 1, 1};
-      // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each taking
-      // every SM-count-th tile, so the producer fills the next tile's stages while the
-      // consumers store this one's; priced by its tiles' waves, which are the same.
-      v.grid = {std::min<int64_t>(tiles, s.gpu.sm_count), 1, 1};
-      v.work_blocks = tiles;
-      v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages;
-      // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
-      // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
-      // (ptxas' report, NVRTC 13 for sm_90a).
-      v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
-      v.flops = 2.0 * double(M) * double(O) * double(K);
-      v.bytes = bytes;
-      v.math = *math;
-      const double util =
-          (pt.flat ? double(M) / double(m_tiles * bm)
-                   : double(OH) / double(tiles_p * pt.tp) * double(OW) / double(tiles_q * pt.tq)) *
-          double(O) / double(o_blocks * bn);
-      v.loop =
-          wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32, int(swizzle));
-      v.efficiency = kOutsideLoopEfficiency * util;
-      v.note = fmt::format(
-          "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA stages "
-          "({}-byte swizzle), {} x-map(s) + a w-map{}",
-          linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
-          pt.flat ? fmt::format("{}-row tile of x's rows", bm)
-                  : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
-          pt.consumers, stages, swizzle, SH * SW,
-          es != 4            ? ""
-          : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
-          : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
-          : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
-                             : "; operands rounded to tf32 in shared memory");
-      out.push_back(std::move(v));
-    }
   return out;
 }
 
@@ -310,7 +360,7 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
     m.offset = 0;
     m.dims = {C, N * H * W};
     m.strides = {XP * es};
-    m.box = {swizzle / es, 64 * cfg_int_of(v, "CONSUMERS")};
+    m.box = {swizzle / es, 64 * cfg_int_of(v, "CONSUMERS") / cfg_int_or(v, "CLUSTER_N", 1)};
     m.element_strides = {1, 1};
     maps.push_back({"xmap0", m});
   } else
@@ -320,14 +370,15 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
         m.offset = (ph * W + pw) * XP * es;
         m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
         m.strides = {SW * XP * es, SH * W * XP * es, H * W * XP * es};
-        m.box = {swizzle / es, cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"), 1};
+        m.box = {swizzle / es, cfg_int_of(v, "TQ"),
+                 cfg_int_of(v, "TP") / cfg_int_or(v, "CLUSTER_N", 1), 1}; // a block's slice
         maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
       }
   m.buffer = wb.name;
   m.offset = 0;
   m.dims = {K, O};
   m.strides = {K * es};
-  m.box = {swizzle / es, cfg_int_of(v, "BN")};
+  m.box = {swizzle / es, cfg_int_of(v, "BN") / cfg_int_or(v, "CLUSTER_M", 1)}; // a block's slice
   m.element_strides = {1, 1};
   maps.push_back({"wmap", m});
   return maps;
