@@ -23,8 +23,9 @@
 #   (f16 at batch 32 and 256, 170 s; the H100 run of 2026-11-26 took 100 s), r50_f32
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
 #   layers_all (every variant of four resnet50 f16 b32 layers, the 3x3 convs at 28x28, 14x14
-#   and 7x7 and the 1x1 with a residual at 56x56: Hopper against mma.sync tile by tile, what
-#   an L2 bandwidth term in the cost model would decide (bench/results/h100_2026-11-26);
+#   and 7x7 and the 1x1 with a residual at 56x56: Hopper against mma.sync tile by tile, each
+#   Hopper tile alone and in its clusters (_cl2x1, _cl1x2, _cl2x2: the multicast the L2
+#   ceiling prices, GpuDesc::l2_bytes_per_clock, unmeasured until then);
 #   limit LAYERS_ALL_LIMIT, default 200 s), families (conv families against cuDNN:
 #   every variant of every layer, long), tune (the gpu tune suite),
 #   folded, schedules, sparse, mobile (issue 19: mobilenet_v2, mobilenet_v3_small/large,

@@ -355,6 +355,7 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
                                                    {"hgmma", c->hgmma},
                                                    {"hmma", c->hmma},
                                                    {"tma_loads", c->tma_loads},
+                                                   {"tma_multicasts", c->tma_multicasts},
                                                    {"local_loads", c->local_loads},
                                                    {"local_stores", c->local_stores},
                                                    {"instructions", c->instructions}};

@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 SassCensus parse_sass(std::string_view listing) {
   // An instruction line: "/*0090*/   @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;". The opcode
   // is the first word after the address and an optional predicate.
-  static const std::regex insn(R"(/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*))");
+  static const std::regex insn(
+      R"(/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*))");
   SassCensus c;
   const std::string text(listing);
   for (auto it = std::sregex_iterator(text.begin(), text.end(), insn); it != std::sregex_iterator();
@@ -25,9 +26,10 @@ SassCensus parse_sass(std::string_view listing) {
       ++c.hmma;
     else if (op == "HGMMA")
       ++c.hgmma;
-    else if (op == "UTMALDG")
+    else if (op == "UTMALDG") {
       ++c.tma_loads;
-    else if (op == "LDL")
+      if ((*it)[2].str().find(".MULTICAST") != std::string::npos) ++c.tma_multicasts;
+    } else if (op == "LDL")
       ++c.local_loads;
     else if (op == "STL")
       ++c.local_stores;

@@ -18,6 +18,7 @@ struct SassCensus {
   int instructions = 0;
   int hmma = 0, hgmma = 0; // tensor-core instructions in the code (static count)
   int tma_loads = 0;       // UTMALDG
+  int tma_multicasts = 0;  // of those, UTMALDG.*.MULTICAST (a cluster's shared tiles)
   int local_loads = 0, local_stores = 0;
   // "HGMMA", "HMMA" or "" (no tensor-core instruction): the family's kind of MMA.
   std::string mma() const { return hgmma ? "HGMMA" : hmma ? "HMMA" : ""; }

@@ -28,7 +28,7 @@ for dtype in ("f16", "f32"):
             "--image", "64x64", "-o", out)
     kt.kiln("compile", out, "-j", "2")
     man = json.load(open(os.path.join(out, "manifest.json")))
-    igemm = hopper = 0
+    igemm = hopper = clusters = 0
     for k in man["kernels"]:
         sass = k.get("compiled", {}).get("sass")
         kt.check(sass is not None, f"{dtype} {k['name']}: no census in the manifest")
@@ -56,14 +56,21 @@ for dtype in ("f16", "f32"):
             kt.check(sass["mma"] == "HGMMA" and sass["hgmma"] >= 4 and sass["hmma"] == 0,
                      f"{k['name']}: Hopper family without HGMMA (or with HMMA): {sass}")
             kt.check(sass["tma_loads"] > 0, f"{k['name']}: Hopper family without UTMALDG: {sass}")
+            # A cluster's kernel multicasts what its blocks share; a lone block cannot.
+            clustered = k.get("cluster", [1, 1, 1]) != [1, 1, 1]
+            kt.check((sass["tma_multicasts"] > 0) == clustered,
+                     f"{k['name']}: cluster {k.get('cluster')}, {sass['tma_multicasts']} multicast TMA loads")
+            clusters += clustered
         if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm",
                                      "conv2d_hopper_wgmma")):
             kt.check(sass["mma"] == "", f"{k['name']}: MMA outside the tensor-core families")
     # tf32's wgmma reads twice f16's shared-memory bytes per FLOP: at these small layers the
     # mma.sync family with an in-kernel split-K is predicted faster for most f32 convs.
     kt.check(hopper >= (3 if dtype == "f16" else 2), f"{dtype}: only {hopper} Hopper convs chosen on the h100")
+    # At this size (batch 8, 64x64) f16's larger convs pay for clusters; f32's (tf32) do not.
+    kt.check(clusters >= 1 or dtype != "f16", f"{dtype}: no Hopper conv in clusters chosen on the h100")
     print(f"{dtype}: {len(man['kernels'])} kernels censused, {hopper} Hopper convs (HGMMA, "
-          f"UTMALDG, no HMMA), {igemm} mma.sync convs (HMMA, registers as assumed), no LDL/STL")
+          f"UTMALDG, no HMMA; {clusters} in clusters, with multicast UTMALDG), {igemm} mma.sync convs (HMMA, registers as assumed), no LDL/STL")
 
 # A disassembler that fails on a cubin costs that kernel its census, with a warning, not the
 # compile (an H100's CUDA 13.0 cuobjdump failed on one of 119 variants of `kiln bench`); and

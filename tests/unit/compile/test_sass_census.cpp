@@ -16,6 +16,7 @@ TEST_CASE("the SASS census counts instructions by opcode") {
         /*0020*/               @P1 HMMA.16816.F32 R16, R8, R14, R16 ;
         /*0030*/                   HGMMA.64x128x16.F32 R24, gdesc[UR4], R24 ;
         /*0040*/              @UP0 UTMALDG.2D [UR8], [UR10] ;
+        /*0048*/                   UTMALDG.2D.MULTICAST [UR8], [UR10], UR12 ;
         /*0050*/                   STL.64 [R1], R4 ;
         /*0060*/                   LDL R6, [R1+0x8] ;
         /*0070*/              @!PT LDS RZ, [RZ] ;
@@ -23,11 +24,12 @@ TEST_CASE("the SASS census counts instructions by opcode") {
         /*0080*/                   EXIT ;
 )sass";
   const SassCensus c = parse_sass(listing);
-  CHECK(c.instructions == 9);
+  CHECK(c.instructions == 10);
   CHECK(c.hmma == 2);
   CHECK(c.hgmma == 1);
   CHECK(c.mma() == "HGMMA");
-  CHECK(c.tma_loads == 1);
+  CHECK(c.tma_loads == 2);
+  CHECK(c.tma_multicasts == 1);
   CHECK(c.local_loads == 1);
   CHECK(c.local_stores == 1);
   CHECK(parse_sass("        /*0000*/  HMMA.1688.F32.TF32 R0, R2, R4, R0 ;").mma() == "HMMA");
