@@ -112,6 +112,8 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   std::stable_sort(c.valid.begin(), c.valid.end(), [](const Candidate& a, const Candidate& b) {
     return a.cost.micros < b.cost.micros;
   });
+  const double cheapest = c.valid.empty() ? 0 : c.valid.front().cost.micros;
+  const bool near_tie = prefer_headroom_among_near_ties(c.valid);
   if (hints && !c.valid.empty())
     if (const std::string w = hints->measured_winner(s); !w.empty()) {
       auto it = std::find_if(c.valid.begin(), c.valid.end(),
@@ -145,6 +147,10 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
                            c.valid.size(), c.valid.size() == 1 ? "" : "s", best.cost.micros,
                            best.cost.floor_micros, best.cost.occ.blocks_per_sm,
                            best.cost.occ.limiter, best.cost.fill * 100);
+    if (near_tie)
+      c.reason = fmt::format("{}; within {:g}% of the cheapest ({:.1f} us), the most headroom in "
+                             "its own limits (ceiling {:.2f} of peak without DRAM's)",
+                             c.reason, kNearTie * 100, cheapest, own_ceiling(best.cost.ceilings));
     return c;
   }
   if (const std::string no = cudnn_unsupported(s.step); !no.empty())
@@ -155,6 +161,21 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   c.reason = rejected.empty() ? cat("no template serves ", fn_name(s.step.fn), " here: cuDNN")
                               : cat("no template variant fits (", rejected.front(), "): cuDNN");
   return c;
+}
+
+double own_ceiling(const Ceilings& c) {
+  return std::min({c.math, c.l2, c.smem, c.issue, c.latency});
+}
+
+bool prefer_headroom_among_near_ties(std::vector<Candidate>& sorted) {
+  if (sorted.size() < 2) return false;
+  const double limit = sorted.front().cost.micros * (1 + kNearTie);
+  auto best = sorted.begin();
+  for (auto it = sorted.begin() + 1; it != sorted.end() && it->cost.micros <= limit; ++it)
+    if (own_ceiling(it->cost.ceilings) > own_ceiling(best->cost.ceilings) + 1e-9) best = it;
+  if (best == sorted.begin()) return false;
+  std::rotate(sorted.begin(), best, best + 1);
+  return true;
 }
 
 double kernel_estimate_us(const StepInfo& s) {

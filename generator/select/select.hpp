@@ -44,4 +44,13 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts = true,
 // the step (a plan rewrite weighing steps it may create: never a library call there).
 double kernel_estimate_us(const StepInfo& s);
 
+// Estimates within kNearTie of the cheapest are within the model's noise: among DRAM-bound
+// tiles its floors tie to 0.1% whatever their own limits (resnet50 b256 on the h100: a
+// 64x32 mma.sync tile at 0.17 of peak by L2 beside Hopper tiles at 0.25-0.5). Of those, the
+// one whose own ceilings (all but DRAM's: the kernel's, not the layer's) leave the most
+// headroom goes first: less exposed where the floors are optimistic. Returns whether it moved.
+inline constexpr double kNearTie = 0.01;
+double own_ceiling(const Ceilings& c);
+bool prefer_headroom_among_near_ties(std::vector<Candidate>& sorted_by_cost);
+
 } // namespace kiln

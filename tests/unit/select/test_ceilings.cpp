@@ -3,6 +3,7 @@
 #include "generator/cost/kernel_cost.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/select/families/igemm/loop_model.hpp"
+#include "generator/select/select.hpp"
 #include "runtime/error.hpp"
 
 #include <doctest/doctest.h>
@@ -180,4 +181,28 @@ TEST_CASE("l2_bytes_per_clock is optional in a descriptor, and checked") {
   CHECK_THROWS_WITH_AS(parse_gpu(j.dump(), "g.json"), doctest::Contains("/l2_bytes_per_clock"),
                        Error);
   CHECK(load_gpu("t4").l2_bytes_per_clock == 0);
+}
+
+TEST_CASE("near ties go to the variant with the most headroom in its own limits") {
+  const auto cand = [](const char* name, double us, double l2, double dram) {
+    Candidate c;
+    c.variant.name = name;
+    c.cost.micros = us;
+    c.cost.ceilings.l2 = l2;
+    c.cost.ceilings.dram = dram; // the layer's, not the kernel's: not weighed
+    return c;
+  };
+  // Within 1% of the cheapest: b's own ceiling (0.5) beats a's (0.17); c is 2% dearer.
+  std::vector<Candidate> v = {cand("a", 100, 0.17, 0.1), cand("b", 100.5, 0.5, 0.1),
+                              cand("c", 102, 1, 0.1)};
+  CHECK(prefer_headroom_among_near_ties(v));
+  CHECK(v[0].variant.name == "b");
+  CHECK(v[1].variant.name == "a");
+  CHECK(v[2].variant.name == "c");
+  // The cheapest with the most headroom stays; so does a lone candidate.
+  std::vector<Candidate> w = {cand("b", 100, 0.5, 0.1), cand("a", 100.2, 0.17, 0.01)};
+  CHECK(!prefer_headroom_among_near_ties(w));
+  CHECK(w[0].variant.name == "b");
+  std::vector<Candidate> one = {cand("a", 1, 0.1, 1)};
+  CHECK(!prefer_headroom_among_near_ties(one));
 }
