@@ -3,12 +3,16 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper bench_r50_256 ncu r50_big,
-# about 420 s with the start: the H100 runs of 2026-11-26 (bench/results/h100_2026-11-26b)
-# measured resnet50 f16 at batch 256 at 0.67x the cuDNN-only plan, the layers whose time is
-# their epilogue storing ~3 bytes per clock per SM; since then the Hopper epilogue stages y
-# through shared memory (no shuffles) and `kiln bench` times cuDNN under CUDA graphs, both
-# unmeasured; then, in a second call, layers_all mobile_eager, about 420 s):
+# PARTS (default, what the next session should see first: hopper clusters_ab bench_r50_256
+# r50_big, about 530 s: the H100 runs of 2026-11-26 (bench/results/h100_2026-11-26b) measured
+# resnet50 f16 at batch 256 at 0.67x the cuDNN-only plan, the layers whose time is their
+# epilogue storing ~3 bytes per clock per SM; since then the Hopper epilogue stages y through
+# shared memory (no shuffles), most convs run in thread-block clusters multicasting their
+# tiles (chosen by the L2 ceiling), and `kiln bench` times cuDNN under CUDA graphs, all
+# unmeasured; then, in a second call, ncu layers_all mobile_eager, about 450 s):
+#   clusters_ab: resnet50 f16 at batch 32 and 256 as chosen against the same descriptor
+#   without l2_bytes_per_clock (lone tiles: the plans before clusters), alternated, median of
+#   20 steps each (limit CLUSTERS_AB_LIMIT, default 150 s);
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
@@ -45,7 +49,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper bench_r50_256 ncu r50_big}
+parts=${*:-hopper clusters_ab bench_r50_256 r50_big}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -98,7 +102,21 @@ ncu_r50() { # where the epilogue-bound Hopper convs spend their time (hardware c
     $K run resnet50 --device gpu --dtype f16 --input /tmp/x32.npy --bench 2 || return 1
   $N --import $W/ncu_r50.ncu-rep --page details > $W/ncu_r50_details.txt
 }
-export -f check_r50 vgg16_tf32 ncu_r50
+clusters_ab() { # resnet50 f16 as chosen (most convs in multicast clusters, priced by the L2
+  # ceiling) against the same GPU's descriptor without l2_bytes_per_clock (no L2 ceiling: the
+  # lone tiles win every tie), batch 32 and 256, alternated, median of 20 CUDA-event steps each
+  local rc=0 b g
+  python3 -c "import json; d = json.load(open('$W/gpu.json')); d.pop('l2_bytes_per_clock', None); json.dump(d, open('$W/gpu_nol2.json', 'w'), indent=2)" || return 1
+  for b in 32 256; do
+    python3 -c "import numpy as np; np.save('/tmp/xab.npy', np.random.RandomState(0).standard_normal(($b,3,224,224)).astype(np.float32))" || return 1
+    for g in gpu gpu_nol2 gpu gpu_nol2; do
+      echo "== resnet50 f16 batch $b --gpu $g.json"
+      $K run resnet50 --device gpu --gpu $W/$g.json --dtype f16 --input /tmp/xab.npy --bench 20 || rc=1
+    done
+  done
+  return $rc
+}
+export -f check_r50 vgg16_tf32 ncu_r50 clusters_ab
 export K W
 has() { [[ " $parts " == *" $1 "* ]]; }
 # Correctness side by side.
@@ -121,6 +139,7 @@ has r50_f32 && part r50_f32 80 python3 bench/resnet50_inference.py "$K" --batche
 has bench_r50_256 && part bench_r50_256 ${BENCH_R50_256_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 256 \
   --variants default --runs 20 -o $W/bench_r50_256
 has ncu && part ncu_r50 120 bash -c ncu_r50
+has clusters_ab && part clusters_ab ${CLUSTERS_AB_LIMIT:-150} bash -c clusters_ab
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
