@@ -1,0 +1,17 @@
+// One Hopper conv instance as data: shapes, tile, epilogue (conv_instances.cpp names each).
+#pragma once
+
+namespace hopper_test {
+
+struct Instance {
+  const char* name;
+  int dtype; // 0 f16, 1 bf16, 2 f32 (tf32 on the tensor cores)
+  int N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN, STAGES, CONSUMERS;
+  bool bias, residual, relu;
+  bool flat = false;                // FLAT: x's rows are the GEMM's (TP 1, TQ = 64 * CONSUMERS)
+  int swizzle = 128;                // SWIZZLE: the bytes of channels a k iteration brings
+  int cluster_m = 1, cluster_n = 1; // CLUSTER_M x CLUSTER_N blocks a cluster, operands multicast
+  int cluster() const { return cluster_m * cluster_n; }
+};
+
+} // namespace hopper_test
