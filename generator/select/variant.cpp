@@ -3,6 +3,7 @@
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
+#include <utility>
 
 namespace kiln {
 
@@ -24,10 +25,14 @@ void cfg_enum(Variant& v, const std::string& name, const std::string& type,
   v.cfg.push_back({name, CfgEnum{type, value}});
 }
 
-CfgValue* find_cfg(Variant& v, std::string_view name) {
-  for (CfgEntry& e : v.cfg)
+const CfgValue* find_cfg(const Variant& v, std::string_view name) {
+  for (const CfgEntry& e : v.cfg)
     if (e.name == name) return &e.value;
   return nullptr;
+}
+
+CfgValue* find_cfg(Variant& v, std::string_view name) {
+  return const_cast<CfgValue*>(find_cfg(std::as_const(v), name));
 }
 
 Kernel kernel_of(const Variant& v) {

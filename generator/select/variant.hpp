@@ -95,6 +95,7 @@ void cfg_enum(Variant& v, const std::string& name, const std::string& type,
               const std::string& value);
 // The constant `name` of v's configuration, or null.
 CfgValue* find_cfg(Variant& v, std::string_view name);
+const CfgValue* find_cfg(const Variant& v, std::string_view name);
 
 // The kernel a plan launches for the variant: its entry, image, launch geometry and
 // argument roles.

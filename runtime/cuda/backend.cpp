@@ -78,9 +78,9 @@ void CudaBackend::clamp_to_resident_clusters(Loaded& l, const Kernel& k,
   check(cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(l.kernel), &cfg),
         "cudaOccupancyMaxActiveClusters", at);
   if (clusters < 1) throw Error("", at, "not one of its clusters fits on this GPU");
-  const int64_t size = k.cluster[0] * k.cluster[1] * k.cluster[2];
-  if (k.grid[1] * k.grid[2] == 1 && l.grid[0] / size > unsigned(clusters))
-    l.grid[0] = unsigned(clusters * size / k.cluster[0] * k.cluster[0]);
+  // A 1-D grid (kiln's clustered kernels'): its clusters lie along x.
+  if (k.grid[1] * k.grid[2] == 1 && l.grid[0] / k.cluster[0] > unsigned(clusters))
+    l.grid[0] = unsigned(clusters * k.cluster[0]);
 }
 
 void CudaBackend::prepare(const Plan& plan) {

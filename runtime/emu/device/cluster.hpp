@@ -1,7 +1,7 @@
 // Thread-block clusters (sm_90) in the emulator (included by scheduler.hpp only), as the PTX
-// ISA defines them: the CTAs of a cluster run together on one worker, their threads' fibers
-// interleaved round-robin (scheduler.hpp: run_cluster). Each CTA keeps its own shared memory,
-// shadow, mbarriers and __syncthreads. Between them:
+// ISA defines them: the CTAs of a cluster run together on one worker, each until none of its
+// threads can proceed, then the next (scheduler.hpp: run_cluster). Each CTA keeps its own shared
+// memory, shadow, mbarriers and __syncthreads. Between them:
 //  - cluster_sync (barrier.cluster.arrive.release + wait.acquire) completes when every
 //    thread of every CTA not exited has arrived; for the race checks it starts a new epoch
 //    in every CTA, as __syncthreads does in one;

@@ -58,10 +58,11 @@ namespace kiln::hopper_conv {
 
 // The producer, for one output tile: for each k iteration, wait for its stage to be free,
 // announce the bytes, issue the two copies. `ring_it` counts the block's k iterations over
-// all its tiles: the stage and the barriers' phases follow from it.
+// all its tiles: the stage and the barriers' phases follow from it. `rank`: the block's in its
+// cluster (0 alone).
 template <class Cfg>
 KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     const Tile& tl, int& ring_it) {
+                     const Tile& tl, int rank, int& ring_it) {
   using G = Geometry<Cfg>;
   const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
   for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
@@ -70,7 +71,6 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
     const int cb = k_it % G::CB, tap = k_it / G::CB, r = tap / G::KW, t = tap % G::KW;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
-    const int rank = G::CL > 1 ? int(cluster_ctarank()) : 0;
     const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
     // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
     const int dr = r - Cfg::PH, dt = t - Cfg::PW;
@@ -136,13 +136,13 @@ KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u3
 // thread); in a cluster, once the whole warp is past its wgmma wait, lane l < CL arrives on
 // block l's barrier where block l shares this block's row or column (writes this stage: the
 // count is every consumer warp of the CM + CN - 1 such blocks).
-template <class Cfg> KILN_FN void release(Shared<u64> empty, int s) {
+template <class Cfg> KILN_FN void release(Shared<u64> empty, int s, int rank) {
   using G = Geometry<Cfg>;
   if constexpr (G::CL == 1)
     mbarrier_arrive(empty + s);
   else {
     sync_warp();
-    const int lane = thread_linear() % 32, rank = int(cluster_ctarank());
+    const int lane = thread_linear() % 32;
     if (lane < G::CL && (lane % G::CM == rank % G::CM || lane / G::CM == rank / G::CM))
       mbarrier_arrive_cluster(empty + s, u32(lane));
   }
@@ -153,7 +153,7 @@ template <class Cfg> KILN_FN void release(Shared<u64> empty, int s) {
 // so the producer can fill it with the next tile's data meanwhile.
 template <class Cfg>
 KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     int g, int& ring_it) {
+                     int g, int rank, int& ring_it) {
   const Shared<u64> rounded = empty + Cfg::STAGES; // tf32 only
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
@@ -174,10 +174,10 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.
     wgmma_wait<1>();
-    if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES);
+    if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES, rank);
   }
   wgmma_wait<0>();
-  release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES);
+  release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES, rank);
 }
 
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
@@ -207,24 +207,24 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     cluster_sync(); // the peers' barriers initialised before this block arrives on them
   else
     sync_threads();
+  // Alone (CL 1), cluster tiles are tiles and rank is 0.
   const int rank = G::CL > 1 ? int(cluster_ctarank()) : 0;
-  const int first = G::CL > 1 ? int(blockIdx.x) / G::CL : int(blockIdx.x);
-  const int step = G::CL > 1 ? int(gridDim.x) / G::CL : int(gridDim.x);
-  const auto tile_of = [&](int t) { return G::CL > 1 ? cluster_tile<Cfg>(t, rank) : t; };
+  const int first = int(blockIdx.x) / G::CL, step = int(gridDim.x) / G::CL;
   if (wg == 0) { // producer: few registers
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one()) {
       int ring_it = 0;
-      for (int t = first; t < G::TILES / G::CL; t += step)
-        produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(tile_of(t)), ring_it);
+      for (int t = first; t < G::CLUSTER_TILES; t += step)
+        produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(cluster_tile<Cfg>(t, rank)), rank,
+                     ring_it);
     }
   } else {
     setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
     WgmmaAcc<G::BN> acc;
     int ring_it = 0;
-    for (int t = first; t < G::TILES / G::CL; t += step) {
-      const Tile tl = tile_at<Cfg>(tile_of(t));
-      consume<Cfg>(acc, ring, full, empty, wg - 1, ring_it);
+    for (int t = first; t < G::CLUSTER_TILES; t += step) {
+      const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
+      consume<Cfg>(acc, ring, full, empty, wg - 1, rank, ring_it);
       store<Cfg>(args, acc, wg - 1, tl, staging);
     }
   }

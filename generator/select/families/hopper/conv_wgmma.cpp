@@ -31,19 +31,15 @@ struct ClusterShape {
 };
 
 constexpr int kBns[] = {256, 128, 64};
-// The clusters a tile may run in: none, or the largest of 2 x 2, 2 x 1, 1 x 2 its tiles pair
-// up in (cluster_shapes).
-std::vector<ClusterShape> cluster_shapes(int64_t m_tiles, int64_t o_blocks, const PixelTile& pt,
-                                         int64_t sm_count) {
-  std::vector<ClusterShape> r = {{1, 1}};
+// The cluster a tile may run in besides alone: the largest of 2 x 2, 2 x 1, 1 x 2 its tiles
+// pair up in; 1 x 1 where none.
+ClusterShape largest_cluster(int64_t m_tiles, int64_t o_blocks, const PixelTile& pt,
+                             int64_t sm_count) {
   const bool pair_m = m_tiles % 2 == 0, pair_n = o_blocks % 2 == 0 && (pt.flat || pt.tp % 2 == 0);
-  if (pair_m && pair_n && sm_count >= 4)
-    r.push_back({2, 2});
-  else if (pair_m && sm_count >= 2)
-    r.push_back({2, 1});
-  else if (pair_n && sm_count >= 2)
-    r.push_back({1, 2});
-  return r;
+  if (pair_m && pair_n && sm_count >= 4) return {2, 2};
+  if (pair_m && sm_count >= 2) return {2, 1};
+  if (pair_n && sm_count >= 2) return {1, 2};
+  return {1, 1};
 }
 constexpr int kMaxStages = 4;
 
@@ -106,21 +102,18 @@ MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32,
 }
 
 int64_t cfg_int_of(const Variant& v, std::string_view name) {
-  for (const CfgEntry& e : v.cfg)
-    if (e.name == name) return std::get<int64_t>(e.value);
+  if (const CfgValue* c = find_cfg(v, name)) return std::get<int64_t>(*c);
   throw Error("", v.name, cat("has no constant ", name));
 }
 
 int64_t cfg_int_or(const Variant& v, std::string_view name, int64_t absent) {
-  for (const CfgEntry& e : v.cfg)
-    if (e.name == name) return std::get<int64_t>(e.value);
-  return absent;
+  const CfgValue* c = find_cfg(v, name);
+  return c ? std::get<int64_t>(*c) : absent;
 }
 
 bool cfg_bool_of(const Variant& v, std::string_view name) {
-  for (const CfgEntry& e : v.cfg)
-    if (e.name == name) return std::get<bool>(e.value);
-  return false;
+  const CfgValue* c = find_cfg(v, name);
+  return c && std::get<bool>(*c);
 }
 
 
@@ -214,7 +207,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   std::vector<Variant> out;
   for (const PixelTile& pt : kPixelTiles)
     for (int bn : kBns)
-      for (int ci = 0; ci < 2; ++ci) {
+      for (bool clustered : {false, true}) {
         // A linear layer's 1x1 images fill a pixel tile's first row only.
         if (pt.flat ? !flat_ok : linear) continue;
         if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
@@ -236,10 +229,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         // share their operands by multicast, for loops L2 would starve (128 x 256 at the tensor
         // peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile, 7x7 maps' 8x8,
         // 80 with BN 256). The tiles must pair up.
-        const std::vector<ClusterShape> shapes =
-            cluster_shapes(m_tiles, o_blocks, pt, s.gpu.sm_count);
-        if (ci >= int(shapes.size())) continue;
-        const ClusterShape cl = shapes[size_t(ci)];
+        const ClusterShape cl =
+            clustered ? largest_cluster(m_tiles, o_blocks, pt, s.gpu.sm_count) : ClusterShape{};
+        if (clustered && cl.size() == 1) continue;
         const int64_t threads = 128 * (1 + pt.consumers);
         Variant v;
         v.family = std::string(name());
