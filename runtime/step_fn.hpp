@@ -102,9 +102,12 @@ enum class Fn {
   // the epilogue. tickets: i32 per output tile, zero before and after every launch.
   conv2d_forward_split,
   linear_forward_split,
+  // A channels-last batchnorm's per-chunk sums over rows (runtime/ops/batchnorm_chunks.hpp):
+  // x, [dy] -> partial [R, 2 or 4, C] fp32, read by the forward_train / backward after it.
+  batchnorm_partials,
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::linear_forward_split) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::batchnorm_partials) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -8,6 +8,7 @@
 #include "runtime/io/file.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/layout_order.hpp"
+#include "runtime/ops/batchnorm_chunks.hpp"
 #include "runtime/ops/registry.hpp"
 #include "runtime/param_init.hpp"
 #include "runtime/sparse_form.hpp"
@@ -258,6 +259,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
                                                                : nullptr;
     const bool writes_form = out_form != nullptr;
     const int32_t nnz_before = 7; // a compaction adds to what its count holds
+    std::map<std::string, Tensor> written; // x and dy of a step reading chunk sums
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
       if (b.role == BufferRole::derived) { // a tensor map: the device's prepare phase writes it
@@ -291,6 +293,34 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       }
       dev.write(a.buffer, to_memory_order(t, b.layout));
       ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
+      if (a.role == "x" || a.role == "dy") written.emplace(a.role, t);
+    }
+    // A batchnorm reading chunk sums: those of its x (and dy), as batchnorm.partials writes
+    // them (random ones would describe another tensor).
+    if (const int pb = ds.arg("partial");
+        pb >= 0 && ds.fn != Fn::batchnorm_partials &&
+        (ds.fn == Fn::batchnorm_forward_train || ds.fn == Fn::batchnorm_backward)) {
+      const Tensor& x = written.at("x");
+      const bool backward = ds.fn == Fn::batchnorm_backward;
+      std::vector<double> xv(size_t(x.numel())), dyv;
+      for (int64_t e = 0; e < x.numel(); ++e)
+        xv[size_t(e)] = x.get(e);
+      if (backward) {
+        const Tensor& dy = written.at("dy");
+        dyv.resize(xv.size());
+        for (int64_t e = 0; e < dy.numel(); ++e)
+          dyv[size_t(e)] = dy.get(e);
+      }
+      const Buffer& b = dev_plan.buffers[pb];
+      Tensor t(DType::f32, b.shape);
+      std::vector<double> sums(size_t(t.numel()));
+      const int64_t N = x.shape()[0], C = x.shape()[1];
+      bn_chunk_sums(xv.data(), backward ? dyv.data() : nullptr, N, C, x.numel() / (N * C),
+                    b.shape[0], sums.data());
+      for (int64_t e = 0; e < t.numel(); ++e)
+        t.set(e, sums[size_t(e)]);
+      dev.write(pb, to_memory_order(t, b.layout));
+      ref.write(pb, t.to(ref_plan.buffers[pb].dtype));
     }
     dev.run("forward");
     ref.run("forward");

@@ -18,7 +18,6 @@ struct GenerateArgs {
   std::string gpu;
   std::string output;
   std::string variants = "default";
-  std::string layout = "auto";
   bool train = false;
   double lr = 0.01;
   PlanArgs schedule;
@@ -32,7 +31,6 @@ void generate_cmd(const GenerateArgs& a) {
   o.lr = a.lr;
   o.all_variants = a.variants == "all";
   a.schedule.apply(o);
-  if (a.layout != "auto") o.layout = a.layout == "nhwc" ? Layout::nhwc : Layout::nchw;
   const Generated gen = generate(m, g, o);
   write_generated(gen, a.output);
   std::map<std::string, int> families;
@@ -82,9 +80,6 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--variants", a->variants,
                   "default: one kernel per step; all: also every other valid variant, for sweeps")
       ->check(CLI::IsMember({"default", "all"}));
-  cmd->add_option("--layout", a->layout,
-                  "activation layout: auto (by the kernels available), nchw, nhwc")
-      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_flag("--train", a->train, "a training step (forward, loss, backward, SGD update)");
   cmd->add_option("--lr", a->lr, "learning rate of the update phase");
   a->schedule.add_to(cmd);

@@ -5,6 +5,11 @@
 namespace kiln::cli {
 
 void PlanArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--layout", layout,
+                  "activation layout of the generated kernels: auto (default: inference NHWC "
+                  "where tensor-core convs serve most of the work; training the layout whose "
+                  "whole step the cost model predicts faster), nchw, nhwc")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_option("--schedule", schedule,
                   "training: recompute strategy store-all (default), sqrt, rotor or dtr; gradients "
                   "are bit-identical whatever the strategy. tiled (training or inference): the "
@@ -49,8 +54,11 @@ void PlanArgs::check(bool train) const {
 }
 
 void PlanArgs::check_device(const std::string& device) const {
-  if (device == "cpu" && (sparse != "auto" || !profile.empty()))
-    throw Error("", sparse != "auto" ? "--sparse" : "--profile",
+  if (device == "cpu" && (sparse != "auto" || !profile.empty() || layout != "auto"))
+    throw Error("",
+                sparse != "auto"   ? "--sparse"
+                : !profile.empty() ? "--profile"
+                                   : "--layout",
                 "plans the generated kernels of --device emu or gpu; the cpu backend runs the "
                 "reference of every layer");
 }
@@ -64,6 +72,7 @@ void PlanArgs::apply(GenerateOptions& o) const {
   o.cudnn_only = kernels == "cudnn";
   o.sparse = *parse_sparse_mode(sparse);
   o.tuning_db = tuning_db;
+  if (layout != "auto") o.layout = layout == "nhwc" ? Layout::nhwc : Layout::nchw;
   if (!profile.empty()) o.profile = load_profile(profile);
 }
 

@@ -1,6 +1,6 @@
-// The plan options of the commands that make one (generate, build, run): --schedule,
-// --budget, --tiles, --slots, --kernels, --sparse and --profile, described and checked the
-// same way in all.
+// The plan options of the commands that make one (generate, build, run, train): --layout,
+// --schedule, --budget, --tiles, --slots, --kernels, --sparse and --profile, described and
+// checked the same way in all.
 #pragma once
 
 #include "generator/emit/generate.hpp"
@@ -17,6 +17,7 @@ struct PlanArgs {
   std::string sparse = "auto";
   std::string profile;   // kiln-profile/1 densities for the sparse family
   std::string tuning_db; // measured winners (kiln tune): a path, none, or "" (the default)
+  std::string layout = "auto";
 
   void add_to(CLI::App* cmd);
   // Throws kiln::Error for combinations that mean nothing: a recompute strategy or budget

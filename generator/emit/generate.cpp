@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -64,8 +65,19 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     }
   }
   fuse_epilogues(p);
-  gen.layout = o.layout ? *o.layout : choose_layout(p, g);
+  const bool budgeted = !schedule.is_null() && (o.schedule != "store-all" || !o.budget.empty());
+  if (o.layout) {
+    gen.layout = *o.layout;
+  } else if (p.train) {
+    gen.training_layout = choose_training_layout(p, g, budgeted);
+    gen.layout = gen.training_layout->layout;
+  } else {
+    gen.layout = choose_layout(p, g);
+  }
   apply_layout(p, gen.layout);
+  // Channels-last batchnorms in training over many blocks where that pays: not under a
+  // memory budget (their workspaces are not in the schedule's accounting).
+  if (p.train && !budgeted) gen.batchnorm_chunks = plan_batchnorm_chunks(p, g);
   // The sparse family (DESIGN.md 5.4): not under a memory budget, which the schedule met
   // without the compacted forms; not in the cuDNN-only peer plan.
   std::string sparse_skipped;
@@ -88,7 +100,6 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   // contiguous (batch 1), and concat inputs as pitched views where it is strided and some
   // kernel for their producer writes through the pitch (none in the cuDNN-only plan): not
   // under a memory budget (the views change the lifetimes the schedule planned).
-  const bool budgeted = !schedule.is_null() && (o.schedule != "store-all" || !o.budget.empty());
   const ServesPitched serves_pitched = [&](const Plan& q, const Step& s) {
     const StepInfo info{q, s, g};
     return !o.cudnn_only &&
@@ -172,6 +183,13 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (o.train) man["recipe"] = o.recipe.key();
   if (!schedule.is_null()) man["schedule"] = schedule;
   man["layout"] = layout_name(gen.layout);
+  if (const auto& c = gen.training_layout) {
+    const auto us = [](double v) { return std::round(v * 1000) / 1000; };
+    man["training_layout"] = {{"nchw_us", us(c->nchw_us)},
+                              {"nhwc_us", us(c->nhwc_us)},
+                              {"nchw_library_steps", c->nchw_library},
+                              {"nhwc_library_steps", c->nhwc_library}};
+  }
   man["kernels"] = kernels;
   man["library_steps"] = lib;
   ojson sparse = ojson::array();
@@ -197,6 +215,12 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   for (const GateDecision& d : gen.gates)
     gated.push_back(fusion_json(d));
   man["gates"] = gated;
+  if (o.train) {
+    ojson chunked = ojson::array();
+    for (const BatchnormChunksDecision& d : gen.batchnorm_chunks)
+      chunked.push_back(batchnorm_chunks_json(d));
+    man["batchnorm_chunks"] = chunked;
+  }
   if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
     man["channel_views"] = channel_views_json(gen.channel_views);
   gen.files.push_back({"manifest.json", man.dump(2) + "\n"});

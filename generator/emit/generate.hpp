@@ -3,9 +3,11 @@
 #pragma once
 
 #include "generator/emit/assign_kernels.hpp"
+#include "generator/emit/training_layout.hpp"
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/model.hpp"
+#include "generator/rewrite/batchnorm_chunks.hpp"
 #include "generator/rewrite/channel_views.hpp"
 #include "generator/rewrite/conv_pool.hpp"
 #include "generator/rewrite/gates.hpp"
@@ -53,7 +55,9 @@ struct Generated {
   std::vector<GateDecision> gates;         // the squeeze-excite gates fused into their convs
   Tf32Operands tf32; // weights rounded to tf32 once (prepare), activations by their producer
   ChannelViews channel_views; // concat inputs and channel slices made views (no copy)
+  std::vector<BatchnormChunksDecision> batchnorm_chunks; // training batchnorms over chunks
   Layout layout = Layout::nchw;
+  std::optional<TrainingLayoutChoice> training_layout; // a training plan's, when not asked for
   nlohmann::ordered_json manifest;
   std::vector<std::pair<std::string, std::string>> files; // relative path -> content
 };

@@ -36,7 +36,6 @@ double nhwc_share(const Plan& p, const GpuDesc& g) {
 } // namespace
 
 Layout choose_layout(const Plan& p, const GpuDesc& g) {
-  if (p.train) return Layout::nchw;
   return nhwc_share(p, g) > 0.5 ? Layout::nhwc : Layout::nchw;
 }
 

@@ -11,6 +11,8 @@
 
 namespace kiln {
 
+// An inference plan's layout: NHWC where the implicit-GEMM family would serve most of the
+// convolution MACs. A training plan's is priced whole (emit/training_layout.hpp).
 Layout choose_layout(const Plan& p, const GpuDesc& g);
 void apply_layout(Plan& p, Layout layout);
 

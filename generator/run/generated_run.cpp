@@ -37,7 +37,8 @@ std::string run_directory(const Model& m, const GpuDesc& g, const GenerateOption
        o.train ? "train" : "infer", o.schedule, o.budget, o.tiles, o.cudnn_only ? "cudnn" : "kiln",
        std::to_string(o.slots), fmt::format("{}", o.lr), o.train ? o.recipe.key() : "",
        "sparse " + std::to_string(int(o.sparse)), o.profile ? profile_to_text(*o.profile) : "",
-       "tuning " + tuning_fingerprint(g, o.tuning_db)});
+       "tuning " + tuning_fingerprint(g, o.tuning_db),
+       "layout " + std::string(o.layout ? layout_name(*o.layout) : "auto")});
   return KernelCache::default_dir() + "/runs/" + key;
 }
 

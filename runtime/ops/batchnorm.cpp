@@ -2,6 +2,7 @@
 // batch statistics, the backward).
 #include "runtime/cpu/step_args.hpp"
 #include "runtime/error.hpp"
+#include "runtime/ops/batchnorm_chunks.hpp"
 #include "runtime/ops/registry.hpp"
 #include "runtime/ops/roles.hpp"
 #include "runtime/ops/step_check.hpp"
@@ -58,14 +59,28 @@ template <class T> void forward(const StepArgs<T>& c) {
   cpu::epilogue(c);
 }
 
-// batchnorm.forward_train: x, weight, bias -> y, [mean, invstd] (batch statistics).
-constexpr sv train_in[] = {"x", "weight", "bias"}, train_out[] = {"y", "mean", "invstd"};
-constexpr sv stats[] = {"mean", "invstd"};
+// The chunk sums a forward_train or backward may read (batchnorm_chunks.hpp): [R, sums, C]
+// with 1 <= R <= M, written by the batchnorm.partials before it. The references compute the
+// statistics from x and ignore them.
+void check_partial(const StepCheck& c, bool backward) {
+  if (!c.has("partial")) return;
+  const Shape& x = c.shape("x");
+  const Shape& p = c.shape("partial");
+  const int64_t rows = numel(x) / x[1];
+  if (p.size() != 3 || p[0] < 1 || p[0] > rows || p[1] != bn_partial_sums(backward) || p[2] != x[1])
+    c.fail(cat("\"partial\" ", shape_str(p), " is not [R, ", bn_partial_sums(backward), ", ", x[1],
+               "] with 1 <= R <= ", rows));
+}
+
+// batchnorm.forward_train: x, weight, bias, [partial] -> y, [mean, invstd] (batch statistics).
+constexpr sv train_in[] = {"x", "weight", "bias", "partial"}, train_out[] = {"y", "mean", "invstd"};
+constexpr sv stats[] = {"mean", "invstd"}, stats_partial[] = {"mean", "invstd", "partial"};
 
 void check_forward_train(const StepCheck& c) {
   c.expect("y", c.forward(c.shape("x")));
   for (auto r : {"weight", "bias", "mean", "invstd"})
     if (c.has(r)) c.expect(r, c.channels("x"));
+  check_partial(c, false);
 }
 
 template <class T> void forward_train(const StepArgs<T>& c) {
@@ -76,7 +91,7 @@ template <class T> void forward_train(const StepArgs<T>& c) {
 // batchnorm.backward: x, dy, weight, [mean, invstd] -> dx, dweight, dbias; without the saved
 // statistics they are recomputed from x exactly as the forward computes them (kiln's plans
 // do this: it keeps nothing but x alive for the backward).
-constexpr sv bw_in[] = {"x", "dy", "weight", "mean", "invstd"};
+constexpr sv bw_in[] = {"x", "dy", "weight", "mean", "invstd", "partial"};
 constexpr sv bw_out[] = {"dx", "dweight", "dbias"};
 
 void check_backward(const StepCheck& c) {
@@ -85,6 +100,9 @@ void check_backward(const StepCheck& c) {
   for (auto r : {"weight", "mean", "invstd", "dweight", "dbias"})
     if (c.has(r)) c.expect(r, c.channels("x"));
   if (c.has("mean") != c.has("invstd")) c.fail("mean and invstd come together or not at all");
+  if (c.has("partial") && c.has("mean"))
+    c.fail("\"partial\" stands for the statistics the step would recompute: not with saved ones");
+  check_partial(c, true);
 }
 
 template <class T> void backward(const StepArgs<T>& c) {
@@ -101,6 +119,26 @@ template <class T> void backward(const StepArgs<T>& c) {
                              c.out("dx"), c.out("dweight").data, c.out("dbias").data, acc);
 }
 
+// batchnorm.partials: x, [dy] -> partial [R, 2 (4 with dy), C] fp32: chunk r's shifted sums
+// (batchnorm_chunks.hpp), for the forward_train (without dy) or backward (with) after it.
+constexpr sv partials_in[] = {"x", "dy"}, partials_dy[] = {"dy"};
+
+void check_partials(const StepCheck& c) {
+  const Shape& x = c.shape("x");
+  if (x.size() != 4 && x.size() != 2)
+    c.fail(cat("x is ", shape_str(x), ", not [N, C, H, W] or [N, C]"));
+  if (c.has("dy")) c.same("x", "dy");
+  check_partial(c, c.has("dy"));
+  c.not_accumulated();
+}
+
+template <class T> void partials(const StepArgs<T>& c) {
+  CView<T> x = c.in("x");
+  View<T> part = c.out("partial");
+  const int64_t N = x.shape[0], C = x.shape[1];
+  bn_chunk_sums(x.data, c.opt("dy"), N, C, numel(x.shape) / (N * C), part.shape[0], part.data);
+}
+
 constexpr FnDef fn_defs[] = {
     {.fn = Fn::batchnorm_forward,
      .name = "batchnorm.forward",
@@ -111,16 +149,22 @@ constexpr FnDef fn_defs[] = {
      .cpu_f64 = forward<double>},
     {.fn = Fn::batchnorm_forward_train,
      .name = "batchnorm.forward_train",
-     .signature = {train_in, train_out, stats},
+     .signature = {train_in, train_out, stats_partial},
      .check = check_forward_train,
      .cpu_f32 = forward_train<float>,
      .cpu_f64 = forward_train<double>},
     {.fn = Fn::batchnorm_backward,
      .name = "batchnorm.backward",
-     .signature = {bw_in, bw_out, stats},
+     .signature = {bw_in, bw_out, stats_partial},
      .check = check_backward,
      .cpu_f32 = backward<float>,
      .cpu_f64 = backward<double>},
+    {.fn = Fn::batchnorm_partials,
+     .name = "batchnorm.partials",
+     .signature = {partials_in, roles::partial, partials_dy},
+     .check = check_partials,
+     .cpu_f32 = partials<float>,
+     .cpu_f64 = partials<double>},
 };
 
 } // namespace

@@ -58,4 +58,11 @@ template <bool NHWC, i64 N, int C, int H, int W, class I = index_t<N * C * H * W
   }
 };
 
+// Cfg::NHWC where an instance names it, else false (NCHW): the layout flag of families whose
+// older instances predate it.
+template <class Cfg, class = void> struct NhwcOf { static constexpr bool value = false; };
+template <class Cfg> struct NhwcOf<Cfg, decltype(void(Cfg::NHWC))> {
+  static constexpr bool value = Cfg::NHWC;
+};
+
 } // namespace kiln

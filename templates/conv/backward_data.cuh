@@ -58,12 +58,6 @@ template <int K, int S, int P, int D> struct PhaseTaps {
   }
 };
 
-// Cfg::NHWC where the instance names it, else false (NCHW dy and dx).
-template <class Cfg, class = void> struct NhwcOf { static constexpr bool value = false; };
-template <class Cfg> struct NhwcOf<Cfg, decltype(void(Cfg::NHWC))> {
-  static constexpr bool value = Cfg::NHWC;
-};
-
 template <class Cfg> KILN_FN void backward_data(const KernelArgs& a) {
   using T = typename Cfg::T;
   constexpr int Cg = Cfg::C / Cfg::G, Og = Cfg::O / Cfg::G;

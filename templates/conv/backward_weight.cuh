@@ -1,4 +1,5 @@
-// Weight gradient of a convolution (conv2d.backward_weight), NCHW:
+// Weight gradient of a convolution (conv2d.backward_weight), NCHW or NHWC (x and dy alike;
+// dw OIHW):
 // dw[o][c][kh][kw] = sum over n, oh, ow of dy[n][o][oh][ow] * x[n][g*Cg + c][ih][iw]
 // (ih = oh * SH - PH + kh * DH, iw likewise; zero outside x). fp32 accumulation.
 //
@@ -15,7 +16,8 @@
 //      dispatch: return unless the running nonzero count nnz of x exceeds THRESHOLD),
 //      TO, TK (tile, TO % PO == 0, TK % PK == 0),
 //      PO, PK (micro-tile), S (slices), RC (positions per chunk, a multiple of S),
-//      THREADS = (TO / PO) * (TK / PK) * S.
+//      THREADS = (TO / PO) * (TK / PK) * S; optional NHWC (x and dy channels-last; staging
+//      then walks channels fastest, so a warp's loads are contiguous).
 // Arguments, in order: x, dy, [nnz] (GUARD), dw.
 // Grid: x = ceil(K / TK), y = G * ceil((O / G) / TO).
 #pragma once
@@ -40,7 +42,8 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
                 "THREADS = (TO/PO) * (TK/PK) * S");
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * PLANE;
   using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * K + RC>; // offsets and positions
-  using X = Tensor4<false, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
+  constexpr bool NHWC = NhwcOf<Cfg>::value;
+  using X = Tensor4<NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
 
   if constexpr (Cfg::GUARD) {
     if (i64(arg<const int>(a, 2)[0]) <= i64(Cfg::THRESHOLD)) return; // the sparse path runs
@@ -69,19 +72,20 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
   for (I r0 = 0; r0 < R; r0 += RC) {
 #pragma unroll 2
     for (int e = t; e < TO * RC; e += THREADS) {
-      const int o = e / RC, r = e % RC;
+      const int o = NHWC ? e % TO : e / RC, r = NHWC ? e / TO : e % RC;
       const I rg = r0 + r;
       float v = 0.f;
       if (rg < R && o0 + o < Og) {
         const I nn = rg / PLANE;
         const int pix = int(rg % PLANE);
-        v = to_float(dy[(nn * Cfg::O + g * Og + o0 + o) * PLANE + pix]);
+        v = to_float(dy[NHWC ? (nn * PLANE + pix) * Cfg::O + g * Og + o0 + o
+                             : (nn * Cfg::O + g * Og + o0 + o) * PLANE + pix]);
       }
       sm[o * RCP + r] = v;
     }
 #pragma unroll 2
     for (int e = t; e < TK * RC; e += THREADS) {
-      const int k = e / RC, r = e % RC;
+      const int k = NHWC ? e % TK : e / RC, r = NHWC ? e / TK : e % RC;
       const I rg = r0 + r;
       const int kg = k0 + k;
       float v = 0.f;

@@ -39,12 +39,19 @@ template <class Cfg> struct BnChannel {
   using I = index_t<(long long)Cfg::N * Cfg::C * Cfg::S>;
   int c;      // the thread's channel
   bool valid; // c < C (a channels-last block's last group may be partial)
+  int lo = 0, hi = M; // the rows (positions) the block walks: all, or one chunk's
   KILN_FN BnChannel() {
     const int t = int(threadIdx.x);
     c = int(blockIdx.x) * Cfg::COLS + t % Cfg::COLS;
     valid = c < Cfg::C;
   }
-  KILN_FN int first() const { return int(threadIdx.x) / Cfg::COLS; }
+  // Chunk `chunk` of `chunks` (runtime/ops/batchnorm_chunks.hpp): ceil(M / chunks) rows each.
+  KILN_FN BnChannel(int chunk, int chunks) : BnChannel() {
+    const int rows = (M + chunks - 1) / chunks;
+    lo = chunk * rows < M ? chunk * rows : M;
+    hi = lo + rows < M ? lo + rows : M;
+  }
+  KILN_FN int first() const { return lo + int(threadIdx.x) / Cfg::COLS; }
   static constexpr int step = ROWS;
   KILN_FN I index(int j) const {
     if (Cfg::CHANNELS_LAST) return I(j) * Cfg::C + c; // j = n * S + s
@@ -63,7 +70,7 @@ template <class Cfg> struct BnChannel {
   }
   // Walks the thread's share of its channel (nothing for a channel past C).
   template <class F> KILN_FN void each(F&& f) const {
-    const int lim = valid ? M : 0;
+    const int lim = valid ? hi : 0;
     for (int j = first(); j < lim; j += step)
       f(index(j));
   }
@@ -96,7 +103,7 @@ template <class Cfg> KILN_FN void batchnorm_forward_train(const KernelArgs& a) {
   float mean, invstd;
   ch.statistics(x, scratch, mean, invstd);
   if (!ch.valid) return;
-  if (Cfg::STATS && ch.first() == 0) {
+  if (Cfg::STATS && ch.first() == ch.lo) {
     arg<T>(a, 4)[ch.c] = from_float<T>(mean);
     arg<T>(a, 5)[ch.c] = from_float<T>(invstd);
   }
@@ -130,7 +137,7 @@ template <class Cfg> KILN_FN void batchnorm_backward(const KernelArgs& a) {
   ch.totals(sums, scratch);
   if (!ch.valid) return;
   const float sdy = sums[0], dg = sums[1] * invstd; // dg = sum dy * xhat
-  if (ch.first() == 0) {
+  if (ch.first() == ch.lo) {
     dgamma[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[ch.c]) + dg : dg);
     dbeta[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[ch.c]) + sdy : sdy);
   }

@@ -22,11 +22,9 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
   const char* dy_role = transpose ? "x" : "dy";
   const char* dx_role = transpose ? "y" : "dx";
   const bool bias = transpose && st.arg("b") >= 0;
-  // A transposed conv runs in either layout (its x and y alike; w OIHW); a training step's
-  // gradients are NCHW.
-  if (!transpose)
-    for (const char* r : {dy_role, "w", dx_role})
-      if (s.layout(r) != Layout::nchw) return {};
+  // Either layout, dy and dx alike (a transposed conv's x and y; a training step's
+  // gradients in an NHWC training plan); w OIHW.
+  if (s.layout("w") != Layout::nchw) return {};
   const ConvGeom g = conv_geom(transpose ? transposed_conv(st.attrs, s.shape("x")[1]) : st.attrs,
                                s.shape(dx_role), s.shape(dy_role));
   const DType t = s.dtype(dy_role);
@@ -47,7 +45,7 @@ std::vector<Variant> ConvBackwardDataFamily::candidates(const StepInfo& s) const
   // The layouts offered: the plan's (x, y alike), and NCHW besides (a plan of mixed layouts
   // converts around it where the model prefers).
   std::vector<bool> layouts = {false};
-  if (transpose && s.layout(dy_role) == Layout::nhwc) layouts.insert(layouts.begin(), true);
+  if (s.layout(dy_role) == Layout::nhwc) layouts.insert(layouts.begin(), true);
   for (bool nhwc : layouts)
     for (ImageTile tile : kImageTiles) {
       const auto per_chan = [&](const ImageTile& u) {

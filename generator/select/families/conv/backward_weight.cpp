@@ -31,8 +31,11 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
   if (st.fn != Fn::conv2d_backward_weight || st.sparse.guard == Guard::sparse ||
       !uniform_storage(s))
     return {};
-  for (const char* r : {"x", "dy", "dw"})
-    if (s.layout(r) != Layout::nchw) return {};
+  // dw OIHW; x and dy in either layout alike (the plan's, and NCHW besides: a plan of mixed
+  // layouts converts around it where the model prefers).
+  if (s.layout("dw") != Layout::nchw || s.layout("x") != s.layout("dy")) return {};
+  std::vector<bool> layouts = {false};
+  if (s.layout("x") == Layout::nhwc) layouts.insert(layouts.begin(), true);
   const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("dy"));
   const DType t = s.dtype("x");
   const int64_t esize = int64_t(dtype_size(t));
@@ -40,64 +43,68 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
 
   std::vector<Variant> out;
   std::set<std::string> names;
-  for (WeightTile w : kWeightTiles) {
-    // Row and column groups are powers of two (the micro-tile shrinks rather than the tile
-    // padding), so are the slices: blocks of 32 to 256 threads.
-    const auto fit = [](int64_t& tile, int64_t& micro, int64_t extent) {
-      const int64_t t = std::min(tile, extent);
-      const int64_t groups = pow2_at_least((t + std::min(micro, t) - 1) / std::min(micro, t));
-      micro = (t + groups - 1) / groups;
-      tile = groups * micro;
-    };
-    fit(w.to, w.po, Og);
-    fit(w.tk, w.pk, K);
-    const int64_t nt = (w.to / w.po) * (w.tk / w.pk);
-    const int64_t slices = std::min(kMaxSlices, kMaxBlock / nt);
-    const int64_t threads = nt * slices;
-    Variant v;
-    v.family = "conv2d_backward_weight";
-    v.header = "conv/backward_weight.cuh";
-    v.function = "kiln::conv::backward_weight";
-    v.name = fmt::format("conv2d_backward_weight_{}_nchw_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}{}_{}",
-                         dtype_tag(t), geom_name(g), st.accumulate ? "_acc" : "", w.to, w.tk, w.po,
-                         w.pk, slices, kChunk, threads, guard_tag(st), s.arch_tag());
-    if (!names.insert(v.name).second) continue;
-    cfg_type(v, "T", cpp_type(t));
-    cfg_geom(v, g);
-    cfg_bool(v, "ACCUMULATE", st.accumulate);
-    cfg_guard(v, st);
-    cfg_int(v, "TO", w.to);
-    cfg_int(v, "TK", w.tk);
-    cfg_int(v, "PO", w.po);
-    cfg_int(v, "PK", w.pk);
-    cfg_int(v, "S", slices);
-    cfg_int(v, "RC", kChunk);
-    cfg_int(v, "THREADS", threads);
-    v.args = {"x", "dy"};
-    if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
-    v.args.push_back("dw");
-    const int64_t otiles = (Og + w.to - 1) / w.to, ktiles = (K + w.tk - 1) / w.tk;
-    v.grid = {ktiles, g.G * otiles, 1};
-    v.block = {threads, 1, 1};
-    v.static_smem = std::max((w.to + w.tk) * (kChunk + 1), slices * w.to * w.tk) * 4;
-    v.registers_per_thread = int(34 + w.po * w.pk + w.po + w.pk);
-    // dy is re-read by every column tile; the gathered columns come from x, which the taps
-    // of one block share through the caches, once per row tile.
-    const double dw_elems = double(g.O * K);
-    v.bytes = dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ktiles)) +
-              dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles)) +
-              double(esize) * dw_elems * (st.accumulate ? 2 : 1);
-    v.flops = 2 * g.macs();
-    const double util = double(Og) / double(otiles * w.to) * double(K) / double(ktiles * w.tk) *
-                        double(R) / double((R + kChunk - 1) / kChunk * kChunk);
-    v.efficiency = micro_tile_efficiency(w.po, w.pk) * util;
-    v.math = Math::fp32;
-    v.note = fmt::format("dw tile {}x{} per block, {} slices of the N*OH*OW reduction ({} "
-                         "positions staged per step), summed in slice order",
-                         w.to, w.tk, slices, kChunk);
-    v.layouts = {{"x", Layout::nchw}, {"dy", Layout::nchw}, {"dw", Layout::nchw}};
-    out.push_back(std::move(v));
-  }
+  for (bool nhwc : layouts)
+    for (WeightTile w : kWeightTiles) {
+      // Row and column groups are powers of two (the micro-tile shrinks rather than the tile
+      // padding), so are the slices: blocks of 32 to 256 threads.
+      const auto fit = [](int64_t& tile, int64_t& micro, int64_t extent) {
+        const int64_t t = std::min(tile, extent);
+        const int64_t groups = pow2_at_least((t + std::min(micro, t) - 1) / std::min(micro, t));
+        micro = (t + groups - 1) / groups;
+        tile = groups * micro;
+      };
+      fit(w.to, w.po, Og);
+      fit(w.tk, w.pk, K);
+      const int64_t nt = (w.to / w.po) * (w.tk / w.pk);
+      const int64_t slices = std::min(kMaxSlices, kMaxBlock / nt);
+      const int64_t threads = nt * slices;
+      Variant v;
+      v.family = "conv2d_backward_weight";
+      v.header = "conv/backward_weight.cuh";
+      v.function = "kiln::conv::backward_weight";
+      v.name = fmt::format("conv2d_backward_weight_{}_{}_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}{}_{}",
+                           dtype_tag(t), nhwc ? "nhwc" : "nchw", geom_name(g),
+                           st.accumulate ? "_acc" : "", w.to, w.tk, w.po, w.pk, slices, kChunk,
+                           threads, guard_tag(st), s.arch_tag());
+      if (!names.insert(v.name).second) continue;
+      cfg_type(v, "T", cpp_type(t));
+      cfg_geom(v, g);
+      cfg_bool(v, "ACCUMULATE", st.accumulate);
+      cfg_guard(v, st);
+      cfg_int(v, "TO", w.to);
+      cfg_int(v, "TK", w.tk);
+      cfg_int(v, "PO", w.po);
+      cfg_int(v, "PK", w.pk);
+      cfg_int(v, "S", slices);
+      cfg_int(v, "RC", kChunk);
+      cfg_int(v, "THREADS", threads);
+      if (nhwc) cfg_bool(v, "NHWC", true);
+      v.args = {"x", "dy"};
+      if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
+      v.args.push_back("dw");
+      const int64_t otiles = (Og + w.to - 1) / w.to, ktiles = (K + w.tk - 1) / w.tk;
+      v.grid = {ktiles, g.G * otiles, 1};
+      v.block = {threads, 1, 1};
+      v.static_smem = std::max((w.to + w.tk) * (kChunk + 1), slices * w.to * w.tk) * 4;
+      v.registers_per_thread = int(34 + w.po * w.pk + w.po + w.pk);
+      // dy is re-read by every column tile; the gathered columns come from x, which the taps
+      // of one block share through the caches, once per row tile.
+      const double dw_elems = double(g.O * K);
+      v.bytes = dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ktiles)) +
+                dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles)) +
+                double(esize) * dw_elems * (st.accumulate ? 2 : 1);
+      v.flops = 2 * g.macs();
+      const double util = double(Og) / double(otiles * w.to) * double(K) / double(ktiles * w.tk) *
+                          double(R) / double((R + kChunk - 1) / kChunk * kChunk);
+      v.efficiency = micro_tile_efficiency(w.po, w.pk) * util;
+      v.math = Math::fp32;
+      v.note = fmt::format("dw tile {}x{} per block, {} slices of the N*OH*OW reduction ({} "
+                           "positions staged per step), summed in slice order",
+                           w.to, w.tk, slices, kChunk);
+      const Layout io = nhwc ? Layout::nhwc : Layout::nchw;
+      v.layouts = {{"x", io}, {"dy", io}, {"dw", Layout::nchw}};
+      out.push_back(std::move(v));
+    }
   drop_underfilled(out, s.gpu);
   return out;
 }

@@ -68,7 +68,9 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
 
 std::vector<Variant> BatchnormTrainFamily::candidates(const StepInfo& s) const {
   const Fn fn = s.step.fn;
-  if (fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) return {};
+  // With chunk sums (partial): BatchnormChunksFamily's.
+  if ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) || s.has("partial"))
+    return {};
   const auto t = common_dtype(s);
   const auto l = common_layout(s);
   if (!t || !l) return {};

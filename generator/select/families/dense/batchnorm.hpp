@@ -21,4 +21,12 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
+// batchnorm.partials, and the channels-last forward_train and backward that read its chunk
+// sums: many blocks per channel group (templates/dense/batchnorm_chunks.cuh).
+class BatchnormChunksFamily final : public Family {
+public:
+  std::string_view name() const override { return "batchnorm_chunks"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
 } // namespace kiln::dense

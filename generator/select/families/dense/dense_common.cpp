@@ -4,9 +4,10 @@
 
 namespace kiln::dense {
 
-std::optional<DType> common_dtype(const StepInfo& s) {
+std::optional<DType> common_dtype(const StepInfo& s, std::string_view except) {
   std::optional<DType> t;
   for (const Arg& a : s.step.args) {
+    if (!except.empty() && a.role == except) continue;
     const DType d = s.plan.buffers[a.buffer].dtype;
     if (!is_float(d)) continue;
     if (d == DType::f64 || (t && *t != d)) return std::nullopt;

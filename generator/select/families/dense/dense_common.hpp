@@ -11,8 +11,9 @@
 namespace kiln::dense {
 
 // The one element type (f32, f16 or bf16) of every float argument of the step; nullopt
-// when they differ or one is f64 (no kernel computes in f64).
-std::optional<DType> common_dtype(const StepInfo& s);
+// when they differ or one is f64 (no kernel computes in f64). `except`: a role left out (a
+// workspace of its own type).
+std::optional<DType> common_dtype(const StepInfo& s, std::string_view except = {});
 
 // The layout every 4-D argument of the step shares (nchw when none is 4-D); nullopt when
 // 4-D arguments differ (a step with mixed layouts is left to a convert and another family).

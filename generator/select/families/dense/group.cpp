@@ -15,6 +15,7 @@ namespace kiln {
 std::vector<const Family*> dense_families() {
   static const dense::BatchnormForwardFamily batchnorm_forward;
   static const dense::BatchnormTrainFamily batchnorm_train;
+  static const dense::BatchnormChunksFamily batchnorm_chunks;
   static const dense::LinearGemmFamily linear_gemm;
   static const dense::LinearDotFamily linear_dot;
   static const dense::SoftmaxFamily softmax;
@@ -22,8 +23,8 @@ std::vector<const Family*> dense_families() {
   static const dense::LayernormFamily layernorm;
   static const dense::ChannelMoveFamily channel_move;
   static const dense::ReduceFamily reduce;
-  return {&batchnorm_forward, &batchnorm_train, &linear_gemm,  &linear_dot, &softmax,
-          &softmax_xent,      &layernorm,       &channel_move, &reduce};
+  return {&batchnorm_forward, &batchnorm_train, &batchnorm_chunks, &linear_gemm,  &linear_dot,
+          &softmax,           &softmax_xent,    &layernorm,        &channel_move, &reduce};
 }
 
 } // namespace kiln

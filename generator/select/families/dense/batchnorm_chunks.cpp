@@ -1,0 +1,106 @@
+// templates/dense/batchnorm_chunks.cuh seen from the generator: batchnorm.partials, and the
+// forward_train and backward that read its chunk sums (generator/rewrite/batchnorm_chunks.cpp
+// puts them in a plan).
+#include "generator/select/families/dense/batchnorm.hpp"
+
+#include "generator/select/families/dense/dense_common.hpp"
+#include "runtime/ops/batchnorm_chunks.hpp"
+
+#include <fmt/format.h>
+
+namespace kiln::dense {
+
+std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const {
+  const Fn fn = s.step.fn;
+  const bool partials = fn == Fn::batchnorm_partials;
+  // The backward's chunk sums stand for statistics it recomputes; the forward may save them.
+  if (!partials && ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) ||
+                    !s.has("partial") || (fn == Fn::batchnorm_backward && s.has("mean"))))
+    return {};
+  const auto t = common_dtype(s, "partial");
+  const auto l = common_layout(s);
+  if (!t || !l || s.dtype("partial") != DType::f32) return {};
+  const Shape& x = s.shape("x");
+  const Ncs g = ncs(x);
+  if (!fits_int(g.c) || !fits_int(g.n * g.s) || !channels_last(x, *l)) return {};
+  const bool backward = partials ? s.has("dy") : fn == Fn::batchnorm_backward;
+  const int64_t chunks = s.shape("partial")[0];
+  const bool stats = s.has("mean");
+  const bool acc = fn == Fn::batchnorm_backward && s.step.accumulate;
+  if (partials && s.step.accumulate) return {};
+  const int64_t cols = std::min<int64_t>(32, next_pow2(g.c));
+  const int64_t groups = (g.c + cols - 1) / cols;
+  const double esize = double(dtype_size(*t)), xbytes = double(numel(x)) * esize;
+  const double nv = double(bn_partial_sums(backward));
+  const double part_bytes = 4.0 * double(chunks) * nv * double(g.c);
+  const std::string family = partials   ? "batchnorm_partials"
+                             : backward ? "batchnorm_backward_chunked"
+                                        : "batchnorm_forward_train_chunked";
+  const std::string config = partials ? (backward ? "_dy" : "")
+                                      : fmt::format("_eps{}{}{}", name_number(s.step.attrs.eps),
+                                                    stats ? "_stats" : "", acc ? "_acc" : "");
+  std::vector<Variant> out;
+  for (int64_t threads : {256, 1024}) {
+    // Rows per chunk: 1024 threads only where each would still walk a few of them.
+    if (threads > 256 && bn_chunk_rows(g.n * g.s, chunks) <= 4 * (threads / cols)) continue;
+    Variant v;
+    v.family = family;
+    v.header = "dense/batchnorm_chunks.cuh";
+    v.function = "kiln::dense::" + family;
+    v.name =
+        fmt::format("{}_{}_{}_{}{}_r{}_cols{}_t{}_{}", family, dtype_tag(*t), layout_tag(x, *l),
+                    shape_tag(x), config, chunks, cols, threads, s.arch_tag());
+    cfg_type(v, "T", cpp_type(*t));
+    cfg_int(v, "N", g.n);
+    cfg_int(v, "C", g.c);
+    cfg_int(v, "S", g.s);
+    cfg_bool(v, "CHANNELS_LAST", true);
+    cfg_int(v, "COLS", cols);
+    cfg_int(v, "THREADS", threads);
+    cfg_int(v, "CHUNKS", chunks);
+    if (partials) {
+      cfg_bool(v, "DY", backward);
+    } else {
+      cfg_float(v, "EPS", s.step.attrs.eps);
+      if (backward)
+        cfg_bool(v, "ACCUMULATE", acc);
+      else
+        cfg_bool(v, "STATS", stats);
+    }
+    if (partials)
+      v.args = backward ? std::vector<std::string>{"x", "dy", "partial"}
+                        : std::vector<std::string>{"x", "partial"};
+    else if (backward)
+      v.args = {"x", "dy", "weight", "partial", "dx", "dweight", "dbias"};
+    else
+      v.args = {"x", "weight", "bias", "partial", "y"};
+    if (stats) v.args.insert(v.args.end(), {"mean", "invstd"});
+    v.block = {threads, 1, 1};
+    v.grid = {groups, chunks, 1};
+    v.static_smem = int64_t(4 * threads * int64_t(nv));
+    v.registers_per_thread = 64;
+    // partials: x (and dy) once, the sums written; the others: every block reads all chunks'
+    // sums of its channels (R times the sums, from L2), then x (and dy) once, y or dx
+    // written (and read when accumulating).
+    if (partials) {
+      v.bytes = xbytes * (backward ? 2 : 1) + part_bytes;
+      v.flops = (backward ? 6.0 : 3.0) * double(numel(x));
+    } else {
+      v.bytes = reread_bytes(s.gpu, part_bytes, double(chunks)) +
+                xbytes * (backward ? (acc ? 4 : 3) : 2) + 5.0 * double(g.c) * esize;
+      v.flops = (backward ? 9.0 : 4.0) * double(numel(x));
+    }
+    v.efficiency = 0.7 * double(std::min<int64_t>(cols, 8)) / 8.0;
+    v.note = fmt::format("a block per {} neighbouring channels and one of {} chunks of rows; "
+                         "{}",
+                         cols, chunks,
+                         partials ? "shifted fp32 sums of the chunk, column sums in row order"
+                                  : "the chunks' sums added in chunk order, then the chunk "
+                                    "normalised");
+    v.layouts = layouts_of(s, *l);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+} // namespace kiln::dense

@@ -1,0 +1,126 @@
+// Channels-last batchnorm in training over many blocks per channel group: a block owns COLS
+// channels of one chunk of rows (runtime/ops/batchnorm_chunks.hpp), so a layer with few
+// channels still fills the GPU. batchnorm.partials writes each chunk's sums, shifted by the
+// channel's element at row 0; the forward_train or backward after it adds the CHUNKS chunks'
+// sums in the same fixed order in every block (each thread a strided set of chunks, then
+// column sums in row order: no atomics, deterministic), derives the statistics and
+// normalises its own chunk. Arithmetic in fp32.
+//
+//   partials: partial[r][0][c] = sum (x - K), [1] = sum (x - K)^2; with DY also
+//     [2] = sum dy, [3] = sum dy * (x - K) (K = x at row 0 of channel c).
+//   forward_train_chunked: mean = K + t0 / M, var = t1 / M - (t0 / M)^2 (biased),
+//     invstd = 1 / sqrt(var + EPS), y = (x - mean) * invstd * weight + bias; chunk 0's
+//     blocks write mean and invstd when STATS.
+//   backward_chunked: with the same mean and invstd, dbias = t2, dweight = (t3 - t0 / M * t2)
+//     * invstd (written by chunk 0's blocks), dx as batchnorm_backward (batchnorm_train.cuh).
+//
+// Cfg: T, N, C, S, CHANNELS_LAST (true), COLS, THREADS (as batchnorm_train.cuh), CHUNKS (R);
+//      partials: DY; forward_train_chunked: EPS, STATS; backward_chunked: EPS, ACCUMULATE.
+// Arguments, in order: partials: x, [dy] (DY), partial;
+//   forward_train_chunked: x, weight, bias, partial, y, [mean, invstd] (STATS);
+//   backward_chunked: x, dy, weight, partial, dx, dweight, dbias.
+// Grid: ceil(C / COLS) x CHUNKS (blockIdx.y: the chunk).
+#pragma once
+
+#include "dense/batchnorm_train.cuh"
+
+namespace kiln::dense {
+
+template <class Cfg> KILN_FN void batchnorm_partials(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using Ch = BnChannel<Cfg>;
+  using I = typename Ch::I;
+  static_assert(Cfg::CHANNELS_LAST, "chunks serve channels-last tensors");
+  constexpr int NV = Cfg::DY ? 4 : 2;
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<float> part = arg<float>(a, Cfg::DY ? 2 : 1);
+  KILN_SHARED_ARRAY(float, scratch, Ch::scratch_size(NV));
+  const Ch ch(int(blockIdx.y), Cfg::CHUNKS);
+  const float k = ch.valid ? to_float(x[ch.index(0)]) : 0.f;
+  float v[NV] = {};
+  ch.each([&](I i) {
+    const float d = to_float(x[i]) - k;
+    v[0] += d;
+    v[1] += d * d;
+    if constexpr (Cfg::DY) {
+      const float g = to_float(arg<const T>(a, 1)[i]);
+      v[NV - 2] += g;
+      v[NV - 1] += g * d;
+    }
+  });
+  ch.totals(v, scratch);
+  if (!ch.valid || ch.first() != ch.lo) return;
+  for (int q = 0; q < NV; ++q)
+    part[(int(blockIdx.y) * NV + q) * Cfg::C + ch.c] = v[q];
+}
+
+// The CHUNKS chunks' NV sums of the thread's channel, the same in every block.
+template <class Cfg, int NV>
+KILN_FN void chunk_totals(const BnChannel<Cfg>& ch, Global<const float> part, float (&t)[NV],
+                          Shared<float> scratch) {
+  constexpr int ROWS = Cfg::THREADS / Cfg::COLS;
+  for (int q = 0; q < NV; ++q)
+    t[q] = 0.f;
+  if (ch.valid)
+    for (int r = int(threadIdx.x) / Cfg::COLS; r < Cfg::CHUNKS; r += ROWS)
+      for (int q = 0; q < NV; ++q)
+        t[q] += part[(r * NV + q) * Cfg::C + ch.c];
+  ch.totals(t, scratch);
+}
+
+template <class Cfg> KILN_FN void batchnorm_forward_train_chunked(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using Ch = BnChannel<Cfg>;
+  using I = typename Ch::I;
+  const Global<const T> x = arg<const T>(a, 0);
+  const Global<const T> gamma = arg<const T>(a, 1), beta = arg<const T>(a, 2);
+  const Global<const float> part = arg<const float>(a, 3);
+  const Global<T> y = arg<T>(a, 4);
+  KILN_SHARED_ARRAY(float, scratch, Ch::scratch_size(2));
+  const Ch ch(int(blockIdx.y), Cfg::CHUNKS);
+  float t[2];
+  chunk_totals(ch, part, t, scratch);
+  if (!ch.valid) return;
+  const float dm = t[0] / float(Ch::M), mean = to_float(x[ch.index(0)]) + dm;
+  const float var = fmaxf(t[1] / float(Ch::M) - dm * dm, 0.f);
+  const float invstd = 1.f / sqrtf(var + Cfg::EPS);
+  if (Cfg::STATS && blockIdx.y == 0 && ch.first() == ch.lo) {
+    arg<T>(a, 5)[ch.c] = from_float<T>(mean);
+    arg<T>(a, 6)[ch.c] = from_float<T>(invstd);
+  }
+  const float scale = to_float(gamma[ch.c]) * invstd, shift = to_float(beta[ch.c]);
+  ch.each([&](I i) { y[i] = from_float<T>((to_float(x[i]) - mean) * scale + shift); });
+}
+
+template <class Cfg> KILN_FN void batchnorm_backward_chunked(const KernelArgs& a) {
+  using T = typename Cfg::T;
+  using Ch = BnChannel<Cfg>;
+  using I = typename Ch::I;
+  const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
+  const Global<const T> gamma = arg<const T>(a, 2);
+  const Global<const float> part = arg<const float>(a, 3);
+  const Global<T> dx = arg<T>(a, 4), dgamma = arg<T>(a, 5), dbeta = arg<T>(a, 6);
+  KILN_SHARED_ARRAY(float, scratch, Ch::scratch_size(4));
+  const Ch ch(int(blockIdx.y), Cfg::CHUNKS);
+  float t[4];
+  chunk_totals(ch, part, t, scratch);
+  if (!ch.valid) return;
+  const float dm = t[0] / float(Ch::M), mean = to_float(x[ch.index(0)]) + dm;
+  const float var = fmaxf(t[1] / float(Ch::M) - dm * dm, 0.f);
+  const float invstd = 1.f / sqrtf(var + Cfg::EPS);
+  const float sdy = t[2], dg = (t[3] - dm * t[2]) * invstd; // dg = sum dy * xhat
+  if (blockIdx.y == 0 && ch.first() == ch.lo) {
+    dgamma[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[ch.c]) + dg : dg);
+    dbeta[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[ch.c]) + sdy : sdy);
+  }
+  const float k = to_float(gamma[ch.c]) * invstd;
+  const float mdy = sdy / float(Ch::M), mdg = dg / float(Ch::M);
+  ch.each([&](I i) {
+    const float xhat = (to_float(x[i]) - mean) * invstd;
+    float v = k * (to_float(dy[i]) - mdy - xhat * mdg);
+    if (Cfg::ACCUMULATE) v += to_float(dx[i]);
+    dx[i] = from_float<T>(v);
+  });
+}
+
+} // namespace kiln::dense
