@@ -105,9 +105,12 @@ enum class Fn {
   // A channels-last batchnorm's per-chunk sums over rows (runtime/ops/batchnorm_chunks.hpp):
   // x, [dy] -> partial [R, 2 or 4, C] fp32, read by the forward_train / backward after it.
   batchnorm_partials,
+  // w [O, C, KH, KW] -> w_out [C, O, KH, KW], each filter turned 180 degrees: a stride-1
+  // conv's data gradient as a forward conv of dy (rewrite/backward_data_as_conv.hpp).
+  conv2d_flip_weight,
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::batchnorm_partials) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::conv2d_flip_weight) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

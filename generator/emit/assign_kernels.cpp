@@ -47,6 +47,7 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
         p.buffers[b].role == BufferRole::activation && p.buffers[b].view_of < 0 &&
         writers.size() == 1 && readers == 1 &&
         (p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_fold_bn ||
+         p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_flip_weight ||
          p.phases[writers[0].first].steps[writers[0].second].fn == Fn::convert);
     bool written = false;
     for (std::string_view w : fn_signature(s.fn).writes)

@@ -75,9 +75,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.layout = choose_layout(p, g);
   }
   apply_layout(p, gen.layout);
-  // Channels-last batchnorms in training over many blocks where that pays: not under a
-  // memory budget (their workspaces are not in the schedule's accounting).
-  if (p.train && !budgeted) gen.batchnorm_chunks = plan_batchnorm_chunks(p, g);
+  gen.training = apply_training_rewrites(p, g, budgeted);
   // The sparse family (DESIGN.md 5.4): not under a memory budget, which the schedule met
   // without the compacted forms; not in the cuDNN-only peer plan.
   std::string sparse_skipped;
@@ -217,9 +215,13 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   man["gates"] = gated;
   if (o.train) {
     ojson chunked = ojson::array();
-    for (const BatchnormChunksDecision& d : gen.batchnorm_chunks)
+    for (const BatchnormChunksDecision& d : gen.training.batchnorm_chunks)
       chunked.push_back(batchnorm_chunks_json(d));
     man["batchnorm_chunks"] = chunked;
+    ojson convs = ojson::array();
+    for (const BackwardDataConvDecision& d : gen.training.backward_data_convs)
+      convs.push_back(backward_data_conv_json(d));
+    man["backward_data_convs"] = convs;
   }
   if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
     man["channel_views"] = channel_views_json(gen.channel_views);

@@ -7,7 +7,6 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/model.hpp"
-#include "generator/rewrite/batchnorm_chunks.hpp"
 #include "generator/rewrite/channel_views.hpp"
 #include "generator/rewrite/conv_pool.hpp"
 #include "generator/rewrite/gates.hpp"
@@ -55,7 +54,7 @@ struct Generated {
   std::vector<GateDecision> gates;         // the squeeze-excite gates fused into their convs
   Tf32Operands tf32; // weights rounded to tf32 once (prepare), activations by their producer
   ChannelViews channel_views; // concat inputs and channel slices made views (no copy)
-  std::vector<BatchnormChunksDecision> batchnorm_chunks; // training batchnorms over chunks
+  TrainingRewrites training;  // batchnorms over chunks, data gradients as forward convs
   Layout layout = Layout::nchw;
   std::optional<TrainingLayoutChoice> training_layout; // a training plan's, when not asked for
   nlohmann::ordered_json manifest;

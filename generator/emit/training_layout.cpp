@@ -1,7 +1,6 @@
 #include "generator/emit/training_layout.hpp"
 
 #include "generator/emit/assign_kernels.hpp"
-#include "generator/rewrite/batchnorm_chunks.hpp"
 #include "generator/rewrite/layouts.hpp"
 #include "runtime/error.hpp"
 
@@ -16,7 +15,7 @@ namespace {
 // its library steps; infinity where some step has neither a kernel nor a cuDNN call in l.
 std::pair<double, size_t> price(Plan p, Layout l, const GpuDesc& g, bool budgeted) {
   apply_layout(p, l);
-  if (!budgeted) plan_batchnorm_chunks(p, g);
+  apply_training_rewrites(p, g, budgeted);
   Assigned a;
   try {
     a = assign_kernels(p, g, false);
@@ -31,6 +30,14 @@ std::pair<double, size_t> price(Plan p, Layout l, const GpuDesc& g, bool budgete
 }
 
 } // namespace
+
+TrainingRewrites apply_training_rewrites(Plan& p, const GpuDesc& g, bool budgeted) {
+  TrainingRewrites r;
+  if (!p.train || budgeted) return r;
+  r.batchnorm_chunks = plan_batchnorm_chunks(p, g);
+  r.backward_data_convs = plan_backward_data_as_conv(p, g);
+  return r;
+}
 
 TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, bool budgeted) {
   TrainingLayoutChoice c;

@@ -1,13 +1,15 @@
 // The activation layout of a training plan: the one whose plan the cost model predicts
-// faster. Channels-last lets the tensor-core convolutions serve the forward pass, but every
-// other step of training must then run channels-last too (or pay a conversion), so unlike
-// inference (layouts.cpp's share of convolution MACs) the whole step is priced both ways:
-// each layout applied, its batchnorms chunked where that pays (not under a memory budget),
-// kernels assigned; fewer cuDNN steps first (they have no estimate), then the lower sum of
-// the launches' estimates.
+// faster; and the rewrites a training plan gets once its layout is applied. Channels-last lets the
+// tensor-core convolutions serve the forward pass, but every other step of training must then run
+// channels-last too (or pay a conversion), so unlike inference (layouts.cpp's share of convolution
+// MACs) the whole step is priced both ways: each layout applied, the training rewrites below made,
+// kernels assigned; fewer cuDNN steps first (they have no estimate), then the lower sum of the
+// launches' estimates.
 #pragma once
 
 #include "generator/gpu/gpu_desc.hpp"
+#include "generator/rewrite/backward_data_as_conv.hpp"
+#include "generator/rewrite/batchnorm_chunks.hpp"
 #include "runtime/plan.hpp"
 
 #include <string>
@@ -21,5 +23,14 @@ struct TrainingLayoutChoice {
 };
 
 TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, bool budgeted);
+
+// Channels-last batchnorms over chunks and stride-1 data gradients as forward convs, each
+// where it pays; neither under a memory budget (their workspaces are not in the schedule's
+// accounting).
+struct TrainingRewrites {
+  std::vector<BatchnormChunksDecision> batchnorm_chunks;
+  std::vector<BackwardDataConvDecision> backward_data_convs;
+};
+TrainingRewrites apply_training_rewrites(Plan& p, const GpuDesc& g, bool budgeted);
 
 } // namespace kiln

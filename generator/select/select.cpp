@@ -36,11 +36,12 @@ CostEstimate price_variant(const GpuDesc& g, Variant& v) {
 
 namespace {
 
-// A parameter or what is derived from one (a folded weight): converted once, in the prepare
-// phase, where a kernel wants another layout.
+// A parameter or what is derived from one (a folded weight, a flipped one): converted once,
+// in the prepare phase, or written in the layout its kernel wants by the step deriving it.
 bool parameter_like(const Buffer& b) {
   return b.role == BufferRole::param || b.role == BufferRole::state ||
-         b.role == BufferRole::derived || b.name.rfind("fold:", 0) == 0;
+         b.role == BufferRole::derived || b.name.rfind("fold:", 0) == 0 ||
+         b.name.rfind("flip:", 0) == 0;
 }
 
 bool converts_activations(const StepInfo& s, const Variant& v) {

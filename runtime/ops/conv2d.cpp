@@ -1,5 +1,5 @@
-// conv2d: the op and its functions (forward, fold_bn, backward_data, backward_weight, the
-// sparse forward and weight gradient, the split-K forward, the forward with a fused pool).
+// conv2d: the op and its functions (forward, fold_bn, backward_data, flip_weight, backward_weight,
+// the sparse forward and weight gradient, the split-K forward, the forward with a fused pool).
 #include "runtime/cpu/step_args.hpp"
 #include "runtime/error.hpp"
 #include "runtime/ops/registry.hpp"
@@ -123,6 +123,30 @@ template <class T> void fold_bn(const StepArgs<T>& c) {
 
 template <class T> void backward_data(const StepArgs<T>& c) {
   cpu::conv2d_backward_data<T>(c.s.attrs, c.in("dy"), c.in("w"), c.out("dx"), c.s.accumulate);
+}
+
+// conv2d.flip_weight: w [O, C, KH, KW] -> w_out [C, O, KH, KW] with
+// w_out[c][o][i][j] = w[o][c][KH-1-i][KW-1-j] (one group): the filters of the forward conv
+// that computes this conv's stride-1 data gradient from dy.
+constexpr sv flip_in[] = {"w"}, flip_out[] = {"w_out"};
+
+void check_flip_weight(const StepCheck& c) {
+  const Shape& w = c.shape("w");
+  if (w.size() != 4) c.fail(cat("w is ", shape_str(w), ", not [O, C, KH, KW]"));
+  c.expect("w_out", {w[1], w[0], w[2], w[3]});
+  c.not_accumulated();
+}
+
+template <class T> void flip_weight(const StepArgs<T>& c) {
+  CView<T> w = c.in("w");
+  View<T> wo = c.out("w_out");
+  const int64_t O = w.shape[0], C = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t i = 0; i < KH; ++i)
+        for (int64_t j = 0; j < KW; ++j)
+          wo.data[((ch * O + o) * KH + i) * KW + j] =
+              w.data[((o * C + ch) * KH + (KH - 1 - i)) * KW + (KW - 1 - j)];
 }
 
 // conv2d.backward_weight: x, dy, [nnz: guard] -> dw.
@@ -254,6 +278,12 @@ constexpr FnDef fn_defs[] = {
      .check = check_backward_data,
      .cpu_f32 = backward_data<float>,
      .cpu_f64 = backward_data<double>},
+    {.fn = Fn::conv2d_flip_weight,
+     .name = "conv2d.flip_weight",
+     .signature = {flip_in, flip_out, {}},
+     .check = check_flip_weight,
+     .cpu_f32 = flip_weight<float>,
+     .cpu_f64 = flip_weight<double>},
     {.fn = Fn::conv2d_backward_weight,
      .name = "conv2d.backward_weight",
      .signature = {bw_in, roles::dw, roles::nnz},

@@ -28,7 +28,14 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
-// conv/backward_data.cuh: conv2d.backward_data (NCHW), a gather; accumulate option.
+// conv/flip_weight.cuh: conv2d.flip_weight, OIHW in, OIHW or the nhwc weight layout out.
+class ConvFlipWeightFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_flip_weight"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
+// conv/backward_data.cuh: conv2d.backward_data (NCHW or NHWC), a gather; accumulate option.
 class ConvBackwardDataFamily final : public Family {
 public:
   std::string_view name() const override { return "conv2d_backward_data"; }

@@ -8,10 +8,12 @@ std::vector<const Family*> conv_families() {
   static const ConvDirectFamily direct;
   static const ConvDepthwiseFamily depthwise;
   static const ConvFoldBnFamily fold_bn;
+  static const ConvFlipWeightFamily flip_weight;
   static const ConvBackwardDataFamily backward_data;
   static const ConvBackwardWeightFamily backward_weight;
   static const BiasBackwardFamily bias_backward;
-  return {&direct, &depthwise, &fold_bn, &backward_data, &backward_weight, &bias_backward};
+  return {&direct,        &depthwise,       &fold_bn,      &flip_weight,
+          &backward_data, &backward_weight, &bias_backward};
 }
 
 } // namespace kiln
