@@ -9,7 +9,11 @@
 # epilogue storing ~3 bytes per clock per SM; since then the Hopper epilogue stages y through
 # shared memory (no shuffles), most convs run in thread-block clusters multicasting their
 # tiles (chosen by the L2 ceiling), and `kiln bench` times cuDNN under CUDA graphs, all
-# unmeasured; then, in a second call, ncu layers_all mobile_eager, about 450 s):
+# unmeasured; then, in a second call, train_ab ncu layers_all, about 520 s):
+#   train_ab: resnet50 f16 batch 32 training steps channels-last as chosen (chunked
+#   batchnorms, data gradients as Hopper convs) against --layout nchw, alternated, after
+#   kiln check --device gpu of the chosen plan, with PyTorch eager as the peer (limit
+#   TRAIN_AB_LIMIT, default 200 s; in the second call's defaults);
 #   clusters_ab: resnet50 f16 at batch 32 and 256 as chosen against the same descriptor
 #   without l2_bytes_per_clock (lone tiles: the plans before clusters), alternated, median of
 #   20 steps each (limit CLUSTERS_AB_LIMIT, default 150 s);
@@ -116,7 +120,42 @@ clusters_ab() { # resnet50 f16 as chosen (most convs in multicast clusters, pric
   done
   return $rc
 }
-export -f check_r50 vgg16_tf32 ncu_r50 clusters_ab
+train_ab() { # resnet50 f16 batch 32 training steps: channels-last as the cost model chose it
+  # (chunked batchnorms, stride-1 data gradients as Hopper convs, predicted 29.5 ms) against
+  # --layout nchw (CUDA cores, predicted 47.6 ms), alternated, median of 10 steps; first every
+  # kernel of the channels-last plan against the CPU (kiln check); PyTorch eager (f16,
+  # channels_last, SGD) as the peer, in the same run
+  local rc=0 l
+  python3 -c "import numpy as np; np.save('/tmp/xtr.npy', np.random.RandomState(0).standard_normal((32,3,224,224)).astype(np.float32)); np.save('/tmp/ttr.npy', np.random.RandomState(1).randint(0, 1000, 32).astype(np.int64))" || return 1
+  $K generate resnet50 --gpu $W/gpu.json --dtype f16 --batch 32 --train -o $W/work_train &&
+    grep -A6 '"training_layout"' $W/work_train/manifest.json && $K check $W/work_train --device gpu | tail -4 || rc=1
+  for l in auto nchw auto nchw; do
+    echo "== resnet50 f16 batch 32 training step --layout $l"
+    $K run resnet50 --device gpu --gpu $W/gpu.json --dtype f16 --input /tmp/xtr.npy --train \
+      --target /tmp/ttr.npy --layout $l --bench 10 || rc=1
+  done
+  python3 - <<'PY' || rc=1
+import torch, torch_models
+torch.backends.cudnn.benchmark = True
+net = torch_models.MODELS["resnet50"]().cuda().half().to(memory_format=torch.channels_last)
+x = torch.randn(32, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+t = torch.randint(0, 1000, (32,), device="cuda")
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+def step():
+    opt.zero_grad(set_to_none=True)
+    torch.nn.functional.cross_entropy(net(x).float(), t).backward()
+    opt.step()
+times = []
+for i in range(13):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(); step(); b.record(); torch.cuda.synchronize()
+    if i >= 3: times.append(a.elapsed_time(b))
+times.sort()
+print(f"pytorch eager f16 channels_last resnet50 b32 training step: median {times[len(times) // 2]:.3f} ms")
+PY
+  return $rc
+}
+export -f check_r50 vgg16_tf32 ncu_r50 clusters_ab train_ab
 export K W
 has() { [[ " $parts " == *" $1 "* ]]; }
 # Correctness side by side.
@@ -140,6 +179,7 @@ has bench_r50_256 && part bench_r50_256 ${BENCH_R50_256_LIMIT:-150} $K bench res
   --variants default --runs 20 -o $W/bench_r50_256
 has ncu && part ncu_r50 120 bash -c ncu_r50
 has clusters_ab && part clusters_ab ${CLUSTERS_AB_LIMIT:-150} bash -c clusters_ab
+has train_ab && part train_ab ${TRAIN_AB_LIMIT:-200} bash -c train_ab
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
