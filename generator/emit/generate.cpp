@@ -75,7 +75,6 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     gen.layout = choose_layout(p, g);
   }
   apply_layout(p, gen.layout);
-  gen.training = apply_training_rewrites(p, g, budgeted);
   // The sparse family (DESIGN.md 5.4): not under a memory budget, which the schedule met
   // without the compacted forms; not in the cuDNN-only peer plan.
   std::string sparse_skipped;
@@ -86,6 +85,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   else
     gen.sparse =
         plan_sparse(p, m, g, sparse_options(m, o.sparse, o.profile ? &*o.profile : nullptr));
+  // Not in the cuDNN-only peer plan, whose gradients are cuDNN's own.
+  if (!o.cudnn_only) gen.training = apply_training_rewrites(p, g, budgeted);
   // Conv + max pool fusion, then split-K where a conv's or linear's output is too few tiles
   // to fill the GPU: not under a memory budget (the schedule planned the steps as they
   // were), not in the cuDNN-only plan.
@@ -222,6 +223,10 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     for (const BackwardDataConvDecision& d : gen.training.backward_data_convs)
       convs.push_back(backward_data_conv_json(d));
     man["backward_data_convs"] = convs;
+    ojson splits = ojson::array();
+    for (const BackwardWeightSplitDecision& d : gen.training.backward_weight_splits)
+      splits.push_back(backward_weight_split_json(d));
+    man["backward_weight_splits"] = splits;
   }
   if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
     man["channel_views"] = channel_views_json(gen.channel_views);

@@ -9,6 +9,7 @@
 
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/rewrite/backward_data_as_conv.hpp"
+#include "generator/rewrite/backward_weight_split.hpp"
 #include "generator/rewrite/batchnorm_chunks.hpp"
 #include "runtime/plan.hpp"
 
@@ -24,12 +25,13 @@ struct TrainingLayoutChoice {
 
 TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, bool budgeted);
 
-// Channels-last batchnorms over chunks and stride-1 data gradients as forward convs, each
-// where it pays; neither under a memory budget (their workspaces are not in the schedule's
-// accounting).
+// Channels-last batchnorms over chunks, stride-1 data gradients as forward convs and weight
+// gradients split over their positions (on tensor cores), each where it pays; neither under a
+// memory budget (their workspaces are not in the schedule's accounting).
 struct TrainingRewrites {
   std::vector<BatchnormChunksDecision> batchnorm_chunks;
   std::vector<BackwardDataConvDecision> backward_data_convs;
+  std::vector<BackwardWeightSplitDecision> backward_weight_splits;
 };
 TrainingRewrites apply_training_rewrites(Plan& p, const GpuDesc& g, bool budgeted);
 

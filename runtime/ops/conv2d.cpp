@@ -9,6 +9,7 @@
 #include "runtime/ops/weighted.hpp"
 #include "runtime/sparse_form.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln {
@@ -149,11 +150,48 @@ template <class T> void flip_weight(const StepArgs<T>& c) {
               w.data[((o * C + ch) * KH + (KH - 1 - i)) * KW + (KW - 1 - j)];
 }
 
-// conv2d.backward_weight: x, dy, [nnz: guard] -> dw.
+// conv2d.backward_weight: x, dy, [nnz: guard] -> dw, or partial (below).
 constexpr sv bw_in[] = {"x", "dy", "nnz"};
+constexpr sv bw_out[] = {"dw", "partial"}, bw_optional[] = {"nnz", "dw", "partial"};
+
+// Or -> partial [S, *dw]: slice s the sum over the output positions r = (n * OH + oh) * OW + ow
+// in [s * R / S, (s + 1) * R / S) (R = N * OH * OW), which partial.sum then adds up: the
+// tensor-core kernel's split of its reduction over blocks.
+void check_conv_backward_weight(const StepCheck& c) {
+  c.expect("dy", c.forward(c.shape("x")));
+  const Shape w = c.param(c.shape("x"), "weight").shape;
+  if (c.has("dw") == c.has("partial"))
+    c.fail("writes either dw or partial (the sums over ranges of positions), not both");
+  if (c.has("dw")) return c.expect("dw", w);
+  const Shape& p = c.shape("partial");
+  const Shape& dy = c.shape("dy");
+  const int64_t positions = dy[0] * dy[2] * dy[3];
+  if (p.size() != 5 || Shape(p.begin() + 1, p.end()) != w || p[0] < 1 || p[0] > positions)
+    c.fail(cat("\"partial\" ", shape_str(p), " is not [S, ", shape_str(w).substr(1),
+               " with 1 <= S <= N*OH*OW = ", positions));
+  c.not_accumulated();
+}
 
 template <class T> void backward_weight(const StepArgs<T>& c) {
-  cpu::conv2d_backward_weight<T>(c.s.attrs, c.in("x"), c.in("dy"), c.out("dw"), c.s.accumulate);
+  if (c.s.arg("dw") >= 0)
+    return cpu::conv2d_backward_weight<T>(c.s.attrs, c.in("x"), c.in("dy"), c.out("dw"),
+                                          c.s.accumulate);
+  CView<T> dy = c.in("dy");
+  View<T> part = c.out("partial");
+  const int64_t S = part.shape[0], N = dy.shape[0], O = dy.shape[1];
+  const int64_t plane = dy.shape[2] * dy.shape[3], R = N * plane;
+  const Shape w(part.shape.begin() + 1, part.shape.end());
+  std::vector<T> masked(size_t(numel(dy.shape)));
+  for (int64_t r = 0; r < S; ++r) {
+    std::fill(masked.begin(), masked.end(), T(0));
+    for (int64_t pos = r * R / S; pos < (r + 1) * R / S; ++pos)
+      for (int64_t o = 0; o < O; ++o) {
+        const int64_t at = (pos / plane * O + o) * plane + pos % plane;
+        masked[size_t(at)] = dy.data[at];
+      }
+    cpu::conv2d_backward_weight<T>(c.s.attrs, c.in("x"), CView<T>{masked.data(), dy.shape},
+                                   View<T>{part.data + r * numel(w), w}, false);
+  }
 }
 
 // x as the sparse functions' reference reads it: decompacted from values, index and count.
@@ -286,9 +324,9 @@ constexpr FnDef fn_defs[] = {
      .cpu_f64 = flip_weight<double>},
     {.fn = Fn::conv2d_backward_weight,
      .name = "conv2d.backward_weight",
-     .signature = {bw_in, roles::dw, roles::nnz},
+     .signature = {bw_in, bw_out, bw_optional},
      .guardable = true,
-     .check = check_backward_weight,
+     .check = check_conv_backward_weight,
      .cpu_f32 = backward_weight<float>,
      .cpu_f64 = backward_weight<double>},
     {.fn = Fn::conv2d_forward_sparse,

@@ -1,6 +1,7 @@
 """Whole networks through their generated kernels on the emulator: `kiln check --device emu`
 on resnet18 for inference and a training step (NCHW, and channels-last with its batchnorms
-over chunks, its forward convs and some data gradients on the Hopper family), and `kiln run --device emu` against
+over chunks, its forward convs and some data gradients on the Hopper family, weight
+gradients on mma.sync), and `kiln run --device emu` against
 `--device cpu` for both."""
 import json
 import os
@@ -24,7 +25,7 @@ kt.kiln("generate", "resnet18", "--gpu", "h100", "--dtype", "f16", "--batch", "8
 man = json.load(open(path("train_nhwc/manifest.json")))
 families = {k["family"] for k in man["kernels"]}
 for f in ("batchnorm_partials", "batchnorm_forward_train_chunked", "batchnorm_backward_chunked",
-          "conv2d_hopper_wgmma", "conv2d_flip_weight"):
+          "conv2d_hopper_wgmma", "conv2d_flip_weight", "conv2d_backward_weight_mma"):
     kt.check(f in families, f"the channels-last training plan has no {f} kernel: {sorted(families)}")
 out, _ = kt.kiln("check", path("train_nhwc"), "--device", "emu")
 print(out.splitlines()[-1])

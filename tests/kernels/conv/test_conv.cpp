@@ -1,8 +1,9 @@
 // The conv group's families (conv2d_direct, conv2d_depthwise, conv2d_fold_bn,
-// conv2d_backward_data (also serving conv_transpose2d.forward), conv2d_backward_weight,
-// bias_backward): every variant compiles with NVRTC for sm_75, sm_80 and sm_90 without
-// spilling, and matches the f64 reference on the emulator; conv2d_direct also with a max
-// pool fused (conv2d.pool_forward).
+// conv2d_flip_weight, conv2d_backward_data (also serving conv_transpose2d.forward; NCHW and
+// NHWC gradients), conv2d_backward_weight (both too), conv2d_backward_weight_mma (NHWC, on
+// tensor cores, dw or its slices over positions), bias_backward): every variant compiles with NVRTC
+// for sm_75, sm_80 and sm_90 without spilling, and matches the f64 reference on the emulator;
+// conv2d_direct also with a max pool fused (conv2d.pool_forward).
 #include "tests/kernels/harness.hpp"
 
 #include "generator/emit/instance.hpp"
@@ -20,9 +21,14 @@ using namespace kiln::test;
 
 namespace {
 
-const std::set<std::string> kFamilies = {"conv2d_direct",          "conv2d_depthwise",
-                                         "conv2d_fold_bn",         "conv2d_backward_data",
-                                         "conv2d_backward_weight", "bias_backward"};
+const std::set<std::string> kFamilies = {"conv2d_direct",
+                                         "conv2d_depthwise",
+                                         "conv2d_fold_bn",
+                                         "conv2d_flip_weight",
+                                         "conv2d_backward_data",
+                                         "conv2d_backward_weight",
+                                         "conv2d_backward_weight_mma",
+                                         "bias_backward"};
 
 // One convolution: input [n, c, h, w] -> o channels.
 struct Conv {
@@ -162,6 +168,38 @@ StepSpec backward_weight(const Conv& cv, DType t, bool acc) {
   return s;
 }
 
+// A training step's gradients channels-last (an NHWC training plan): x, dy and dx.
+StepSpec nhwc_grads(StepSpec s) {
+  s.label += " nhwc";
+  for (ArgSpec& a : s.args)
+    if (a.role == "x" || a.role == "dy" || a.role == "dx") a.layout = Layout::nhwc;
+  return s;
+}
+
+// The weight gradient split over `slices` ranges of positions: fp32 slices of dw in `partial`.
+StepSpec sliced(StepSpec s, int64_t slices) {
+  s.label += fmt::format(" {} slices", slices);
+  for (ArgSpec& a : s.args)
+    if (a.role == "dw") {
+      a.role = "partial";
+      a.shape.insert(a.shape.begin(), slices);
+      a.dtype = DType::f32;
+    }
+  return s;
+}
+
+// conv2d.flip_weight: cv's filters turned for its data gradient, w_out in `out`'s layout.
+StepSpec flip_weight(const Conv& cv, DType t, Layout out) {
+  StepSpec s;
+  s.label = fmt::format("flip_weight {} {} -> {}", cv.name(), dtype_name(t), layout_name(out));
+  s.fn = Fn::conv2d_flip_weight;
+  s.op = OpKind::conv2d;
+  s.attrs = cv.attrs(false);
+  const Shape w = cv.wt();
+  s.args = {{"w", w, t}, {"w_out", {w[1], w[0], w[2], w[3]}, t, out}};
+  return s;
+}
+
 StepSpec fold_bn(const Conv& cv, DType t, Layout out, bool bias, double eps) {
   StepSpec s;
   s.label = fmt::format("fold_bn {} {} -> {}{} eps {}", cv.name(), dtype_name(t), layout_name(out),
@@ -262,6 +300,12 @@ std::vector<StepSpec> forward_specs() {
   };
 }
 
+// Weight gradients on tensor cores: channels in whole 16-byte runs and tiles of 32 or 64,
+// an output-channel tile left partial (24 of 64), stride 2 with padding, a 1x1.
+const Conv wg3{2, 32, 7, 9, 24, {3, 3}, {1, 1}, {1, 1}};
+const Conv wg3s2{1, 64, 9, 7, 16, {3, 3}, {2, 2}, {1, 1}};
+const Conv wg1{3, 64, 5, 6, 72, {1, 1}};
+
 // ConvN's pools (3 stride 2, 3 stride 1 after 3x3 convs), 2 stride 2, padding, ceil_mode
 // (a last window past the image), strided and grouped convs, odd sizes, wide channels.
 const Conv convn{2, 3, 22, 13, 32, {3, 3}, {1, 1}, {1, 1}};
@@ -324,6 +368,20 @@ std::vector<StepSpec> backward_specs() {
       nhwc_io(transposed(s3d2, f32, true, {2, 1})),
       nhwc_io(transposed(dw_mult, bf16, false)),
       nhwc_io(transposed(k1s2, f32, true, {1, 0})),
+      nhwc_grads(backward_data(k3, f16, true)),
+      nhwc_grads(backward_data(k3s2_pair, f32, false)),
+      nhwc_grads(backward_data(k5s2g2, bf16, true)),
+      nhwc_grads(backward_weight(k3, f16, false)),
+      nhwc_grads(backward_weight(k5s2g2, f32, true)),
+      nhwc_grads(backward_weight(k3s3, bf16, false)),
+      nhwc_grads(backward_weight(wg3, f16, false)),
+      nhwc_grads(backward_weight(wg3s2, bf16, false)),
+      sliced(nhwc_grads(backward_weight(wg3, f16, false)), 3),
+      sliced(nhwc_grads(backward_weight(wg1, bf16, false)), 4),
+      sliced(nhwc_grads(backward_weight(wg3s2, f16, false)), 2),
+      flip_weight(k3, f32, nchw),
+      flip_weight(k3, f16, nhwc),
+      flip_weight(k1x5s, bf16, nhwc),
   };
 }
 

@@ -1,4 +1,5 @@
-// The dense group: batchnorm (inference, training forward, backward), linear (forward,
+// The dense group: batchnorm (inference, training forward, backward, and those over chunks of
+// rows with batchnorm.partials), linear (forward,
 // backward data and weight), softmax and softmax cross-entropy. Every variant compiles for
 // sm_75, sm_80 and sm_90 without spilling, and matches the f64 reference on the emulator
 // with all checks on (tolerances: DESIGN.md 6, fp32 1e-5, fp16/bf16 1e-2).
@@ -64,6 +65,27 @@ StepSpec bn_backward(DType t, Shape x, Layout l, bool stats, bool acc, double ep
   s.args.insert(s.args.end(), {{"dx", x, t, l}, {"dweight", c, t}, {"dbias", c, t}});
   s.attrs.eps = eps;
   s.accumulate = acc;
+  return s;
+}
+
+// batchnorm.partials: the sums of `chunks` chunks of x's rows (and dy's with `dy`).
+StepSpec bn_partials(DType t, Shape x, Layout l, int64_t chunks, bool dy) {
+  StepSpec s{"batchnorm.partials " + tag(t) + " " + shape_str(x) +
+                 (l == Layout::nhwc ? " nhwc" : "") + " r" + std::to_string(chunks) +
+                 (dy ? " dy" : ""),
+             Fn::batchnorm_partials, OpKind::batchnorm};
+  s.args = {{"x", x, t, l}};
+  if (dy) s.args.push_back({"dy", x, t, l});
+  s.args.push_back({"partial", {chunks, dy ? 4 : 2, x[1]}, DType::f32});
+  return s;
+}
+
+// A batchnorm.forward_train or .backward reading those sums.
+StepSpec chunked(StepSpec s, int64_t chunks) {
+  const bool backward = s.fn == Fn::batchnorm_backward;
+  const Shape& x = s.args[0].shape;
+  s.label += " chunked r" + std::to_string(chunks);
+  s.args.push_back({"partial", {chunks, backward ? 4 : 2, x[1]}, DType::f32});
   return s;
 }
 
@@ -181,6 +203,16 @@ std::vector<StepSpec> specs(bool large) {
       s.push_back(bn_backward(t, {2, 3, 30, 30}, nchw, false, false));
       s.push_back(bn_train(t, {300, 5}, nchw, false));
       s.push_back(bn_backward(t, {300, 5}, nchw, true, true));
+    }
+    // batchnorm over chunks of rows (channels-last training)
+    s.push_back(bn_partials(t, {2, 40, 6, 5}, nhwc, 3, false));
+    s.push_back(bn_partials(t, {2, 40, 6, 5}, nhwc, 3, true));
+    s.push_back(chunked(bn_train(t, {2, 40, 6, 5}, nhwc, f32), 3));
+    s.push_back(chunked(bn_backward(t, {2, 40, 6, 5}, nhwc, false, !f32), 3));
+    if (f32) {
+      s.push_back(bn_partials(t, {300, 5}, nchw, 4, true));
+      s.push_back(chunked(bn_train(t, {300, 5}, nchw, false), 4));
+      s.push_back(chunked(bn_backward(t, {300, 5}, nchw, false, false), 4));
     }
     // linear
     s.push_back(lin_forward(t, 3, 37, 5, true, !f32));

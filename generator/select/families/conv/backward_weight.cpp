@@ -28,8 +28,9 @@ constexpr int64_t kMaxSlices = 64;
 
 std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
+  // Slices of the positions (partial): backward_weight_mma's.
   if (st.fn != Fn::conv2d_backward_weight || st.sparse.guard == Guard::sparse ||
-      !uniform_storage(s))
+      !uniform_storage(s) || s.has("partial"))
     return {};
   // dw OIHW; x and dy in either layout alike (the plan's, and NCHW besides: a plan of mixed
   // layouts converts around it where the model prefers).

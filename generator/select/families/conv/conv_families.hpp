@@ -28,6 +28,14 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
+// conv/backward_weight_mma.cuh: conv2d.backward_weight on tensor cores (NHWC x and dy, f16 or
+// bf16, one group), writing dw or the slices of `partial` that partial.sum adds up.
+class ConvBackwardWeightMmaFamily final : public Family {
+public:
+  std::string_view name() const override { return "conv2d_backward_weight_mma"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
 // conv/flip_weight.cuh: conv2d.flip_weight, OIHW in, OIHW or the nhwc weight layout out.
 class ConvFlipWeightFamily final : public Family {
 public:

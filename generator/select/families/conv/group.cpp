@@ -11,9 +11,10 @@ std::vector<const Family*> conv_families() {
   static const ConvFlipWeightFamily flip_weight;
   static const ConvBackwardDataFamily backward_data;
   static const ConvBackwardWeightFamily backward_weight;
+  static const ConvBackwardWeightMmaFamily backward_weight_mma;
   static const BiasBackwardFamily bias_backward;
-  return {&direct,        &depthwise,       &fold_bn,      &flip_weight,
-          &backward_data, &backward_weight, &bias_backward};
+  return {&direct,          &depthwise,           &fold_bn,      &flip_weight, &backward_data,
+          &backward_weight, &backward_weight_mma, &bias_backward};
 }
 
 } // namespace kiln

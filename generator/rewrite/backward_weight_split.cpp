@@ -1,0 +1,104 @@
+#include "generator/rewrite/backward_weight_split.hpp"
+
+#include "generator/cost/rewrite_pays.hpp"
+#include "generator/select/select.hpp"
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kSlices[] = {2, 4, 8, 16, 32, 64, 128};
+constexpr int64_t kMinPositions = 256; // per slice: a few BK steps at least
+
+bool eligible(const Plan& p, const Step& s) {
+  if (s.fn != Fn::conv2d_backward_weight || s.kind == StepKind::free ||
+      s.sparse.guard != Guard::none || s.arg("dw") < 0)
+    return false;
+  const Buffer& x = p.buffers[s.need("x")];
+  return x.layout == Layout::nhwc && (x.dtype == DType::f16 || x.dtype == DType::bf16);
+}
+
+struct Split {
+  Buffer partial;
+  Step sliced, sum;
+};
+
+Split make_split(const Plan& p, const Step& s, int64_t slices) {
+  const Buffer& dw = p.buffers[s.need("dw")];
+  Split sp;
+  sp.partial.name = dw.name + ".slices";
+  for (int k = 2; p.find_buffer(sp.partial.name) >= 0; ++k)
+    sp.partial.name = dw.name + ".slices#" + std::to_string(k);
+  sp.partial.shape = dw.shape;
+  sp.partial.shape.insert(sp.partial.shape.begin(), slices);
+  sp.partial.dtype = DType::f32;
+  sp.partial.role = BufferRole::activation;
+  const int partial = int(p.buffers.size());
+  sp.sliced = s;
+  sp.sliced.accumulate = false;
+  for (Arg& a : sp.sliced.args)
+    if (a.role == "dw") a = {"partial", partial};
+  sp.sum.kind = StepKind::launch;
+  sp.sum.fn = Fn::partial_sum;
+  sp.sum.params = default_params(Fn::partial_sum);
+  sp.sum.node = s.node;
+  sp.sum.op = s.op;
+  sp.sum.accumulate = s.accumulate;
+  sp.sum.args = {{"partial", partial}, {"dst", s.need("dw")}};
+  return sp;
+}
+
+double split_us(Plan& p, const Step& s, int64_t slices, const GpuDesc& g) {
+  Split sp = make_split(p, s, slices);
+  p.buffers.push_back(sp.partial); // visible to the families while costed
+  const double us = kernel_estimate_us({p, sp.sliced, g}) + kernel_estimate_us({p, sp.sum, g});
+  p.buffers.pop_back();
+  return us;
+}
+
+} // namespace
+
+std::vector<BackwardWeightSplitDecision> plan_backward_weight_split(Plan& p, const GpuDesc& g) {
+  std::vector<BackwardWeightSplitDecision> out;
+  if (!p.train) return out;
+  for (Phase& ph : p.phases)
+    for (size_t i = 0; i < ph.steps.size(); ++i) {
+      if (!eligible(p, ph.steps[i])) continue;
+      const Shape& dy = p.buffers[ph.steps[i].need("dy")].shape;
+      const int64_t positions = dy[0] * dy[2] * dy[3];
+      BackwardWeightSplitDecision d;
+      d.node = ph.steps[i].node;
+      d.one_step_us = kernel_estimate_us({p, ph.steps[i], g});
+      d.split_us = INFINITY;
+      for (int64_t slices : kSlices) {
+        if (positions / slices < kMinPositions) break;
+        if (const double us = split_us(p, ph.steps[i], slices, g); us < d.split_us)
+          d.split_us = us, d.slices = slices;
+      }
+      if (!std::isfinite(d.split_us) ||
+          (std::isfinite(d.one_step_us) && !rewrite_pays(d.one_step_us, d.split_us)))
+        continue;
+      Split sp = make_split(p, ph.steps[i], d.slices);
+      p.buffers.push_back(std::move(sp.partial));
+      ph.steps[i] = std::move(sp.sliced);
+      ph.steps.insert(ph.steps.begin() + long(i) + 1, std::move(sp.sum));
+      ++i;
+      out.push_back(d);
+    }
+  return out;
+}
+
+nlohmann::ordered_json backward_weight_split_json(const BackwardWeightSplitDecision& d) {
+  const auto us = [](double v) {
+    return std::isfinite(v) ? nlohmann::ordered_json(std::round(v * 1000) / 1000)
+                            : nlohmann::ordered_json();
+  };
+  return {{"node", d.node},
+          {"slices", d.slices},
+          {"one_step_us", us(d.one_step_us)},
+          {"split_us", us(d.split_us)}};
+}
+
+} // namespace kiln
