@@ -9,6 +9,7 @@
 #include "generator/rewrite/layouts.hpp"
 #include "generator/rewrite/prepare_phase.hpp"
 #include "generator/rewrite/tf32_operands.hpp"
+#include "generator/rewrite/us_json.hpp"
 #include "generator/schedule/scheduled_steps.hpp"
 #include "generator/select/families/hopper/conv_wgmma.hpp"
 #include "generator/select/family.hpp"
@@ -183,9 +184,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (!schedule.is_null()) man["schedule"] = schedule;
   man["layout"] = layout_name(gen.layout);
   if (const auto& c = gen.training_layout) {
-    const auto us = [](double v) { return std::round(v * 1000) / 1000; };
-    man["training_layout"] = {{"nchw_us", us(c->nchw_us)},
-                              {"nhwc_us", us(c->nhwc_us)},
+    man["training_layout"] = {{"nchw_us", us_json(c->nchw_us)},
+                              {"nhwc_us", us_json(c->nhwc_us)},
                               {"nchw_library_steps", c->nchw_library},
                               {"nhwc_library_steps", c->nhwc_library}};
   }

@@ -1,6 +1,8 @@
 #include "generator/rewrite/backward_data_as_conv.hpp"
 
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/rewrite/fresh_name.hpp"
+#include "generator/rewrite/us_json.hpp"
 #include "generator/select/select.hpp"
 
 #include <cmath>
@@ -32,20 +34,13 @@ struct AsConv {
   Step flip, conv;
 };
 
-std::string fresh_name(const Plan& p, const std::string& base) {
-  std::string name = base;
-  for (int k = 2; p.find_buffer(name) >= 0; ++k)
-    name = base + "#" + std::to_string(k);
-  return name;
-}
-
 // The pair for step s; its buffers go at the end of p.buffers (flipped, then sum).
 AsConv make_conv(const Plan& p, const Step& s) {
   const Buffer& w = p.buffers[s.need("w")];
   AsConv c;
   c.flipped = w;
   // "flip:": weight-like, written in the layout its conv's kernel reads (select.cpp).
-  c.flipped.name = fresh_name(p, "flip:" + w.name);
+  c.flipped.name = fresh_buffer_name(p, "flip:" + w.name);
   c.flipped.shape = {w.shape[1], w.shape[0], w.shape[2], w.shape[3]};
   c.flipped.role = BufferRole::activation;
   c.flipped.view_of = -1;
@@ -71,7 +66,7 @@ AsConv make_conv(const Plan& p, const Step& s) {
   c.conv.args = {{"x", s.need("dy")}, {"w", flipped}};
   if (s.accumulate) {
     c.sum = p.buffers[s.need("dx")];
-    c.sum.name = fresh_name(p, c.sum.name + ".sum");
+    c.sum.name = fresh_buffer_name(p, c.sum.name + ".sum");
     c.conv.args.push_back({"residual", s.need("dx")});
     c.conv.args.push_back({"y", flipped + 1});
   } else {
@@ -129,11 +124,7 @@ std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const 
 }
 
 nlohmann::ordered_json backward_data_conv_json(const BackwardDataConvDecision& d) {
-  const auto us = [](double v) {
-    return std::isfinite(v) ? nlohmann::ordered_json(std::round(v * 1000) / 1000)
-                            : nlohmann::ordered_json();
-  };
-  return {{"node", d.node}, {"gather_us", us(d.gather_us)}, {"conv_us", us(d.conv_us)}};
+  return {{"node", d.node}, {"gather_us", us_json(d.gather_us)}, {"conv_us", us_json(d.conv_us)}};
 }
 
 } // namespace kiln

@@ -1,6 +1,8 @@
 #include "generator/rewrite/backward_weight_split.hpp"
 
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/rewrite/fresh_name.hpp"
+#include "generator/rewrite/us_json.hpp"
 #include "generator/select/select.hpp"
 
 #include <cmath>
@@ -28,9 +30,7 @@ struct Split {
 Split make_split(const Plan& p, const Step& s, int64_t slices) {
   const Buffer& dw = p.buffers[s.need("dw")];
   Split sp;
-  sp.partial.name = dw.name + ".slices";
-  for (int k = 2; p.find_buffer(sp.partial.name) >= 0; ++k)
-    sp.partial.name = dw.name + ".slices#" + std::to_string(k);
+  sp.partial.name = fresh_buffer_name(p, dw.name + ".slices");
   sp.partial.shape = dw.shape;
   sp.partial.shape.insert(sp.partial.shape.begin(), slices);
   sp.partial.dtype = DType::f32;
@@ -91,14 +91,10 @@ std::vector<BackwardWeightSplitDecision> plan_backward_weight_split(Plan& p, con
 }
 
 nlohmann::ordered_json backward_weight_split_json(const BackwardWeightSplitDecision& d) {
-  const auto us = [](double v) {
-    return std::isfinite(v) ? nlohmann::ordered_json(std::round(v * 1000) / 1000)
-                            : nlohmann::ordered_json();
-  };
   return {{"node", d.node},
           {"slices", d.slices},
-          {"one_step_us", us(d.one_step_us)},
-          {"split_us", us(d.split_us)}};
+          {"one_step_us", us_json(d.one_step_us)},
+          {"split_us", us_json(d.split_us)}};
 }
 
 } // namespace kiln

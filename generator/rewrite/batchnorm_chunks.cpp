@@ -1,6 +1,8 @@
 #include "generator/rewrite/batchnorm_chunks.hpp"
 
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/rewrite/fresh_name.hpp"
+#include "generator/rewrite/us_json.hpp"
 #include "generator/select/select.hpp"
 #include "runtime/ops/batchnorm_chunks.hpp"
 
@@ -34,9 +36,7 @@ Chunked make_chunked(const Plan& p, const Step& s, int64_t chunks) {
   const bool backward = s.fn == Fn::batchnorm_backward;
   const Buffer& x = p.buffers[s.need("x")];
   Chunked c;
-  c.partial.name = x.name + ".bn_partial";
-  for (int k = 2; p.find_buffer(c.partial.name) >= 0; ++k)
-    c.partial.name = x.name + ".bn_partial#" + std::to_string(k);
+  c.partial.name = fresh_buffer_name(p, x.name + ".bn_partial");
   c.partial.shape = {chunks, bn_partial_sums(backward), x.shape[1]};
   c.partial.dtype = DType::f32;
   c.partial.role = BufferRole::activation;
@@ -93,12 +93,10 @@ std::vector<BatchnormChunksDecision> plan_batchnorm_chunks(Plan& p, const GpuDes
 }
 
 nlohmann::ordered_json batchnorm_chunks_json(const BatchnormChunksDecision& d) {
-  const auto us = [](double v) { return std::round(v * 1000) / 1000; };
   return {{"node", d.node},
           {"chunks", d.chunks},
-          {"one_step_us", std::isfinite(d.one_step_us) ? nlohmann::ordered_json(us(d.one_step_us))
-                                                       : nlohmann::ordered_json()},
-          {"chunked_us", us(d.chunked_us)}};
+          {"one_step_us", us_json(d.one_step_us)},
+          {"chunked_us", us_json(d.chunked_us)}};
 }
 
 } // namespace kiln

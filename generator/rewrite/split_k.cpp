@@ -1,5 +1,7 @@
 #include "generator/rewrite/split_k.hpp"
 
+#include "generator/rewrite/fresh_name.hpp"
+
 #include "generator/cost/rewrite_pays.hpp"
 #include "generator/select/families/igemm/implicit_gemm.hpp"
 #include "generator/select/select.hpp"
@@ -44,20 +46,13 @@ int64_t most_tiles(const Shape& y) {
   return (rows + bm - 1) / bm * ((y[1] + bn - 1) / bn);
 }
 
-std::string fresh_name(const Plan& p, const std::string& base) {
-  std::string name = base;
-  for (int k = 2; p.find_buffer(name) >= 0; ++k)
-    name = base + "#" + std::to_string(k);
-  return name;
-}
-
 // The split of step s over `slices` ranges, in the form asked for; the buffers it adds go at
 // the end of p.buffers (partial, then tickets).
 Split make_split(const Plan& p, const Step& s, int64_t slices, SplitForm form) {
   const bool linear = s.fn == Fn::linear_forward;
   const Buffer& y = p.buffers[s.need("y")];
   Split out;
-  out.partial.name = fresh_name(p, y.name + ".partial");
+  out.partial.name = fresh_buffer_name(p, y.name + ".partial");
   out.partial.shape = y.shape;
   out.partial.shape[0] *= slices;
   out.partial.dtype = DType::f32;
@@ -70,7 +65,7 @@ Split make_split(const Plan& p, const Step& s, int64_t slices, SplitForm form) {
   out.compute.attrs = s.attrs;
   if (form == SplitForm::in_kernel) {
     // One step: the forward with its epilogue, the slices and the tile counters its workspace.
-    out.tickets.name = fresh_name(p, y.name + ".tickets");
+    out.tickets.name = fresh_buffer_name(p, y.name + ".tickets");
     out.tickets.shape = {most_tiles(y.shape)};
     out.tickets.dtype = DType::i32;
     out.tickets.role = BufferRole::activation; // derived once the prepare phase zeroes it

@@ -95,32 +95,18 @@ template <class Cfg> KILN_FN void batchnorm_forward_train_chunked(const KernelAr
 template <class Cfg> KILN_FN void batchnorm_backward_chunked(const KernelArgs& a) {
   using T = typename Cfg::T;
   using Ch = BnChannel<Cfg>;
-  using I = typename Ch::I;
-  const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
-  const Global<const T> gamma = arg<const T>(a, 2);
-  const Global<const float> part = arg<const float>(a, 3);
-  const Global<T> dx = arg<T>(a, 4), dgamma = arg<T>(a, 5), dbeta = arg<T>(a, 6);
+  const Global<const T> x = arg<const T>(a, 0);
   KILN_SHARED_ARRAY(float, scratch, Ch::scratch_size(4));
   const Ch ch(int(blockIdx.y), Cfg::CHUNKS);
   float t[4];
-  chunk_totals(ch, part, t, scratch);
+  chunk_totals(ch, arg<const float>(a, 3), t, scratch);
   if (!ch.valid) return;
   const float dm = t[0] / float(Ch::M), mean = to_float(x[ch.index(0)]) + dm;
   const float var = fmaxf(t[1] / float(Ch::M) - dm * dm, 0.f);
   const float invstd = 1.f / sqrtf(var + Cfg::EPS);
-  const float sdy = t[2], dg = (t[3] - dm * t[2]) * invstd; // dg = sum dy * xhat
-  if (blockIdx.y == 0 && ch.first() == ch.lo) {
-    dgamma[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[ch.c]) + dg : dg);
-    dbeta[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[ch.c]) + sdy : sdy);
-  }
-  const float k = to_float(gamma[ch.c]) * invstd;
-  const float mdy = sdy / float(Ch::M), mdg = dg / float(Ch::M);
-  ch.each([&](I i) {
-    const float xhat = (to_float(x[i]) - mean) * invstd;
-    float v = k * (to_float(dy[i]) - mdy - xhat * mdg);
-    if (Cfg::ACCUMULATE) v += to_float(dx[i]);
-    dx[i] = from_float<T>(v);
-  });
+  // dweight and dbias once, by chunk 0's blocks.
+  bn_backward_outputs<Cfg>(a, ch, 4, mean, invstd, t[2], (t[3] - dm * t[2]) * invstd,
+                           blockIdx.y == 0);
 }
 
 } // namespace kiln::dense

@@ -111,14 +111,37 @@ template <class Cfg> KILN_FN void batchnorm_forward_train(const KernelArgs& a) {
   ch.each([&](I i) { y[i] = from_float<T>((to_float(x[i]) - mean) * scale + shift); });
 }
 
+// The backward's outputs from the channel's statistics and sums (sdy = sum dy, dg = sum dy *
+// xhat): dweight and dbias by the thread of the block's first row where `params`, then dx over
+// the block's rows. Arguments x, dy, weight first; dx, dweight, dbias from `out` on.
+template <class Cfg>
+KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, int out, float mean,
+                                 float invstd, float sdy, float dg, bool params) {
+  using T = typename Cfg::T;
+  using I = typename BnChannel<Cfg>::I;
+  constexpr int M = BnChannel<Cfg>::M;
+  const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
+  const Global<T> dx = arg<T>(a, out), dgamma = arg<T>(a, out + 1), dbeta = arg<T>(a, out + 2);
+  if (params && ch.first() == ch.lo) {
+    dgamma[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[ch.c]) + dg : dg);
+    dbeta[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[ch.c]) + sdy : sdy);
+  }
+  const float k = to_float(arg<const T>(a, 2)[ch.c]) * invstd;
+  const float mdy = sdy / float(M), mdg = dg / float(M);
+  ch.each([&](I i) {
+    const float xhat = (to_float(x[i]) - mean) * invstd;
+    float v = k * (to_float(dy[i]) - mdy - xhat * mdg);
+    if (Cfg::ACCUMULATE) v += to_float(dx[i]);
+    dx[i] = from_float<T>(v);
+  });
+}
+
 template <class Cfg> KILN_FN void batchnorm_backward(const KernelArgs& a) {
   using T = typename Cfg::T;
   using Ch = BnChannel<Cfg>;
   using I = typename Ch::I;
   constexpr int out = Cfg::STATS ? 5 : 3; // dx, dweight, dbias follow
   const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
-  const Global<const T> gamma = arg<const T>(a, 2);
-  const Global<T> dx = arg<T>(a, out), dgamma = arg<T>(a, out + 1), dbeta = arg<T>(a, out + 2);
   KILN_SHARED_ARRAY(float, scratch, Ch::scratch_size(2));
   const Ch ch;
   float mean = 0.f, invstd = 0.f;
@@ -136,19 +159,7 @@ template <class Cfg> KILN_FN void batchnorm_backward(const KernelArgs& a) {
   });
   ch.totals(sums, scratch);
   if (!ch.valid) return;
-  const float sdy = sums[0], dg = sums[1] * invstd; // dg = sum dy * xhat
-  if (ch.first() == ch.lo) {
-    dgamma[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[ch.c]) + dg : dg);
-    dbeta[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[ch.c]) + sdy : sdy);
-  }
-  const float k = to_float(gamma[ch.c]) * invstd;
-  const float mdy = sdy / float(Ch::M), mdg = dg / float(Ch::M);
-  ch.each([&](I i) {
-    const float xhat = (to_float(x[i]) - mean) * invstd;
-    float v = k * (to_float(dy[i]) - mdy - xhat * mdg);
-    if (Cfg::ACCUMULATE) v += to_float(dx[i]);
-    dx[i] = from_float<T>(v);
-  });
+  bn_backward_outputs<Cfg>(a, ch, out, mean, invstd, sums[0], sums[1] * invstd, true);
 }
 
 } // namespace kiln::dense
