@@ -122,7 +122,7 @@ clusters_ab() { # resnet50 f16 as chosen (most convs in multicast clusters, pric
 }
 train_ab() { # resnet50 f16 batch 32 training steps: channels-last as the cost model chose it
   # (chunked batchnorms, stride-1 data gradients as Hopper convs, weight gradients on mma.sync
-  # split over positions: predicted 16.7 ms) against
+  # split over positions: predicted 16.0 ms) against
   # --layout nchw (CUDA cores, predicted 47.6 ms), alternated, median of 10 steps; first every
   # kernel of the channels-last plan against the CPU (kiln check); PyTorch eager (f16,
   # channels_last, SGD) as the peer, in the same run

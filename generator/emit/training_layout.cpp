@@ -5,6 +5,7 @@
 #include "runtime/error.hpp"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 namespace kiln {
@@ -19,8 +20,8 @@ std::pair<double, size_t> price(Plan p, Layout l, const GpuDesc& g, bool budgete
   Assigned a;
   try {
     a = assign_kernels(p, g, false);
-  } catch (const Error&) {
-    return {INFINITY, 0};
+  } catch (const Error&) { // last whatever the other layout's library steps
+    return {INFINITY, std::numeric_limits<size_t>::max()};
   }
   double us = 0;
   for (const Phase& ph : p.phases)

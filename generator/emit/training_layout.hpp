@@ -20,7 +20,8 @@ namespace kiln {
 struct TrainingLayoutChoice {
   Layout layout = Layout::nchw;
   double nchw_us = 0, nhwc_us = 0; // the launches' estimates, summed (infinite: a step unserved)
-  size_t nchw_library = 0, nhwc_library = 0; // steps no template serves (cuDNN calls)
+  size_t nchw_library = 0,
+         nhwc_library = 0; // steps no template serves (cuDNN calls; max: unserved)
 };
 
 TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, bool budgeted);
