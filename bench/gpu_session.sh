@@ -113,27 +113,42 @@ clusters_ab() { # resnet50 f16 as chosen (most convs in multicast clusters, pric
   python3 -c "import json; d = json.load(open('$W/gpu.json')); d.pop('l2_bytes_per_clock', None); json.dump(d, open('$W/gpu_nol2.json', 'w'), indent=2)" || return 1
   for b in 32 256; do
     python3 -c "import numpy as np; np.save('/tmp/xab.npy', np.random.RandomState(0).standard_normal(($b,3,224,224)).astype(np.float32))" || return 1
-    for g in gpu gpu_nol2 gpu gpu_nol2; do
+    for g in gpu gpu_nol2 cudnn gpu gpu_nol2 cudnn; do
       echo "== resnet50 f16 batch $b --gpu $g.json"
-      $K run resnet50 --device gpu --gpu $W/$g.json --dtype f16 --input /tmp/xab.npy --bench 20 || rc=1
+      if [ $g = cudnn ]; then # the cuDNN-only plan, the peer, in the same alternation
+        $K run resnet50 --device gpu --gpu $W/gpu.json --kernels cudnn --dtype f16 --input /tmp/xab.npy --bench 20 || rc=1
+      else
+        $K run resnet50 --device gpu --gpu $W/$g.json --dtype f16 --input /tmp/xab.npy --bench 20 || rc=1
+      fi
     done
   done
   return $rc
 }
-train_ab() { # resnet50 f16 batch 32 training steps: channels-last as the cost model chose it
-  # (chunked batchnorms, stride-1 data gradients as Hopper convs, weight gradients on mma.sync
-  # split over positions: predicted 16.0 ms) against
-  # --layout nchw (CUDA cores, predicted 47.6 ms), alternated, median of 10 steps; first every
-  # kernel of the channels-last plan against the CPU (kiln check); PyTorch eager (f16,
-  # channels_last, SGD) as the peer, in the same run
+train_ab() { # resnet50 f16 training steps. Correctness first, at batch 8 and 112x112 (the
+  # same kernel kinds as batch 32 at 224: chunked batchnorms, flipped-weight data gradients,
+  # mma.sync weight gradients split over positions; the CPU's f64 references of batch 32 at
+  # 224 take minutes): every kernel of the plan against the CPU (kiln check), then the whole
+  # step's gradients against the CPU's step. Then speed at batch 32: channels-last as the cost
+  # model chose it (predicted 16.0 ms) against --layout nchw (CUDA cores, predicted 47.6 ms),
+  # alternated, median of 10 steps; PyTorch eager (f16, channels_last, SGD) as the peer
   local rc=0 l
-  python3 -c "import numpy as np; np.save('/tmp/xtr.npy', np.random.RandomState(0).standard_normal((32,3,224,224)).astype(np.float32)); np.save('/tmp/ttr.npy', np.random.RandomState(1).randint(0, 1000, 32).astype(np.int64))" || return 1
-  $K generate resnet50 --gpu $W/gpu.json --dtype f16 --batch 32 --train -o $W/work_train &&
-    grep -A6 '"training_layout"' $W/work_train/manifest.json && $K check $W/work_train --device gpu | tail -4 || rc=1
+  python3 -c "import numpy as np; r = np.random.RandomState(0); np.save('/tmp/xtr.npy', r.standard_normal((32,3,224,224)).astype(np.float32)); np.save('/tmp/ttr.npy', r.randint(0, 1000, 32).astype(np.int64)); np.save('/tmp/xt8.npy', r.standard_normal((8,3,112,112)).astype(np.float32)); np.save('/tmp/tt8.npy', r.randint(0, 1000, 8).astype(np.int64))" || return 1
+  $K run resnet50 --device cpu --dtype f16 --input /tmp/xt8.npy --train --target /tmp/tt8.npy --grads /tmp/gc8.safetensors > /tmp/cpu8.log 2>&1 &
+  $K generate resnet50 --gpu $W/gpu.json --dtype f16 --batch 8 --image 112 --train -o $W/work_train8 &&
+    grep -A6 '"training_layout"' $W/work_train8/manifest.json && $K check $W/work_train8 --device gpu | tail -4 || rc=1
+  $K run resnet50 --device gpu --gpu $W/gpu.json --dtype f16 --input /tmp/xt8.npy --train --target /tmp/tt8.npy --grads /tmp/gg8.safetensors || rc=1
+  wait
+  cat /tmp/cpu8.log
+  KILN=$K python3 -c "
+import kiln_test as kt
+gg, gc = kt.read_safetensors('/tmp/gg8.safetensors'), kt.read_safetensors('/tmp/gc8.safetensors')
+e = sorted((kt.rel(gg[k], gc[k]), k) for k in gc)
+print('resnet50 f16 b8 112x112 training step, gpu (layout auto) against cpu: gradient relative error median %.2e, worst %.2e (%s), %d tensors' % (e[len(e) // 2][0], e[-1][0], e[-1][1], len(e)))
+" || rc=1
   for l in auto nchw auto nchw; do
     echo "== resnet50 f16 batch 32 training step --layout $l"
     $K run resnet50 --device gpu --gpu $W/gpu.json --dtype f16 --input /tmp/xtr.npy --train \
-      --target /tmp/ttr.npy --layout $l --bench 10 || rc=1
+      --target /tmp/ttr.npy --grads /tmp/g_$l.safetensors --layout $l --bench 10 || rc=1
   done
   python3 - <<'PY' || rc=1
 import torch, torch_models
@@ -179,7 +194,7 @@ has r50_f32 && part r50_f32 80 python3 bench/resnet50_inference.py "$K" --batche
 has bench_r50_256 && part bench_r50_256 ${BENCH_R50_256_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 256 \
   --variants default --runs 20 -o $W/bench_r50_256
 has ncu && part ncu_r50 120 bash -c ncu_r50
-has clusters_ab && part clusters_ab ${CLUSTERS_AB_LIMIT:-150} bash -c clusters_ab
+has clusters_ab && part clusters_ab ${CLUSTERS_AB_LIMIT:-170} bash -c clusters_ab
 has train_ab && part train_ab ${TRAIN_AB_LIMIT:-200} bash -c train_ab
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16

@@ -65,9 +65,13 @@ def read_safetensors(path):
     for name, v in header.items():
         if name == "__metadata__":
             continue
-        t = {"F32": "<f4", "F64": "<f8"}[v["dtype"]]
         b, e = v["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + e], dtype=t).reshape(v["shape"])
+        raw = data[8 + n + b:8 + n + e]
+        if v["dtype"] == "BF16":  # bfloat16 is float32's upper half
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            a = np.frombuffer(raw, dtype={"F16": "<f2", "F32": "<f4", "F64": "<f8"}[v["dtype"]])
+        out[name] = a.reshape(v["shape"])
     return out
 
 
