@@ -356,6 +356,7 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
                                                    {"hmma", c->hmma},
                                                    {"tma_loads", c->tma_loads},
                                                    {"tma_multicasts", c->tma_multicasts},
+                                                   {"gpu_fences", c->gpu_fences},
                                                    {"local_loads", c->local_loads},
                                                    {"local_stores", c->local_stores},
                                                    {"instructions", c->instructions}};

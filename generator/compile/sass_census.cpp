@@ -33,6 +33,8 @@ SassCensus parse_sass(std::string_view listing) {
       ++c.local_loads;
     else if (op == "STL")
       ++c.local_stores;
+    else if (op == "MEMBAR" && (*it)[2].str().find(".GPU") != std::string::npos)
+      ++c.gpu_fences;
   }
   return c;
 }

@@ -16,13 +16,6 @@ int attr(cudaDeviceAttr a, int device) {
 
 } // namespace
 
-int64_t l2_bytes_per_clock_of(int cc) {
-  // Hopper: about 5.5 TB/s measured on an H100 PCIe (114 SMs; Chips and Cheese, "Nvidia's
-  // H100: Funny L2, and Tons of Bandwidth", 2023), its clock between 1400 and 1755 MHz under
-  // that load: 28 to 34 bytes per SM and clock (the shipped h100/h200 descriptors' 32).
-  return cc == 90 ? 32 : 0;
-}
-
 PeakTflops estimate_peaks(int cc, int64_t sm_count, double clock_mhz) {
   // Dense flops per SM per clock: FP32 CUDA cores x 2, tensor-core FMAs x 2.
   double fp32 = 128, fp16 = 0, tf32 = 0, bf16 = 0;
@@ -82,7 +75,7 @@ GpuDesc detect_gpu(int device) {
   // Ampere, Ada and Hopper's 128; four schedulers each issue one warp instruction a clock.
   g.shared_memory_bytes_per_clock = p.major * 10 + p.minor == 75 ? 64 : 128;
   g.issue_slots_per_clock = 4;
-  g.l2_bytes_per_clock = l2_bytes_per_clock_of(p.major * 10 + p.minor);
+  // No l2_bytes_per_clock: the L2 ceiling it sets chose plans an H100 ran slower (gpu_desc.hpp).
   g.source = cat("kiln gpu detect (CUDA runtime ", CUDART_VERSION,
                  "); peak_tflops estimated from SM count, clock and per-SM rates; shared memory "
                  "bandwidth and issue rate per SM from the architecture");

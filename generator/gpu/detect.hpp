@@ -18,8 +18,4 @@ GpuDesc gpu_for_device(const std::string& gpu, const std::string& device);
 // which the driver does not report.
 PeakTflops estimate_peaks(int compute_capability, int64_t sm_count, double clock_mhz);
 
-// L2's bandwidth to the SMs per SM and clock (GpuDesc::l2_bytes_per_clock) where kiln knows
-// the architecture's (Hopper), else 0.
-int64_t l2_bytes_per_clock_of(int compute_capability);
-
 } // namespace kiln

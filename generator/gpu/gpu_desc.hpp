@@ -38,7 +38,9 @@ struct GpuDesc {
   int64_t shared_memory_bytes_per_clock = 0;
   int64_t issue_slots_per_clock = 0;
   // Per SM and clock: bytes the L2 cache delivers to the SMs when all of them load (optional;
-  // 0: unknown, no L2 ceiling). The cost model's L2 ceiling (cost/main_loop.hpp).
+  // 0: unknown, no L2 ceiling). The cost model's L2 ceiling (cost/main_loop.hpp). Neither
+  // the shipped descriptors nor `kiln gpu detect` set it: with 32 on the H100 it chose
+  // resnet50 plans that ran slower than those chosen without it (bench/results/h100_2026-11-27).
   int64_t l2_bytes_per_clock = 0;
   PeakTflops peak_tflops;
   std::string source; // where the numbers come from

@@ -14,12 +14,14 @@ namespace {
 constexpr int64_t kSlices[] = {2, 4, 8, 16, 32, 64, 128};
 constexpr int64_t kMinPositions = 256; // per slice: a few BK steps at least
 
+// Any layout and type: the tensor-core family serves channels-last f16 and bf16 slices, the
+// CUDA-core one the rest (a stem's C = 3, NCHW, whose dw of 64 x 147 is 19 tiles alone).
 bool eligible(const Plan& p, const Step& s) {
   if (s.fn != Fn::conv2d_backward_weight || s.kind == StepKind::free ||
       s.sparse.guard != Guard::none || s.arg("dw") < 0)
     return false;
-  const Buffer& x = p.buffers[s.need("x")];
-  return x.layout == Layout::nhwc && (x.dtype == DType::f16 || x.dtype == DType::bf16);
+  const DType t = p.buffers[s.need("x")].dtype;
+  return t == DType::f16 || t == DType::bf16 || t == DType::f32;
 }
 
 struct Split {

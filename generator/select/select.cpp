@@ -113,8 +113,19 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   std::stable_sort(c.valid.begin(), c.valid.end(), [](const Candidate& a, const Candidate& b) {
     return a.cost.micros < b.cost.micros;
   });
+  // Variants whose price is not trusted go last, after every priced one (a measured winner
+  // below may still bring one first).
+  const auto priced_end =
+      std::stable_partition(c.valid.begin(), c.valid.end(),
+                            [](const Candidate& k) { return k.variant.measured_only.empty(); });
+  const size_t untrusted = size_t(c.valid.end() - priced_end);
   const double cheapest = c.valid.empty() ? 0 : c.valid.front().cost.micros;
-  const bool near_tie = prefer_headroom_among_near_ties(c.valid);
+  bool near_tie = false;
+  if (untrusted < c.valid.size()) { // the near ties among the priced variants only
+    std::vector<Candidate> priced(c.valid.begin(), priced_end);
+    near_tie = prefer_headroom_among_near_ties(priced);
+    std::move(priced.begin(), priced.end(), c.valid.begin());
+  }
   if (hints && !c.valid.empty())
     if (const std::string w = hints->measured_winner(s); !w.empty()) {
       auto it = std::find_if(c.valid.begin(), c.valid.end(),
@@ -143,11 +154,18 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   if (!c.valid.empty()) {
     const Candidate& best = c.valid.front();
     c.kernel = best;
-    c.reason = fmt::format("cheapest of {} valid variant{}: est. {:.1f} us (floor {:.1f} us), "
-                           "{} blocks/SM ({} bound), fill {:.0f}%",
-                           c.valid.size(), c.valid.size() == 1 ? "" : "s", best.cost.micros,
-                           best.cost.floor_micros, best.cost.occ.blocks_per_sm,
-                           best.cost.occ.limiter, best.cost.fill * 100);
+    const size_t priced = untrusted < c.valid.size() ? c.valid.size() - untrusted : c.valid.size();
+    c.reason =
+        fmt::format("cheapest of {} valid variant{}: est. {:.1f} us (floor {:.1f} us), "
+                    "{} blocks/SM ({} bound), fill {:.0f}%",
+                    priced, priced == 1 ? "" : "s", best.cost.micros, best.cost.floor_micros,
+                    best.cost.occ.blocks_per_sm, best.cost.occ.limiter, best.cost.fill * 100);
+    if (!best.variant.measured_only.empty())
+      c.reason = cat(c.reason, "; the only kind valid here, though its price is not trusted (",
+                     best.variant.measured_only, ")");
+    else if (untrusted > 0)
+      c.reason = cat(c.reason, "; ", untrusted, " more chosen only when measured (",
+                     c.valid.back().variant.measured_only, ")");
     if (near_tie)
       c.reason = fmt::format("{}; within {:g}% of the cheapest ({:.1f} us), the most headroom in "
                              "its own limits (ceiling {:.2f} of peak without DRAM's)",

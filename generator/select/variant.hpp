@@ -69,6 +69,10 @@ struct Variant {
   // instance addresses it through the pitch its configuration names. A step with such an
   // argument is offered only variants that list its role (step_candidates).
   std::vector<std::string> pitched;
+  // Why the cost model's price of this variant is not trusted (empty: it is): such a variant
+  // is chosen only by a measurement (a tuning database's winner), or where no other variant is
+  // valid; sweeps (--variants all, kiln bench, kiln tune) still offer it.
+  std::string measured_only;
 
   int64_t threads() const { return block[0] * block[1] * block[2]; }
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }

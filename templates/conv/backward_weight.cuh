@@ -5,11 +5,14 @@
 //
 // Per group, a GEMM: dw_g [Og x K] = dy_g [Og x R] * cols [R x K] with K = Cg * KH * KW and
 // R = N * OH * OW. A block owns a TO x TK tile of dw and reduces over all of R by itself
-// (the plan has no workspace, and no atomics are used): R is walked in chunks of RC
-// positions; each chunk's dy values and gathered input columns (im2col, zero padding) are
-// staged in shared memory; the block's threads form S slices, slice s taking positions
-// s, s + S, ... of every chunk for its PO x PK micro-tile. At the end the S partial tiles are
-// summed in slice order. The order of every sum is fixed: results are deterministic.
+// (no atomics are used), or with SLICES > 1 its slice z = blockIdx.z of R,
+// [z * R / SLICES, (z + 1) * R / SLICES), writing its fp32 slice of `partial`
+// ([SLICES][O][Cg][KH][KW]; partial.sum adds them in slice order): a layer whose dw has few
+// tiles (a stem's 64 x 147) fills the GPU. R is walked in chunks of RC positions; each chunk's dy
+// values and gathered input columns (im2col, zero padding) are staged in shared memory; the block's
+// threads form S slices, slice s taking positions s, s + S, ... of every chunk for its PO x PK
+// micro-tile. At the end the S partial tiles are summed in slice order. The order of every sum is
+// fixed: results are deterministic.
 //
 // Cfg: T (float, f16, bf16), N, C, H, W (x), O, OH, OW (dy), KH, KW, SH, SW, PH, PW, DH, DW,
 //      G (groups), ACCUMULATE (add into dw), GUARD, THRESHOLD (the dense side of a sparse
@@ -17,14 +20,21 @@
 //      TO, TK (tile, TO % PO == 0, TK % PK == 0),
 //      PO, PK (micro-tile), S (slices), RC (positions per chunk, a multiple of S),
 //      THREADS = (TO / PO) * (TK / PK) * S; optional NHWC (x and dy channels-last; staging
-//      then walks channels fastest, so a warp's loads are contiguous).
-// Arguments, in order: x, dy, [nnz] (GUARD), dw.
-// Grid: x = ceil(K / TK), y = G * ceil((O / G) / TO).
+//      then walks channels fastest, so a warp's loads are contiguous); optional SLICES
+//      (above; absent: 1, dw written as T).
+// Arguments, in order: x, dy, [nnz] (GUARD), dw (SLICES > 1: partial, fp32).
+// Grid: x = ceil(K / TK), y = G * ceil((O / G) / TO), z = SLICES.
 #pragma once
 
 #include "common/tensor4.cuh"
 
 namespace kiln::conv {
+
+// Cfg::SLICES where an instance names it, else 1 (the whole reduction, dw).
+template <class Cfg, class = void> struct slices_of { static constexpr int value = 1; };
+template <class Cfg> struct slices_of<Cfg, decltype(void(Cfg::SLICES))> {
+  static constexpr int value = Cfg::SLICES;
+};
 
 template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
   using T = typename Cfg::T;
@@ -41,8 +51,12 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
   static_assert(TO % PO == 0 && TK % PK == 0 && RC % S == 0 && NT * S == THREADS,
                 "THREADS = (TO/PO) * (TK/PK) * S");
   constexpr i64 XE = i64(Cfg::N) * Cfg::C * Cfg::H * Cfg::W, YE = i64(Cfg::N) * Cfg::O * PLANE;
-  using I = index_t<(XE > YE ? XE : YE) + i64(Cfg::O) * K + RC>; // offsets and positions
+  using I = index_t<(XE > YE ? XE : YE) + i64(slices_of<Cfg>::value) * Cfg::O * K +
+                    RC>; // offsets, positions
   constexpr bool NHWC = NhwcOf<Cfg>::value;
+  constexpr int SLICES = slices_of<Cfg>::value;
+  constexpr bool SLICED = SLICES > 1;
+  static_assert(!(SLICED && Cfg::ACCUMULATE), "a slice is written; partial.sum accumulates");
   using X = Tensor4<NHWC, Cfg::N, Cfg::C, Cfg::H, Cfg::W, I>;
 
   if constexpr (Cfg::GUARD) {
@@ -50,7 +64,10 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
   }
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> dy = arg<const T>(a, 1);
-  const Global<T> dw = arg<T>(a, Cfg::GUARD ? 3 : 2);
+  using Out = typename pick<SLICED, float, T>::type;
+  const Global<Out> dw = arg<Out>(a, Cfg::GUARD ? 3 : 2);
+  // This block's positions: all of R, or its slice's.
+  const I r_begin = I(i64(blockIdx.z) * R / SLICES), r_end = I(i64(blockIdx.z + 1) * R / SLICES);
 
   // Staging ([TO][RCP] dy, then [TK][RCP] columns) and, at the end, the partial tiles
   // ([S][TO][TK]) share one array.
@@ -69,13 +86,13 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
     for (int j = 0; j < PK; ++j)
       acc[i][j] = 0.f;
 
-  for (I r0 = 0; r0 < R; r0 += RC) {
+  for (I r0 = r_begin; r0 < r_end; r0 += RC) {
 #pragma unroll 2
     for (int e = t; e < TO * RC; e += THREADS) {
       const int o = NHWC ? e % TO : e / RC, r = NHWC ? e / TO : e % RC;
       const I rg = r0 + r;
       float v = 0.f;
-      if (rg < R && o0 + o < Og) {
+      if (rg < r_end && o0 + o < Og) {
         const I nn = rg / PLANE;
         const int pix = int(rg % PLANE);
         v = to_float(dy[NHWC ? (nn * PLANE + pix) * Cfg::O + g * Og + o0 + o
@@ -89,7 +106,7 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
       const I rg = r0 + r;
       const int kg = k0 + k;
       float v = 0.f;
-      if (rg < R && kg < K) {
+      if (rg < r_end && kg < K) {
         const I nn = rg / PLANE;
         const int pix = int(rg % PLANE);
         const int c = kg / KK, kh = (kg % KK) / KW, kw = kg % KW;
@@ -134,9 +151,9 @@ template <class Cfg> KILN_FN void backward_weight(const KernelArgs& a) {
       const float part = sm[(q * TO + o) * TK + k];
       v += part;
     }
-    const I at = (I(g) * Og + o0 + o) * K + k0 + k;
+    const I at = I(i64(blockIdx.z) * Cfg::O * K) + (I(g) * Og + o0 + o) * K + k0 + k;
     if (Cfg::ACCUMULATE) v += to_float(dw[at]);
-    dw[at] = from_float<T>(v);
+    dw[at] = from_float<Out>(v);
   }
 }
 

@@ -3,8 +3,8 @@ f16 and tf32 (f32 on tensor cores), compiled with NVRTC for sm_90 (the Hopper fa
 kernels for sm_90a); per chosen conv kernel: the mma.sync family HMMA and registers as the
 cost model assumed (no more than its estimate, and the blocks per SM those registers allow at
 least the blocks it priced, which the kernel's __launch_bounds__ promise), the Hopper family
-(conv2d_hopper_wgmma) HGMMA and no HMMA, with TMA loads (UTMALDG); no kernel with
-local-memory traffic (LDL/STL). The disassembler comes from PyPI into build/tools (`make
+(conv2d_hopper_wgmma) HGMMA and no HMMA, with TMA loads (UTMALDG) and no GPU-scope fence
+(MEMBAR.ALL.GPU); no kernel with local-memory traffic (LDL/STL). The disassembler comes from PyPI into build/tools (`make
 test` fetches it); without it this test is skipped (exit 77), saying so.
 """
 import glob
@@ -61,14 +61,17 @@ for dtype in ("f16", "f32"):
             kt.check((sass["tma_multicasts"] > 0) == clustered,
                      f"{k['name']}: cluster {k.get('cluster')}, {sass['tma_multicasts']} multicast TMA loads")
             clusters += clustered
+            kt.check(sass["gpu_fences"] == (2 if clustered else 0),
+                     f"{k['name']}: {sass['gpu_fences']} MEMBAR.ALL.GPU (a cluster's two barriers only)")
         if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm",
                                      "conv2d_hopper_wgmma")):
             kt.check(sass["mma"] == "", f"{k['name']}: MMA outside the tensor-core families")
     # tf32's wgmma reads twice f16's shared-memory bytes per FLOP: at these small layers the
     # mma.sync family with an in-kernel split-K is predicted faster for most f32 convs.
     kt.check(hopper >= (3 if dtype == "f16" else 2), f"{dtype}: only {hopper} Hopper convs chosen on the h100")
-    # At this size (batch 8, 64x64) f16's larger convs pay for clusters; f32's (tf32) do not.
-    kt.check(clusters >= 1 or dtype != "f16", f"{dtype}: no Hopper conv in clusters chosen on the h100")
+    # Clusters are chosen by measurement only (the H100 ran resnet50 slower with the ones the
+    # cost model chose); the NVRTC suite censuses their instances (test_hopper_conv.cpp).
+    kt.check(clusters == 0, f"{dtype}: {clusters} Hopper convs in clusters chosen without a measurement")
     print(f"{dtype}: {len(man['kernels'])} kernels censused, {hopper} Hopper convs (HGMMA, "
           f"UTMALDG, no HMMA; {clusters} in clusters, with multicast UTMALDG), {igemm} mma.sync convs (HMMA, registers as assumed), no LDL/STL")
 

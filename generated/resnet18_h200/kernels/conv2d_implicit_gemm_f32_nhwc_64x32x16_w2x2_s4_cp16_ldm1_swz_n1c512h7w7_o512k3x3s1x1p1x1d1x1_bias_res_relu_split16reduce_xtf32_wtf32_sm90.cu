@@ -3,7 +3,7 @@
 // node: layer4.0.conv2+layer4.0.bn2+layer4.0.add+layer4.0.relu2 (conv2d.forward_split)
 // node: layer4.1.conv2+layer4.1.bn2+layer4.1.add+layer4.1.relu2 (conv2d.forward_split)
 // variant: conv2d_implicit_gemm: implicit GEMM M=49 N=512 K=4608: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments from swizzled rows; split-K: 16 ranges of k, the last block of a tile adds them in order and applies the epilogue
-// chosen: cheapest of 5 valid variants: est. 6.7 us (floor 2.8 us), 6 blocks/SM (registers bound), fill 97%
+// chosen: cheapest of 5 valid variants: est. 6.5 us (floor 2.7 us), 6 blocks/SM (registers bound), fill 97%
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c512h7w7_o512k3x3s1x1p1x1d1x1_bias_res_relu_split16reduce_xtf32_wtf32_sm90_cfg {

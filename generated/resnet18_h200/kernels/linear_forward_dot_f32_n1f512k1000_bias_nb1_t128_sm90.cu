@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: fc (linear.forward)
 // variant: linear_forward_dot: one block per output feature and 1 batch rows, threads split the dot products, block tree sums
-// chosen: cheapest of 20 valid variants: est. 2.6 us (floor 0.4 us), 8 blocks/SM (registers bound), fill 95%
+// chosen: cheapest of 14 valid variants: est. 2.6 us (floor 0.4 us), 8 blocks/SM (registers bound), fill 95%; 6 more chosen only when measured (thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as fast with the clusters this cost model chose as without)
 #include "dense/linear_dot.cuh"
 
 struct linear_forward_dot_f32_n1f512k1000_bias_nb1_t128_sm90_cfg {

@@ -1,6 +1,7 @@
 // The conv group's families (conv2d_direct, conv2d_depthwise, conv2d_fold_bn,
 // conv2d_flip_weight, conv2d_backward_data (also serving conv_transpose2d.forward; NCHW and
-// NHWC gradients), conv2d_backward_weight (both too), conv2d_backward_weight_mma (NHWC, on
+// NHWC gradients), conv2d_backward_weight (both too; dw or its slices over positions),
+// conv2d_backward_weight_mma (NHWC, on
 // tensor cores, dw or its slices over positions), bias_backward): every variant compiles with NVRTC
 // for sm_75, sm_80 and sm_90 without spilling, and matches the f64 reference on the emulator;
 // conv2d_direct also with a max pool fused (conv2d.pool_forward).
@@ -379,6 +380,10 @@ std::vector<StepSpec> backward_specs() {
       sliced(nhwc_grads(backward_weight(wg3, f16, false)), 3),
       sliced(nhwc_grads(backward_weight(wg1, bf16, false)), 4),
       sliced(nhwc_grads(backward_weight(wg3s2, f16, false)), 2),
+      // The CUDA-core kernel's slices: NCHW, groups, f32, the stem's 7x7 stride 2 (C = 3).
+      sliced(backward_weight(k5s2g2, f32, false), 3),
+      sliced(backward_weight(k7s2, f16, false), 4),
+      sliced(nhwc_grads(backward_weight(k3s3, bf16, false)), 2),
       flip_weight(k3, f32, nchw),
       flip_weight(k3, f16, nhwc),
       flip_weight(k1x5s, bf16, nhwc),
@@ -417,6 +422,8 @@ std::vector<StepSpec> nvrtc_specs() {
       backward_weight(k7s2, f32, false),
       backward_weight(k3d2_wide, f16, true),
       backward_weight(dw_d2, bf16, false),
+      sliced(backward_weight(k7s2, bf16, false), 3),
+      sliced(nhwc_grads(backward_weight(k5s2g2, f32, false)), 2),
       bias_backward({2, 8, 7, 9}, f16, true),
       bias_backward({5, 37}, bf16, false),
       fold_bn(k3, f32, nhwc, true, 1e-5),

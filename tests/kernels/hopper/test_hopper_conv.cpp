@@ -124,6 +124,11 @@ TEST_CASE("Hopper conv instances compile with NVRTC for sm_90a: HGMMA, UTMALDG, 
     CHECK(census->tma_loads > 0);
     CHECK(census->local_loads == 0);
     CHECK(census->local_stores == 0);
+    // A cluster's instance multicasts what its blocks share, and fences at GPU scope only at
+    // its two cluster barriers (none in its main loop); a lone block does neither.
+    const bool clustered = std::string_view(in.name).find("_CL") != std::string_view::npos;
+    CHECK((census->tma_multicasts > 0) == clustered);
+    CHECK(census->gpu_fences == (clustered ? 2 : 0));
   }
 }
 

@@ -20,11 +20,13 @@ TEST_CASE("the SASS census counts instructions by opcode") {
         /*0050*/                   STL.64 [R1], R4 ;
         /*0060*/                   LDL R6, [R1+0x8] ;
         /*0070*/              @!PT LDS RZ, [RZ] ;
+        /*0074*/               @P0 MEMBAR.ALL.GPU ;
+        /*0078*/                   MEMBAR.ALL.CTA ;
 .L_x_1:
         /*0080*/                   EXIT ;
 )sass";
   const SassCensus c = parse_sass(listing);
-  CHECK(c.instructions == 10);
+  CHECK(c.instructions == 12);
   CHECK(c.hmma == 2);
   CHECK(c.hgmma == 1);
   CHECK(c.mma() == "HGMMA");
@@ -32,6 +34,7 @@ TEST_CASE("the SASS census counts instructions by opcode") {
   CHECK(c.tma_multicasts == 1);
   CHECK(c.local_loads == 1);
   CHECK(c.local_stores == 1);
+  CHECK(c.gpu_fences == 1); // MEMBAR.ALL.CTA is no GPU-scope fence
   CHECK(parse_sass("        /*0000*/  HMMA.1688.F32.TF32 R0, R2, R4, R0 ;").mma() == "HMMA");
   CHECK(parse_sass("        /*0000*/  FFMA R0, R2, R4, R0 ;").mma().empty());
 }

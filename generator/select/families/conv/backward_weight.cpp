@@ -23,20 +23,35 @@ constexpr WeightTile kWeightTiles[] = {
 // Positions staged per step (RC): a multiple of every slice count (powers of two to 64).
 constexpr int64_t kChunk = 64;
 constexpr int64_t kMaxSlices = 64;
+// What the H100 measured of the micro-tile's price (bench/results/h100_2026-11-27, ncu of
+// resnet50 f16 b32 training steps): the NCHW step's 53 weight gradients ran 76.7 ms for the
+// 19.4 priced (3.96x), the channels-last step's stem 7.49 ms for 2.82 (2.66x).
+constexpr double kMeasured = 0.25;
 
 } // namespace
 
 std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) const {
   const Step& st = s.step;
-  // Slices of the positions (partial): backward_weight_mma's.
-  if (st.fn != Fn::conv2d_backward_weight || st.sparse.guard == Guard::sparse ||
-      !uniform_storage(s) || s.has("partial"))
+  if (st.fn != Fn::conv2d_backward_weight || st.sparse.guard == Guard::sparse) return {};
+  // Slices of the positions (rewrite/backward_weight_split.hpp): fp32 slices of dw in
+  // `partial`, each block one slice's; partial.sum adds them (and accumulates).
+  const bool partial = s.has("partial");
+  const char* out_role = partial ? "partial" : "dw";
+  if (partial == s.has("dw")) return {};
+  if (partial ? st.accumulate || st.sparse.guard != Guard::none ||
+                    s.dtype("partial") != DType::f32 || s.dtype("x") != s.dtype("dy") ||
+                    (s.dtype("x") != DType::f32 && s.dtype("x") != DType::f16 &&
+                     s.dtype("x") != DType::bf16)
+              : !uniform_storage(s))
     return {};
-  // dw OIHW; x and dy in either layout alike (the plan's, and NCHW besides: a plan of mixed
-  // layouts converts around it where the model prefers).
-  if (s.layout("dw") != Layout::nchw || s.layout("x") != s.layout("dy")) return {};
+  const int64_t z = partial ? s.shape("partial")[0] : 1;
+  // dw OIHW; x and dy in either layout alike: NCHW, and NHWC where either is (a plan converts
+  // the other for it; a channels-last plan's stem reads the network's NCHW input beside an
+  // NHWC dy, and its weight gradient is priced, split, as either).
+  if (s.layout(out_role) != Layout::nchw) return {};
   std::vector<bool> layouts = {false};
-  if (s.layout("x") == Layout::nhwc) layouts.insert(layouts.begin(), true);
+  if (s.layout("x") == Layout::nhwc || s.layout("dy") == Layout::nhwc)
+    layouts.insert(layouts.begin(), true);
   const ConvGeom g = conv_geom(st.attrs, s.shape("x"), s.shape("dy"));
   const DType t = s.dtype("x");
   const int64_t esize = int64_t(dtype_size(t));
@@ -63,10 +78,11 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
       v.family = "conv2d_backward_weight";
       v.header = "conv/backward_weight.cuh";
       v.function = "kiln::conv::backward_weight";
-      v.name = fmt::format("conv2d_backward_weight_{}_{}_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}{}_{}",
+      v.name = fmt::format("conv2d_backward_weight_{}_{}_{}{}_t{}x{}_p{}x{}_s{}r{}_t{}{}{}_{}",
                            dtype_tag(t), nhwc ? "nhwc" : "nchw", geom_name(g),
                            st.accumulate ? "_acc" : "", w.to, w.tk, w.po, w.pk, slices, kChunk,
-                           threads, guard_tag(st), s.arch_tag());
+                           threads, guard_tag(st),
+                           partial ? fmt::format("_z{}partial", z) : std::string(), s.arch_tag());
       if (!names.insert(v.name).second) continue;
       cfg_type(v, "T", cpp_type(t));
       cfg_geom(v, g);
@@ -80,11 +96,12 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
       cfg_int(v, "RC", kChunk);
       cfg_int(v, "THREADS", threads);
       if (nhwc) cfg_bool(v, "NHWC", true);
+      if (partial) cfg_int(v, "SLICES", z);
       v.args = {"x", "dy"};
       if (st.sparse.guard == Guard::dense) v.args.push_back("nnz");
-      v.args.push_back("dw");
+      v.args.push_back(out_role);
       const int64_t otiles = (Og + w.to - 1) / w.to, ktiles = (K + w.tk - 1) / w.tk;
-      v.grid = {ktiles, g.G * otiles, 1};
+      v.grid = {ktiles, g.G * otiles, z};
       v.block = {threads, 1, 1};
       v.static_smem = std::max((w.to + w.tk) * (kChunk + 1), slices * w.to * w.tk) * 4;
       v.registers_per_thread = int(34 + w.po * w.pk + w.po + w.pk);
@@ -93,17 +110,22 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
       const double dw_elems = double(g.O * K);
       v.bytes = dram_reads(s.gpu, double(esize * g.N * g.O * g.OH * g.OW), double(ktiles)) +
                 dram_reads(s.gpu, double(esize * g.N * g.C * g.H * g.W), double(otiles)) +
-                double(esize) * dw_elems * (st.accumulate ? 2 : 1);
+                (partial ? 4.0 * double(z) : double(esize)) * dw_elems * (st.accumulate ? 2 : 1);
       v.flops = 2 * g.macs();
+      const int64_t per_slice = (R + z - 1) / z; // positions a block reduces
       const double util = double(Og) / double(otiles * w.to) * double(K) / double(ktiles * w.tk) *
-                          double(R) / double((R + kChunk - 1) / kChunk * kChunk);
-      v.efficiency = micro_tile_efficiency(w.po, w.pk) * util;
+                          double(per_slice) / double((per_slice + kChunk - 1) / kChunk * kChunk);
+      v.efficiency = micro_tile_efficiency(w.po, w.pk) * util * kMeasured;
       v.math = Math::fp32;
       v.note = fmt::format("dw tile {}x{} per block, {} slices of the N*OH*OW reduction ({} "
-                           "positions staged per step), summed in slice order",
-                           w.to, w.tk, slices, kChunk);
+                           "positions staged per step), summed in slice order{}",
+                           w.to, w.tk, slices, kChunk,
+                           partial ? fmt::format("; {} blocks a tile, each one {}-th of the "
+                                                 "positions into partial",
+                                                 z, z)
+                                   : std::string());
       const Layout io = nhwc ? Layout::nhwc : Layout::nchw;
-      v.layouts = {{"x", io}, {"dy", io}, {"dw", Layout::nchw}};
+      v.layouts = {{"x", io}, {"dy", io}, {out_role, Layout::nchw}};
       out.push_back(std::move(v));
     }
   drop_underfilled(out, s.gpu);

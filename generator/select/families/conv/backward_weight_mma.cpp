@@ -57,7 +57,11 @@ std::vector<Variant> ConvBackwardWeightMmaFamily::candidates(const StepInfo& s) 
               double(g.O * K) * (partial ? 4.0 * double(slices) : double(esize));
     v.flops = 2 * g.macs();
     // A simple loop: one stage, its transposing stores and fragment loads between the
-    // mmas, so well below what the forward families' pipelined loops reach.
+    // mmas, so well below what the forward families' pipelined loops reach. On the H100
+    // (bench/results/h100_2026-11-27) resnet50 f16 b32's 52 ran 6.76 ms for the 2.74 priced
+    // (2.47x), but not alike: its 3x3 convs' ~3x, the 1x1 over 56x56 with C = 64 0.77x (51.7
+    // us for 67.1). Left at 0.3 until the loop is pipelined and measured again: a family-wide
+    // 0.12 would hand the 1x1 convs to the CUDA-core kernel, unmeasured there.
     v.efficiency = 0.3 * double(g.O) / double(otiles * bm);
     v.math = *math;
     v.note = fmt::format("dw tile {}x{} per block on m16n8k16 mmas, {} positions staged per step "

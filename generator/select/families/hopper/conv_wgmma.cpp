@@ -42,6 +42,14 @@ ClusterShape largest_cluster(int64_t m_tiles, int64_t o_blocks, const PixelTile&
   return {1, 1};
 }
 constexpr int kMaxStages = 4;
+// What the price of a clustered tile leaves out: every stage is released in lockstep with the
+// blocks of its row and column, so the slowest of them (its epilogue, a late TMA) holds the
+// others' producers. Measured on an H100 (bench/results/h100_2026-11-27), resnet50 f16 ran
+// 2.09 ms at batch 32 and 10.95 ms at 256 with the clusters this model chose, 1.71 and 10.39
+// ms without: until a model of that is measured, a cluster is chosen by measurement only.
+constexpr const char* kClustersUnpriced =
+    "thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as "
+    "fast with the clusters this cost model chose as without";
 
 // The main loop as the cost model sees it (cost/main_loop.hpp), per warp's share of one wgmma
 // (a warpgroup instruction: each of its 4 warps computes 16 of its 64 rows). A stage holds a
@@ -309,6 +317,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
                                  int(swizzle), cl);
         v.efficiency = kOutsideLoopEfficiency * util;
+        if (cs > 1) v.measured_only = kClustersUnpriced;
         v.note = fmt::format(
             "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA stages "
             "({}-byte swizzle), {} x-map(s) + a w-map{}{}",
