@@ -3,20 +3,25 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper clusters_ab bench_r50_256
-# r50_big, about 530 s: the H100 runs of 2026-11-26 (bench/results/h100_2026-11-26b) measured
-# resnet50 f16 at batch 256 at 0.67x the cuDNN-only plan, the layers whose time is their
-# epilogue storing ~3 bytes per clock per SM; since then the Hopper epilogue stages y through
-# shared memory (no shuffles), most convs run in thread-block clusters multicasting their
-# tiles (chosen by the L2 ceiling), and `kiln bench` times cuDNN under CUDA graphs, all
-# unmeasured; then, in a second call, train_ab ncu layers_all, about 520 s):
+# PARTS (default, what the next session should see first: hopper train_check train_ab
+# train_prof clusters_ab r50_big, about 230 s: the H100 run of 2026-11-27
+# (bench/results/h100_2026-11-27) measured resnet50 f16 inference at 1.71 ms (b32) and 10.39
+# ms (b256, 0.96x the cuDNN-only plan) as lone tiles, its clusters slower, and the training
+# step at 34.8 ms (PyTorch eager 26.4), 7.5 ms of it the stem's weight gradient on 19 blocks;
+# since then that gradient is split over positions (CUDA cores, 128 slices), clusters are
+# chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured):
+#   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
+#   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
+#   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
+#   train_prof: ncu's duration of every kernel of one b32 step as chosen (train_prof.csv;
+#   limit TRAIN_PROF_LIMIT, default 120 s, 25 s on the H100);
 #   train_ab: resnet50 f16 batch 32 training steps channels-last as chosen (chunked
-#   batchnorms, data gradients as Hopper convs) against --layout nchw, alternated, after
-#   kiln check --device gpu of the chosen plan, with PyTorch eager as the peer (limit
-#   TRAIN_AB_LIMIT, default 200 s; in the second call's defaults);
-#   clusters_ab: resnet50 f16 at batch 32 and 256 as chosen against the same descriptor
-#   without l2_bytes_per_clock (lone tiles: the plans before clusters), alternated, median of
-#   20 steps each (limit CLUSTERS_AB_LIMIT, default 150 s);
+#   batchnorms, data gradients as Hopper convs) against --layout nchw, alternated, median of
+#   10 steps; PyTorch eager as the peer (limit TRAIN_AB_LIMIT, default 120 s; 60 s on the H100);
+#   clusters_ab: resnet50 f16 at batch 32 and 256 as chosen, against the same descriptor
+#   without l2_bytes_per_clock and the cuDNN-only plan, alternated, median of 20 steps each
+#   (limit CLUSTERS_AB_LIMIT, default 170 s; 37 s on the H100: with the descriptor `kiln gpu
+#   detect` writes now, the first two are the same plan);
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
 #   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
@@ -24,7 +29,8 @@
 #   whole network's error beside cuDNN's);
 #   timed, one after another on a quiet GPU: bench_r50_256 (resnet50 f16 b256's chosen
 #   kernels against cuDNN per layer, the issue's target: limit BENCH_R50_256_LIMIT, default
-#   150 s), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
+#   150 s; on the H100 12 of its 26 shapes took 270 s, ~22 s each, most of it the check's host
+#   work on batch-256 tensors), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
 #   and without a residual, and its 3x3 14x14 conv: speed of light, memory, warp stall
 #   reasons, issue; `--clock-control none`; ncu_r50_details.txt; limit 120 s),
 #   r50 (resnet50 inference against PyTorch), r50_big
@@ -53,7 +59,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper clusters_ab bench_r50_256 r50_big}
+parts=${*:-hopper train_check train_ab train_prof clusters_ab r50_big}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
