@@ -23,6 +23,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <limits>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -183,10 +184,14 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   if (!schedule.is_null()) man["schedule"] = schedule;
   man["layout"] = layout_name(gen.layout);
   if (const auto& c = gen.training_layout) {
+    // A layout that leaves a step unserved counts its library steps as the most (null here).
+    const auto steps = [](size_t n) {
+      return n == std::numeric_limits<size_t>::max() ? ojson() : ojson(n);
+    };
     man["training_layout"] = {{"nchw_us", us_json(c->nchw_us)},
                               {"nhwc_us", us_json(c->nhwc_us)},
-                              {"nchw_library_steps", c->nchw_library},
-                              {"nhwc_library_steps", c->nhwc_library}};
+                              {"nchw_library_steps", steps(c->nchw_library)},
+                              {"nhwc_library_steps", steps(c->nhwc_library)}};
   }
   man["kernels"] = kernels;
   man["library_steps"] = lib;
