@@ -4,12 +4,13 @@
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
 # PARTS (default, what the next session should see first: hopper train_check train_ab
-# train_prof clusters_ab r50_big, about 230 s: the H100 run of 2026-11-27
+# train_prof clusters_ab r50_big mobile_eager, about 440 s: the H100 run of 2026-11-27
 # (bench/results/h100_2026-11-27) measured resnet50 f16 inference at 1.71 ms (b32) and 10.39
 # ms (b256, 0.96x the cuDNN-only plan) as lone tiles, its clusters slower, and the training
 # step at 34.8 ms (PyTorch eager 26.4), 7.5 ms of it the stem's weight gradient on 19 blocks;
 # since then that gradient is split over positions (CUDA cores, 128 slices), clusters are
-# chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured):
+# chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured; and issue
+# 19's mobile nets, of which only mobilenet_v2 has met a GPU):
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -59,7 +60,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper train_check train_ab train_prof clusters_ab r50_big}
+parts=${*:-hopper train_check train_ab train_prof clusters_ab r50_big mobile_eager}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
