@@ -160,11 +160,14 @@ for label, path in (('gpu f16 (layout auto)', '/tmp/gg8.safetensors'), ('cpu f16
 " || rc=1
   return $rc
 }
+train_inputs_b32() { # a batch of 32 224x224 images and its targets: /tmp/xtr.npy, /tmp/ttr.npy
+  python3 -c "import numpy as np; r = np.random.RandomState(0); np.save('/tmp/xtr.npy', r.standard_normal((32,3,224,224)).astype(np.float32)); np.save('/tmp/ttr.npy', r.randint(0, 1000, 32).astype(np.int64))"
+}
 train_prof() { # where a resnet50 f16 b32 training step's time goes: every kernel's duration
   # (Nsight Compute, one metric, one step as chosen) into train_prof.csv
   local N
   N=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  python3 -c "import numpy as np; r = np.random.RandomState(0); np.save('/tmp/xtr.npy', r.standard_normal((32,3,224,224)).astype(np.float32)); np.save('/tmp/ttr.npy', r.randint(0, 1000, 32).astype(np.int64))" || return 1
+  train_inputs_b32 || return 1
   $N --clock-control none --metrics gpu__time_duration.sum --csv --log-file $W/train_prof.csv -c 3000 \
     $K run resnet50 --device gpu --gpu $W/gpu.json --dtype f16 --input /tmp/xtr.npy --train \
     --target /tmp/ttr.npy --grads /tmp/gp.safetensors
@@ -174,7 +177,7 @@ train_ab() { # resnet50 f16 b32 training steps: channels-last as the cost model 
   # over positions: predicted 16.0 ms) against --layout nchw (CUDA cores, predicted 47.6 ms),
   # alternated, median of 10 steps; PyTorch eager (f16, channels_last, SGD) as the peer
   local rc=0 l
-  python3 -c "import numpy as np; r = np.random.RandomState(0); np.save('/tmp/xtr.npy', r.standard_normal((32,3,224,224)).astype(np.float32)); np.save('/tmp/ttr.npy', r.randint(0, 1000, 32).astype(np.int64))" || return 1
+  train_inputs_b32 || return 1
   for l in auto nchw auto nchw; do
     echo "== resnet50 f16 batch 32 training step --layout $l"
     $K run resnet50 --device gpu --gpu $W/gpu.json --dtype f16 --input /tmp/xtr.npy --train \
@@ -201,7 +204,7 @@ print(f"pytorch eager f16 channels_last resnet50 b32 training step: median {time
 PY
   return $rc
 }
-export -f check_r50 vgg16_tf32 ncu_r50 clusters_ab train_check train_prof train_ab
+export -f check_r50 vgg16_tf32 ncu_r50 clusters_ab train_check train_inputs_b32 train_prof train_ab
 export K W
 has() { [[ " $parts " == *" $1 "* ]]; }
 # Correctness side by side.

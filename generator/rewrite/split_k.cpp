@@ -1,8 +1,7 @@
 #include "generator/rewrite/split_k.hpp"
 
-#include "generator/rewrite/fresh_name.hpp"
-
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/rewrite/fresh_name.hpp"
 #include "generator/select/families/igemm/implicit_gemm.hpp"
 #include "generator/select/select.hpp"
 

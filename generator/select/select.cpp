@@ -118,14 +118,10 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   const auto priced_end =
       std::stable_partition(c.valid.begin(), c.valid.end(),
                             [](const Candidate& k) { return k.variant.measured_only.empty(); });
-  const size_t untrusted = size_t(c.valid.end() - priced_end);
+  const size_t priced = size_t(priced_end - c.valid.begin()), untrusted = c.valid.size() - priced;
   const double cheapest = c.valid.empty() ? 0 : c.valid.front().cost.micros;
-  bool near_tie = false;
-  if (untrusted < c.valid.size()) { // the near ties among the priced variants only
-    std::vector<Candidate> priced(c.valid.begin(), priced_end);
-    near_tie = prefer_headroom_among_near_ties(priced);
-    std::move(priced.begin(), priced.end(), c.valid.begin());
-  }
+  // The near ties among the priced variants only.
+  const bool near_tie = prefer_headroom_among_near_ties({c.valid.begin(), priced_end});
   if (hints && !c.valid.empty())
     if (const std::string w = hints->measured_winner(s); !w.empty()) {
       auto it = std::find_if(c.valid.begin(), c.valid.end(),
@@ -154,11 +150,11 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
   if (!c.valid.empty()) {
     const Candidate& best = c.valid.front();
     c.kernel = best;
-    const size_t priced = untrusted < c.valid.size() ? c.valid.size() - untrusted : c.valid.size();
+    const size_t ranked = priced > 0 ? priced : c.valid.size(); // what "cheapest" is of
     c.reason =
         fmt::format("cheapest of {} valid variant{}: est. {:.1f} us (floor {:.1f} us), "
                     "{} blocks/SM ({} bound), fill {:.0f}%",
-                    priced, priced == 1 ? "" : "s", best.cost.micros, best.cost.floor_micros,
+                    ranked, ranked == 1 ? "" : "s", best.cost.micros, best.cost.floor_micros,
                     best.cost.occ.blocks_per_sm, best.cost.occ.limiter, best.cost.fill * 100);
     if (!best.variant.measured_only.empty())
       c.reason = cat(c.reason, "; the only kind valid here, though its price is not trusted (",
@@ -186,7 +182,7 @@ double own_ceiling(const Ceilings& c) {
   return std::min({c.math, c.l2, c.smem, c.issue, c.latency});
 }
 
-bool prefer_headroom_among_near_ties(std::vector<Candidate>& sorted) {
+bool prefer_headroom_among_near_ties(std::span<Candidate> sorted) {
   if (sorted.size() < 2) return false;
   const double limit = sorted.front().cost.micros * (1 + kNearTie);
   auto best = sorted.begin();

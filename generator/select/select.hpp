@@ -9,6 +9,7 @@
 #include "generator/select/hints.hpp"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,6 @@ double kernel_estimate_us(const StepInfo& s);
 // headroom goes first: less exposed where the floors are optimistic. Returns whether it moved.
 inline constexpr double kNearTie = 0.01;
 double own_ceiling(const Ceilings& c);
-bool prefer_headroom_among_near_ties(std::vector<Candidate>& sorted_by_cost);
+bool prefer_headroom_among_near_ties(std::span<Candidate> sorted_by_cost);
 
 } // namespace kiln

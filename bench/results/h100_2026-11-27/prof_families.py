@@ -1,3 +1,4 @@
+# ncu --csv --metrics gpu__time_duration.sum log (CSV) -> time per kernel family and the N longest kernels: python3 prof_families.py CSV N
 import csv, sys, re, collections
 rows=[r for r in csv.reader(open(sys.argv[1])) if len(r)>10 and r[0].isdigit()]
 # header: ID,Process ID,Process Name,Host Name,Kernel Name,Context,Stream,Block,Grid,Device,CC,Section,Metric Name,Unit,Value

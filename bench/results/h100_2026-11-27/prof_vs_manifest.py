@@ -1,3 +1,4 @@
+# The same ncu CSV against a generated manifest: measured and predicted (estimate_us) time per family: python3 prof_vs_manifest.py CSV MANIFEST
 import csv, json, sys, re, collections
 man=json.load(open(sys.argv[2]))
 est={k['name']:k['estimate_us'] for k in man['kernels']}

@@ -38,12 +38,14 @@ std::vector<Variant> ConvBackwardWeightFamily::candidates(const StepInfo& s) con
   const bool partial = s.has("partial");
   const char* out_role = partial ? "partial" : "dw";
   if (partial == s.has("dw")) return {};
-  if (partial ? st.accumulate || st.sparse.guard != Guard::none ||
-                    s.dtype("partial") != DType::f32 || s.dtype("x") != s.dtype("dy") ||
-                    (s.dtype("x") != DType::f32 && s.dtype("x") != DType::f16 &&
-                     s.dtype("x") != DType::bf16)
-              : !uniform_storage(s))
-    return {};
+  if (!partial && !uniform_storage(s)) return {};
+  if (partial) { // x and dy alike, the slices fp32; a slice is written, partial.sum accumulates
+    const DType t = s.dtype("x");
+    const bool storable = t == DType::f32 || t == DType::f16 || t == DType::bf16;
+    if (!storable || s.dtype("dy") != t || s.dtype("partial") != DType::f32 || st.accumulate ||
+        st.sparse.guard != Guard::none)
+      return {};
+  }
   const int64_t z = partial ? s.shape("partial")[0] : 1;
   // dw OIHW; x and dy in either layout alike: NCHW, and NHWC where either is (a plan converts
   // the other for it; a channels-last plan's stem reads the network's NCHW input beside an
