@@ -1,5 +1,7 @@
 #include "generator/check/kernel_check.hpp"
 
+#include "generator/check/image_sample.hpp"
+
 #include "runtime/cpu/backend.hpp"
 #include "runtime/cpu/ops.hpp"
 #include "runtime/error.hpp"
@@ -76,12 +78,15 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
 
 Tensor poisoned(const Buffer& b) {
   Tensor t(b.dtype, b.shape);
-  if (!is_float(b.dtype)) {
+  if (!is_float(b.dtype) || t.numel() == 0) {
     std::memset(t.bytes(), 0xff, t.nbytes()); // counts past any slice: a form that fails
     return t;
   }
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.set(i, std::numeric_limits<double>::quiet_NaN());
+  // One NaN, copied over (a batch-256 output has 10^8 elements).
+  t.set(0, std::numeric_limits<double>::quiet_NaN());
+  const size_t size = t.nbytes() / size_t(t.numel());
+  for (size_t done = size; done < t.nbytes(); done *= 2)
+    std::memcpy(t.bytes() + done, t.bytes(), std::min(done, t.nbytes() - done));
   return t;
 }
 
@@ -151,7 +156,8 @@ double tolerance_for(const Plan& p, const Step& s, const std::string& math) {
   return 1e-5 + rounding;
 }
 
-Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, bool f64) {
+Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, bool f64,
+                      int64_t images) {
   Plan m;
   m.model = p.model;
   m.gpu = p.gpu;
@@ -195,6 +201,7 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
               encodes.back().args = {{"map", int(m.buffers.size())}};
             }
       if (f64 && is_float(b.dtype)) b.dtype = DType::f64, b.layout = Layout::nchw;
+      if (images > 0 && per_image_role(step.fn, a.role)) b.shape[0] = images;
       b.offset = offset;
       offset += ((pitched ? p.buffers[p.base(a.buffer)].bytes() : b.bytes()) + 255) / 256 * 256;
       m.buffers.push_back(b);
@@ -232,14 +239,23 @@ Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, boo
 }
 
 KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, const std::string& math,
-                       const BackendFactory& device, uint64_t seed, double density) {
+                       const BackendFactory& device, uint64_t seed, const CheckOptions& o) {
   KernelCheck row;
   row.kernel = k.name;
   row.node = step.node;
   row.tolerance = tolerance_for(plan, step, math);
+  const double density = o.density;
   try {
+    // The images the reference computes (all: empty), and their tensors of a per-image role.
+    const std::vector<int64_t> picked = sampled_images(plan, step, o.images, seed);
+    const auto sampled = [&](const std::string& role, Tensor t) {
+      return picked.empty() || !per_image_role(step.fn, role) ? t : images_of(t, picked);
+    };
     const Plan dev_plan = single_step_plan(plan, step, &k, false);
-    const Plan ref_plan = single_step_plan(plan, step, nullptr, true);
+    const Plan ref_plan = single_step_plan(plan, step, nullptr, true, int64_t(picked.size()));
+    for (const Arg& a : step.args)
+      if (!picked.empty() && per_image_role(step.fn, a.role))
+        row.images = int64_t(picked.size()), row.batch = plan.buffers[size_t(a.buffer)].shape[0];
     std::unique_ptr<Backend> dev_backend = device();
     cpu::CpuBackend ref_backend;
     Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
@@ -259,6 +275,11 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
                                                                : nullptr;
     const bool writes_form = out_form != nullptr;
     const int32_t nnz_before = 7; // a compaction adds to what its count holds
+    // A batchnorm reading chunk sums: those of its x (and dy), as batchnorm.partials writes
+    // them (random ones would describe another tensor).
+    const bool reads_chunk_sums =
+        ds.arg("partial") >= 0 && ds.fn != Fn::batchnorm_partials &&
+        (ds.fn == Fn::batchnorm_forward_train || ds.fn == Fn::batchnorm_backward);
     std::map<std::string, Tensor> written; // x and dy of a step reading chunk sums
     for (const Arg& a : ds.args) {
       const Buffer& b = dev_plan.buffers[a.buffer];
@@ -292,14 +313,12 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
         t.set(0, double(passing_nnz(ds, sparse_in ? sparse_in->nnz : numel(b.shape))));
       }
       dev.write(a.buffer, to_memory_order(t, b.layout));
-      ref.write(a.buffer, t.to(ref_plan.buffers[a.buffer].dtype)); // same values, exactly
-      if (a.role == "x" || a.role == "dy") written.emplace(a.role, t);
+      // Same values, exactly (of the images it computes).
+      ref.write(a.buffer, sampled(a.role, t).to(ref_plan.buffers[a.buffer].dtype));
+      if (reads_chunk_sums && (a.role == "x" || a.role == "dy")) written.emplace(a.role, t);
     }
-    // A batchnorm reading chunk sums: those of its x (and dy), as batchnorm.partials writes
-    // them (random ones would describe another tensor).
-    if (const int pb = ds.arg("partial");
-        pb >= 0 && ds.fn != Fn::batchnorm_partials &&
-        (ds.fn == Fn::batchnorm_forward_train || ds.fn == Fn::batchnorm_backward)) {
+    if (reads_chunk_sums) {
+      const int pb = ds.need("partial");
       const Tensor& x = written.at("x");
       const bool backward = ds.fn == Fn::batchnorm_backward;
       std::vector<double> xv(size_t(x.numel())), dyv;
@@ -341,7 +360,15 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
         continue;
       if (out_form && is_form_role(a.role, *out_form)) continue; // below
       if (a.role == "partial" && ds.arg("tickets") >= 0) continue; // an in-kernel split's workspace
-      compare(to_logical_order(dev.read(a.buffer), b.layout), ref.read(a.buffer));
+      const Tensor out = dev.read(a.buffer);
+      if (picked.empty() || !per_image_role(ds.fn, a.role)) {
+        compare(to_logical_order(out, b.layout), ref.read(a.buffer));
+        continue;
+      }
+      // Every image written (no poison left), the picked ones against the reference.
+      for (int64_t e = 0; e < out.numel() && !nan; ++e)
+        nan = std::isnan(out.get(e));
+      compare(to_logical_order(images_of(out, picked), b.layout), ref.read(a.buffer));
     }
     if (writes_form) {
       // The form as the tensor it stands for, and the total, which may differ from the
@@ -379,7 +406,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
 
 std::vector<KernelCheck>
 check_kernels(const std::string& dir, const BackendFactory& device, uint64_t seed,
-              bool alternatives,
+              bool alternatives, const CheckOptions& o,
               const std::function<void(size_t, size_t, const std::string&)>& progress) {
   const Plan plan = load_plan(dir + "/plan.json");
   const auto bytes = io::read_file(dir + "/manifest.json");
@@ -435,7 +462,7 @@ check_kernels(const std::string& dir, const BackendFactory& device, uint64_t see
       rows.push_back(row);
       continue;
     }
-    KernelCheck row = check_step(plan, *step, k, math, device, seed + i);
+    KernelCheck row = check_step(plan, *step, k, math, device, seed + i, o);
     row.node = node;
     rows.push_back(row);
   }

@@ -22,6 +22,15 @@ struct KernelCheck {
   double tolerance = 0;
   bool pass = false;
   std::string error; // a device-side failure (emulator report, launch error)
+  // The images compared with the reference, of the batch (image_sample.hpp); 0: all.
+  int64_t images = 0, batch = 0;
+};
+
+struct CheckOptions {
+  // A compacted input's density; default: the density the step was planned for, else one half.
+  double density = -1;
+  // Of a larger batch, the images an image-separable step is compared on; 0: all.
+  int64_t images = 4;
 };
 
 // Relative-norm tolerance for a step's precision: fp32 1e-5, tf32 5e-4, fp16/bf16 1e-2.
@@ -29,20 +38,24 @@ double tolerance_for(const Plan& p, const Step& s, const std::string& math);
 
 // A plan holding just `step` (its arguments as fresh persistent buffers; read ones as
 // inputs, written ones as outputs) and, when `f64`, every float buffer in f64 and the step
-// a reference step.
-Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, bool f64);
+// a reference step; with `images` > 0, its per-image buffers (FnDef::per_image) hold that
+// many images.
+Plan single_step_plan(const Plan& p, const Step& step, const Kernel* kernel, bool f64,
+                      int64_t images = 0);
 
 // One kernel on one step: fresh inputs, device vs f64 reference. A step that reads a
 // compacted activation (runtime/sparse_form.hpp) gets one compacted from a random tensor
-// with `density` nonzeros (default: the density the step was planned for, else one half),
-// and a guarded step an nnz that lets it run. Compacted outputs are compared decompacted;
-// their nonzero totals may differ only where values lie within rounding of zero.
+// with o.density nonzeros, and a guarded step an nnz that lets it run. Compacted outputs are
+// compared decompacted; their nonzero totals may differ only where values lie within
+// rounding of zero. An image-separable step of a batch above o.images runs whole on the
+// device, every output element checked written, and is compared on o.images images.
 KernelCheck check_step(const Plan& p, const Step& step, const Kernel& k, const std::string& math,
-                       const BackendFactory& device, uint64_t seed, double density = -1);
+                       const BackendFactory& device, uint64_t seed, const CheckOptions& o = {});
 
 // Checks every kernel of `dir` (alternatives too when `alternatives`), in manifest order.
-std::vector<KernelCheck> check_kernels(const std::string& dir, const BackendFactory& device,
-                                       uint64_t seed, bool alternatives,
-                                       const std::function<void(size_t, size_t, const std::string&)>& progress);
+std::vector<KernelCheck>
+check_kernels(const std::string& dir, const BackendFactory& device, uint64_t seed,
+              bool alternatives, const CheckOptions& o,
+              const std::function<void(size_t, size_t, const std::string&)>& progress);
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 // kiln check: every generated kernel against the CPU reference, on the emulator or a GPU.
 #include "generator/check/kernel_check.hpp"
 #include "generator/cli/commands.hpp"
+#include "generator/cli/sweep_args.hpp"
 #include "generator/compile/device_backend.hpp"
 #include "runtime/cuda/device.hpp"
 #include "runtime/error.hpp"
@@ -19,6 +20,7 @@ struct CheckArgs {
   bool alternatives = false;
   bool no_checks = false;
   unsigned workers = 0;
+  int64_t images = CheckOptions{}.images;
 };
 
 void check_cmd(const CheckArgs& a) {
@@ -30,10 +32,11 @@ void check_cmd(const CheckArgs& a) {
   o.cuda.graphs = false; // one launch per check
   const BackendFactory factory = compiled_backends(a.dir, a.device, o);
   ProgressLine line;
-  const auto rows = check_kernels(
-      a.dir, factory, a.seed, a.alternatives, [&](size_t i, size_t n, const std::string& k) {
-        line.draw([&] { return fmt::format("check {}/{} {}", i + 1, n, k); });
-      });
+  const auto rows =
+      check_kernels(a.dir, factory, a.seed, a.alternatives, CheckOptions{.images = a.images},
+                    [&](size_t i, size_t n, const std::string& k) {
+                      line.draw([&] { return fmt::format("check {}/{} {}", i + 1, n, k); });
+                    });
   line.clear();
   size_t w = 6;
   for (const KernelCheck& r : rows)
@@ -43,9 +46,12 @@ void check_cmd(const CheckArgs& a) {
   int failed = 0;
   for (const KernelCheck& r : rows) {
     failed += !r.pass;
-    fmt::print("{:<{}}  {:>12.3g}  {:>12.3g}  {:>9.0e}  {}\n", r.kernel, w, r.max_abs, r.rel,
+    // A sampled check says so: the reference computed those images only.
+    const std::string images = r.images ? fmt::format(" ({} of {} images)", r.images, r.batch) : "";
+    fmt::print("{:<{}}  {:>12.3g}  {:>12.3g}  {:>9.0e}  {}{}\n", r.kernel, w, r.max_abs, r.rel,
                r.tolerance,
-               r.pass ? "pass" : "FAIL" + (r.error.empty() ? std::string() : ": " + r.error));
+               r.pass ? "pass" : "FAIL" + (r.error.empty() ? std::string() : ": " + r.error),
+               images);
   }
   fmt::print("{} kernels on {}: {} passed, {} failed\n", rows.size(), a.device,
              rows.size() - failed, failed);
@@ -68,6 +74,7 @@ void add_check(CLI::App& app) {
   cmd->add_flag("--alternatives", a->alternatives, "also check the alternatives of --variants all");
   cmd->add_flag("--no-checks", a->no_checks,
                 "emu: skip the bounds, shared-memory and race checks (faster)");
+  cmd->add_option("--check-images", a->images, kCheckImagesHelp)->check(CLI::NonNegativeNumber);
   cmd->add_option("--workers", a->workers,
                   "emu: threads running blocks (default: hardware threads)");
   cmd->callback([a] { check_cmd(*a); });

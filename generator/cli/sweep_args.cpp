@@ -14,6 +14,12 @@ const char* const kSweepTargetHelp =
     "(keys n c h w k r s p d g bias relu), linear:c=2048,k=1000 (n c k bias relu), "
     "pool:c=64,h=56,w=56,r=3,s=2,p=1,mode=max (n c h w r s p mode); unknown keys are errors";
 
+const char* const kCheckImagesHelp =
+    "N: of a batch larger than N, the images a conv, pooling or linear kernel is compared with "
+    "the CPU reference on (default 4: the first two, the last and seeded others); every image "
+    "still runs and is checked for unwritten elements. 0: every image (at batch 256 the f64 "
+    "reference takes seconds to minutes per kernel)";
+
 void SweepArgs::add_to(CLI::App* cmd, bool required) {
   auto* target = cmd->add_option("MODEL", model.model, kSweepTargetHelp);
   if (required) target->required();
@@ -48,6 +54,7 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
       ->check(CLI::Range(20, 100000));
   cmd->add_option("--warmup", warmup, "untimed runs before timing");
   cmd->add_option("--seed", seed, "seed of the check's random inputs");
+  cmd->add_option("--check-images", check_images, kCheckImagesHelp)->check(CLI::NonNegativeNumber);
 }
 
 namespace {
@@ -88,6 +95,7 @@ PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& comma
   r.layers = a.layers;
   r.output = a.output;
   r.seed = a.seed;
+  r.check_images = a.check_images;
   r.runs = a.runs, r.warmup = a.warmup;
   PreparedSweep p = prepare_sweep(std::move(m), g, r, lock);
   if (lock && a.device == "emu") // a sweep that runs (not a dry run), its directory secured

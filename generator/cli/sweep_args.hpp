@@ -21,6 +21,7 @@ struct SweepArgs {
   std::string shard; // "I/N"; "" the whole sweep
   std::vector<std::string> layers; // --layers: only these (SweepRequest::layers)
   uint64_t seed = 1;
+  int64_t check_images = CheckOptions{}.images;
   int runs = 50, warmup = 10;
 
   // bench needs MODEL and -o; tune, which also has subcommands, checks MODEL itself and
@@ -34,5 +35,7 @@ PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& comma
 
 // The MODEL argument's help: a model or a layer spec.
 extern const char* const kSweepTargetHelp;
+// --check-images (kiln bench, tune and check).
+extern const char* const kCheckImagesHelp;
 
 } // namespace kiln::cli

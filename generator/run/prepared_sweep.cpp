@@ -97,6 +97,7 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   SweepOptions& so = p.options;
   so.device = r.device;
   so.seed = r.seed;
+  so.check_images = r.check_images;
   so.runs = r.runs, so.warmup = r.warmup;
   so.title = fmt::format("kiln {} {} on {} ({})", r.command, p.model.name, g.name, r.device);
   so.progress = ProgressLine::stderr_is_terminal();

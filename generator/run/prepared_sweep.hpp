@@ -23,6 +23,7 @@ struct SweepRequest {
   std::vector<std::string> layers;
   std::string output;           // "": a directory in the cache
   uint64_t seed = 1;
+  int64_t check_images = CheckOptions{}.images;
   int runs = 50, warmup = 10;
 };
 

@@ -74,7 +74,7 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
     SweepRow row;
     row.item = mine[n];
     row.check = check_step(p, step, k, std::string(math_name(w.variant.math)), device.check,
-                           seed + mine[n]);
+                           seed + mine[n], CheckOptions{.images = device.check_images});
     row.check.node = step.node;
     if (row.check.pass && device.time) {
       try {

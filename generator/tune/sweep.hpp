@@ -44,6 +44,7 @@ struct SweepDevice {
   std::string name; // "emu" or "gpu"
   BackendFactory check;
   std::function<DeviceTiming(const Plan& single)> time;
+  int64_t check_images = CheckOptions{}.images; // CheckOptions::images
 };
 
 struct SweepRow {

@@ -35,6 +35,7 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
   bo.cuda.graphs = false; // one launch per check
   SweepDevice dev;
   dev.name = o.device;
+  dev.check_images = o.check_images;
   if (!mine.empty()) dev.check = compiled_backends(gdir, o.device, bo); // a finished rerun: none
   if (o.device != "emu") {
     TimingOptions to;

@@ -18,6 +18,7 @@ struct SweepOptions {
   std::string device = "gpu"; // gpu (check, then time with CUDA events) or emu (check only)
   Shard shard;
   uint64_t seed = 1; // of the check's random inputs
+  int64_t check_images = CheckOptions{}.images; // of a large batch, the images compared
   int runs = 50, warmup = 10;
   std::string title;     // the report's
   bool progress = false; // the compile's and the sweep's progress lines on stderr

@@ -55,13 +55,15 @@ constexpr FnDef fn_defs[] = {
      .signature = {roles::x, roles::y, {}},
      .check = check_forward,
      .cpu_f32 = forward<float>,
-     .cpu_f64 = forward<double>},
+     .cpu_f64 = forward<double>,
+     .per_image = roles::x_y},
     {.fn = Fn::avgpool2d_backward,
      .name = "avgpool2d.backward",
      .signature = {roles::dy, roles::dx, {}},
      .check = check_backward,
      .cpu_f32 = backward<float>,
-     .cpu_f64 = backward<double>},
+     .cpu_f64 = backward<double>,
+     .per_image = roles::dy_dx},
 };
 
 } // namespace

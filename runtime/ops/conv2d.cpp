@@ -302,7 +302,9 @@ constexpr FnDef fn_defs[] = {
      .types = fwd_types,
      .check = check_weighted_forward,
      .cpu_f32 = forward<float>,
-     .cpu_f64 = forward<double>},
+     .cpu_f64 = forward<double>,
+     .per_image = roles::x_y_residual_gate,
+     .shared = roles::weights_and_maps},
     {.fn = Fn::conv2d_fold_bn,
      .name = "conv2d.fold_bn",
      .signature = {fold_in, fold_out, roles::b},
@@ -315,7 +317,9 @@ constexpr FnDef fn_defs[] = {
      .signature = {roles::dy_w, roles::dx, {}},
      .check = check_backward_data,
      .cpu_f32 = backward_data<float>,
-     .cpu_f64 = backward_data<double>},
+     .cpu_f64 = backward_data<double>,
+     .per_image = roles::dy_dx,
+     .shared = roles::weights_and_maps},
     {.fn = Fn::conv2d_flip_weight,
      .name = "conv2d.flip_weight",
      .signature = {flip_in, flip_out, {}},
@@ -365,7 +369,9 @@ constexpr FnDef fn_defs[] = {
      .epilogue = true,
      .check = check_pool_forward,
      .cpu_f32 = pool_forward<float>,
-     .cpu_f64 = pool_forward<double>},
+     .cpu_f64 = pool_forward<double>,
+     .per_image = roles::x_y,
+     .shared = roles::weights_and_maps},
 };
 
 } // namespace

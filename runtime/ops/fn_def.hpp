@@ -49,6 +49,13 @@ struct FnDef {
   // parameters its step's attributes give, that a fused epilogue applies in its place
   // (generator/rewrite/fuse.cpp); null for every other function.
   Activation (*activation)(const Attrs&) = nullptr;
+  // Image-separable functions: the roles indexed by image first, each image of an output
+  // computed from the same image of the inputs alone, and the roles every image shares
+  // (weights, tensor maps). A step whose roles all lie in one or the other may be checked on
+  // a few images of a large batch (generator/check/image_sample.hpp); a step with any other
+  // role (a compacted form, a count) is checked whole. Empty: not separable.
+  std::span<const std::string_view> per_image = {};
+  std::span<const std::string_view> shared = {};
 };
 
 } // namespace kiln

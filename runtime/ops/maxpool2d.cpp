@@ -54,13 +54,15 @@ constexpr FnDef fn_defs[] = {
      .signature = {roles::x, roles::y, {}},
      .check = check_forward,
      .cpu_f32 = forward<float>,
-     .cpu_f64 = forward<double>},
+     .cpu_f64 = forward<double>,
+     .per_image = roles::x_y},
     {.fn = Fn::maxpool2d_backward,
      .name = "maxpool2d.backward",
      .signature = {roles::x_dy, roles::dx, {}},
      .check = check_backward,
      .cpu_f32 = backward<float>,
-     .cpu_f64 = backward<double>},
+     .cpu_f64 = backward<double>,
+     .per_image = roles::x_dy_dx},
 };
 
 } // namespace

@@ -24,4 +24,11 @@ inline constexpr sv y_form[] = {"y_values", "y_index", "y_count", "y_nnz"}, y_nn
 inline constexpr sv tensor_maps[] = {"xmap0", "xmap1", "xmap2", "xmap3", "xmap4",
                                      "xmap5", "xmap6", "xmap7", "xmap8", "wmap"};
 
+// Image-separable functions (FnDef::per_image): what their images share, and the per-image
+// roles of those with a residual or a squeeze-excite gate.
+inline constexpr sv weights_and_maps[] = {"w",     "b",     "xmap0", "xmap1", "xmap2", "xmap3",
+                                          "xmap4", "xmap5", "xmap6", "xmap7", "xmap8", "wmap"};
+inline constexpr sv x_y_residual_gate[] = {"x", "y", "residual", "gate"};
+inline constexpr sv x_y[] = {"x", "y"}, dy_dx[] = {"dy", "dx"}, x_dy_dx[] = {"x", "dy", "dx"};
+
 } // namespace kiln::roles
