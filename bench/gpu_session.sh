@@ -4,13 +4,15 @@
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
 # PARTS (default, what the next session should see first: hopper train_check train_ab
-# train_prof clusters_ab r50_big mobile_eager, about 440 s: the H100 run of 2026-11-27
+# train_prof clusters_ab bench_r50_256 mobile_eager, about 540 s: the H100 run of 2026-11-27
 # (bench/results/h100_2026-11-27) measured resnet50 f16 inference at 1.71 ms (b32) and 10.39
 # ms (b256, 0.96x the cuDNN-only plan) as lone tiles, its clusters slower, and the training
 # step at 34.8 ms (PyTorch eager 26.4), 7.5 ms of it the stem's weight gradient on 19 blocks;
 # since then that gradient is split over positions (CUDA cores, 128 slices), clusters are
-# chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured; and issue
-# 19's mobile nets, of which only mobilenet_v2 has met a GPU):
+# chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured; no run has
+# timed the lone tiles at b256 layer by layer against cuDNN (bench_r50_256, now that a check
+# of a batch-256 step compares 4 images); and issue 19's mobile nets, of which only
+# mobilenet_v2 has met a GPU):
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -30,8 +32,9 @@
 #   whole network's error beside cuDNN's);
 #   timed, one after another on a quiet GPU: bench_r50_256 (resnet50 f16 b256's chosen
 #   kernels against cuDNN per layer, the issue's target: limit BENCH_R50_256_LIMIT, default
-#   150 s; on the H100 12 of its 26 shapes took 270 s, ~22 s each, most of it the check's host
-#   work on batch-256 tensors), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
+#   150 s; on the H100 of 2026-11-27 12 of its 26 shapes took 270 s, ~22 s each, most of it
+#   the check's f64 reference of 256 images, which now computes 4: 0.5 s instead of 7.3 for
+#   the 3x3 at 14x14 on this machine's two cores), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
 #   and without a residual, and its 3x3 14x14 conv: speed of light, memory, warp stall
 #   reasons, issue; `--clock-control none`; ncu_r50_details.txt; limit 120 s),
 #   r50 (resnet50 inference against PyTorch), r50_big
@@ -60,7 +63,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper train_check train_ab train_prof clusters_ab r50_big mobile_eager}
+parts=${*:-hopper train_check train_ab train_prof clusters_ab bench_r50_256 mobile_eager}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
