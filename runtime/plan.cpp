@@ -105,6 +105,8 @@ const FusedPool& Step::fused_pool() const { return held<FusedPool>(*this, params
 FusedPool& Step::fused_pool() { return held<FusedPool>(*this, params); }
 const TensorMapEncode& Step::tensor_map() const { return held<TensorMapEncode>(*this, params); }
 TensorMapEncode& Step::tensor_map() { return held<TensorMapEncode>(*this, params); }
+const FlipTaps& Step::flip_taps() const { return held<FlipTaps>(*this, params); }
+FlipTaps& Step::flip_taps() { return held<FlipTaps>(*this, params); }
 
 int Plan::find_buffer(std::string_view name) const {
   for (size_t i = 0; i < buffers.size(); ++i)

@@ -154,6 +154,8 @@ struct Step {
   FusedPool& fused_pool();
   const TensorMapEncode& tensor_map() const;
   TensorMapEncode& tensor_map();
+  const FlipTaps& flip_taps() const;
+  FlipTaps& flip_taps();
 };
 
 // The parameters a step of `f` starts with: the defaults of the alternative its function

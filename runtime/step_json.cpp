@@ -89,7 +89,7 @@ constexpr sv no_keys[] = {""};
 constexpr sv fold_keys[] = {"eps"}, sgd_keys[] = {"lr", "weight_decay", "momentum"};
 constexpr sv adam_keys[] = {"lr", "weight_decay", "betas", "eps"}, region_keys[] = {"region"};
 constexpr sv slice_keys[] = {"channel_offset"}, pool_keys[] = {"pool"};
-constexpr sv map_keys[] = {"tensor_map"};
+constexpr sv map_keys[] = {"tensor_map"}, taps_keys[] = {"taps"};
 
 std::vector<int64_t> read_ints(const json& o, const std::string& op, sv key) {
   const std::string kp = op + "/" + std::string(key);
@@ -152,15 +152,17 @@ const ParamsJson params_json[] = {
        if (const json* r = in.get("region")) {
          const std::string rp = in.at("region");
          ju::expect_object(*r, rp);
-         ju::reject_unknown_keys(*r, rp, {"src", "dst", "size"});
+         ju::reject_unknown_keys(*r, rp, {"src", "dst", "size", "step"});
          for (auto [key, field] : {std::pair{"src", &p.src}, {"dst", &p.dst}, {"size", &p.size}})
            read_int2(ju::require(*r, key, rp), rp + "/" + key, *field);
+         if (r->contains("step")) read_int2((*r)["step"], rp + "/step", p.step);
        }
        return p;
      },
      [](const FnParams& v, ojson& o) {
        const Region& p = std::get<Region>(v);
        o["region"] = {{"src", p.src}, {"dst", p.dst}, {"size", p.size}};
+       if (p.step != Int2{1, 1}) o["region"]["step"] = p.step; // plans before it have none
      }},
     {slice_keys,
      [](const In& in) -> FnParams {
@@ -217,6 +219,22 @@ const ParamsJson params_json[] = {
                           {"element_strides", p.element_strides},
                           {"swizzle", p.swizzle},
                           {"oob_fill", p.oob_fill}};
+     }},
+    {taps_keys,
+     [](const In& in) -> FnParams {
+       FlipTaps p;
+       if (const json* t = in.get("taps")) {
+         const std::string tp = in.at("taps");
+         ju::expect_object(*t, tp);
+         ju::reject_unknown_keys(*t, tp, {"first", "step"});
+         read_int2(ju::require(*t, "first", tp), tp + "/first", p.first);
+         read_int2(ju::require(*t, "step", tp), tp + "/step", p.step);
+       }
+       return p;
+     },
+     [](const FnParams& v, ojson& o) {
+       const FlipTaps& p = std::get<FlipTaps>(v);
+       o["taps"] = {{"first", p.first}, {"step", p.step}};
      }},
 };
 static_assert(std::size(params_json) == std::variant_size_v<FnParams>,

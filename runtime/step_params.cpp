@@ -7,8 +7,9 @@ namespace kiln {
 
 namespace {
 
-constexpr std::string_view names[] = {"none",   "fold_bn",       "sgd",        "adam",
-                                      "region", "channel_slice", "fused_pool", "tensor_map"};
+constexpr std::string_view names[] = {"none",       "fold_bn",    "sgd",
+                                      "adam",       "region",     "channel_slice",
+                                      "fused_pool", "tensor_map", "flip_taps"};
 static_assert(std::size(names) == std::variant_size_v<FnParams>, "a name per alternative");
 
 template <size_t... I> FnParams default_of(size_t index, std::index_sequence<I...>) {

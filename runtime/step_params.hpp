@@ -61,9 +61,12 @@ struct Adam {
   double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   bool operator==(const Adam&) const = default;
 };
-// region.copy: dst[n][c][dst + i][..] (+)= src[n][c][src + i][..] for i < size.
+// region.copy: dst[n][c][dst + i * step][..] (+)= src[n][c][src + i][..] for i < size.
+// With a dst step, element i lands at dst + i * step: the phases of a strided conv's data
+// gradient interleaved into dx (generator/rewrite/backward_data_as_conv.cpp).
 struct Region {
   Int2 src{0, 0}, dst{0, 0}, size{0, 0};
+  Int2 step{1, 1};
   bool operator==(const Region&) const = default;
 };
 // concat.forward / concat.backward: the first channel of y (dy) the step's inputs (dx) fill.
@@ -95,10 +98,18 @@ struct TensorMapEncode {
   bool operator==(const TensorMapEncode&) const = default;
 };
 
+// conv2d.flip_weight: the taps of w it keeps, along each axis first + t * step for t below
+// w_out's extent (default: every tap). A strided conv's data gradient takes one phase's taps
+// at a time (generator/rewrite/backward_data_as_conv.cpp).
+struct FlipTaps {
+  Int2 first{0, 0}, step{1, 1};
+  bool operator==(const FlipTaps&) const = default;
+};
+
 // One value per step; adding a parameter type is an alternative here and its JSON form
 // (runtime/step_params_json.cpp).
 using FnParams = std::variant<std::monostate, FoldBn, Sgd, Adam, Region, ChannelSlice, FusedPool,
-                              TensorMapEncode>;
+                              TensorMapEncode, FlipTaps>;
 
 // The index of alternative P in FnParams.
 template <class P, size_t I = 0> constexpr size_t params_index() {
@@ -109,7 +120,8 @@ template <class P, size_t I = 0> constexpr size_t params_index() {
     return params_index<P, I + 1>();
 }
 
-// "none", "fold_bn", "sgd", "adam", "region", "channel_slice", "fused_pool", "tensor_map".
+// "none", "fold_bn", "sgd", "adam", "region", "channel_slice", "fused_pool", "tensor_map",
+// "flip_taps".
 std::string_view params_name(size_t index);
 // A default value of alternative `index`.
 FnParams default_params(size_t index);

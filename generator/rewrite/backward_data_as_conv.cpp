@@ -1,6 +1,7 @@
 #include "generator/rewrite/backward_data_as_conv.hpp"
 
 #include "generator/cost/rewrite_pays.hpp"
+#include "generator/rewrite/backward_data_phases.hpp"
 #include "generator/rewrite/fresh_name.hpp"
 #include "generator/rewrite/us_json.hpp"
 #include "generator/select/select.hpp"
@@ -84,6 +85,17 @@ double conv_us(Plan& p, const Step& s, const GpuDesc& g) {
   return us;
 }
 
+// The phases' steps, priced with their buffers visible to the families.
+double phases_us(Plan& p, const PhasedBackwardData& d, const GpuDesc& g) {
+  const size_t n = p.buffers.size();
+  p.buffers.insert(p.buffers.end(), d.buffers.begin(), d.buffers.end());
+  double us = 0;
+  for (const Step& st : d.steps)
+    us += kernel_estimate_us({p, st, g});
+  p.buffers.resize(n);
+  return us;
+}
+
 // Every step after (ph, i) reads `to` where it read `from`.
 void rename_after(Plan& p, size_t ph, size_t i, int from, int to) {
   for (size_t q = ph; q < p.phases.size(); ++q)
@@ -100,6 +112,23 @@ std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const 
   for (size_t ph = 0; ph < p.phases.size(); ++ph)
     for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
       const Step s = p.phases[ph].steps[i];
+      if (std::optional<PhasedBackwardData> phased = phased_backward_data(p, s)) {
+        BackwardDataConvDecision d;
+        d.node = s.node;
+        d.phases = phased->phases;
+        d.gather_us = kernel_estimate_us({p, s, g});
+        d.conv_us = phases_us(p, *phased, g);
+        if (!std::isfinite(d.conv_us) ||
+            (std::isfinite(d.gather_us) && !rewrite_pays(d.gather_us, d.conv_us)))
+          continue;
+        p.buffers.insert(p.buffers.end(), phased->buffers.begin(), phased->buffers.end());
+        auto& steps = p.phases[ph].steps;
+        steps.erase(steps.begin() + long(i));
+        steps.insert(steps.begin() + long(i), phased->steps.begin(), phased->steps.end());
+        i += phased->steps.size() - 1;
+        out.push_back(d);
+        continue;
+      }
       if (!eligible(p, s)) continue;
       BackwardDataConvDecision d;
       d.node = s.node;
@@ -124,7 +153,10 @@ std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const 
 }
 
 nlohmann::ordered_json backward_data_conv_json(const BackwardDataConvDecision& d) {
-  return {{"node", d.node}, {"gather_us", us_json(d.gather_us)}, {"conv_us", us_json(d.conv_us)}};
+  nlohmann::ordered_json j = {
+      {"node", d.node}, {"gather_us", us_json(d.gather_us)}, {"conv_us", us_json(d.conv_us)}};
+  if (d.phases > 0) j["phases"] = d.phases; // a strided conv's (backward_data_phases.hpp)
+  return j;
 }
 
 } // namespace kiln

@@ -6,7 +6,8 @@
 // plans only (they hold the steps), not under a memory budget (the flipped weights are not in
 // the schedule's accounting), one group, dilation 1, symmetric padding at most K-1. A step
 // that adds into dx (dx has several consumers) instead writes a new buffer with the old dx as
-// the conv's residual, and the steps after it read the new one.
+// the conv's residual, and the steps after it read the new one. A strided conv's dx is one
+// such conv per phase, interleaved into dx (backward_data_phases.hpp).
 #pragma once
 
 #include "generator/gpu/gpu_desc.hpp"
@@ -22,6 +23,7 @@ struct BackwardDataConvDecision {
   std::string node;
   double gather_us = 0; // conv2d.backward_data's best estimate
   double conv_us = 0;   // conv2d.flip_weight's and the forward conv's, summed
+  int phases = 0;       // a strided conv's phase convs (each copied into dx); 0: stride 1
 };
 
 std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const GpuDesc& g);

@@ -126,28 +126,41 @@ template <class T> void backward_data(const StepArgs<T>& c) {
   cpu::conv2d_backward_data<T>(c.s.attrs, c.in("dy"), c.in("w"), c.out("dx"), c.s.accumulate);
 }
 
-// conv2d.flip_weight: w [O, C, KH, KW] -> w_out [C, O, KH, KW] with
-// w_out[c][o][i][j] = w[o][c][KH-1-i][KW-1-j] (one group): the filters of the forward conv
-// that computes this conv's stride-1 data gradient from dy.
+// conv2d.flip_weight: w [O, C, KH, KW] -> w_out [C, O, TH, TW] with w_out[c][o][i][j] =
+// w[o][c][FH + (TH-1-i) * SH][FW + (TW-1-j) * SW] (one group; FlipTaps: first F, step S;
+// by default every tap, T = K): the filters of the forward conv that computes a stride-1
+// conv's data gradient from dy, or one phase of a strided conv's.
 constexpr sv flip_in[] = {"w"}, flip_out[] = {"w_out"};
 
 void check_flip_weight(const StepCheck& c) {
   const Shape& w = c.shape("w");
+  const Shape& wo = c.shape("w_out");
+  const FlipTaps& t = c.s.flip_taps();
   if (w.size() != 4) c.fail(cat("w is ", shape_str(w), ", not [O, C, KH, KW]"));
-  c.expect("w_out", {w[1], w[0], w[2], w[3]});
+  if (wo.size() != 4 || wo[0] != w[1] || wo[1] != w[0])
+    c.fail(cat("w_out is ", shape_str(wo), ", not [", w[1], ", ", w[0], ", TH, TW]"));
+  for (int i = 0; i < 2; ++i)
+    if (wo[2 + i] < 1 || t.first[i] < 0 || t.step[i] < 1 ||
+        t.first[i] + (wo[2 + i] - 1) * t.step[i] >= w[2 + i])
+      c.fail(cat("taps from ", t.first[i], " by ", t.step[i], ", ", wo[2 + i],
+                 " of them, do not fit w's ", w[2 + i], " along axis ", 2 + i));
   c.not_accumulated();
 }
 
 template <class T> void flip_weight(const StepArgs<T>& c) {
   CView<T> w = c.in("w");
   View<T> wo = c.out("w_out");
+  const FlipTaps& t = c.s.flip_taps();
   const int64_t O = w.shape[0], C = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t TH = wo.shape[2], TW = wo.shape[3];
   for (int64_t o = 0; o < O; ++o)
     for (int64_t ch = 0; ch < C; ++ch)
-      for (int64_t i = 0; i < KH; ++i)
-        for (int64_t j = 0; j < KW; ++j)
-          wo.data[((ch * O + o) * KH + i) * KW + j] =
-              w.data[((o * C + ch) * KH + (KH - 1 - i)) * KW + (KW - 1 - j)];
+      for (int64_t i = 0; i < TH; ++i)
+        for (int64_t j = 0; j < TW; ++j) {
+          const int64_t kh = t.first[0] + (TH - 1 - i) * t.step[0];
+          const int64_t kw = t.first[1] + (TW - 1 - j) * t.step[1];
+          wo.data[((ch * O + o) * TH + i) * TW + j] = w.data[((o * C + ch) * KH + kh) * KW + kw];
+        }
 }
 
 // conv2d.backward_weight: x, dy, [nnz: guard] -> dw, or partial (below).
@@ -323,6 +336,8 @@ constexpr FnDef fn_defs[] = {
     {.fn = Fn::conv2d_flip_weight,
      .name = "conv2d.flip_weight",
      .signature = {flip_in, flip_out, {}},
+     .params = params_index<FlipTaps>(),
+     .params_optional = true,
      .check = check_flip_weight,
      .cpu_f32 = flip_weight<float>,
      .cpu_f64 = flip_weight<double>},

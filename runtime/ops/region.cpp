@@ -1,5 +1,6 @@
-// region.copy: src -> dst, a spatial window of a 4-D tensor (Region): dst[n][c][dst + i][..]
-// (+)= src[n][c][src + i][..] for i < size. Moves the tiles of a tiled segment.
+// region.copy: src -> dst, a spatial window of a 4-D tensor (Region): dst[n][c][dst + i *
+// step][..] (+)= src[n][c][src + i][..] for i < size. Moves the tiles of a tiled segment;
+// with a step, interleaves the phases of a strided conv's data gradient into dx.
 #include "runtime/cpu/step_args.hpp"
 #include "runtime/error.hpp"
 #include "runtime/ops/registry.hpp"
@@ -21,11 +22,11 @@ void check(const StepCheck& c) {
                shape_str(a), " -> ", shape_str(b)));
   for (int i = 0; i < 2; ++i) {
     const int64_t e = r.size[i];
-    if (e <= 0 || r.src[i] < 0 || r.dst[i] < 0 || r.src[i] + e > a[2 + i] ||
-        r.dst[i] + e > b[2 + i])
+    if (e <= 0 || r.step[i] < 1 || r.src[i] < 0 || r.dst[i] < 0 || r.src[i] + e > a[2 + i] ||
+        r.dst[i] + (e - 1) * r.step[i] >= b[2 + i])
       c.fail(cat("region [", r.src[0], ", ", r.src[1], "] + [", r.size[0], ", ", r.size[1],
-                 "] -> [", r.dst[0], ", ", r.dst[1], "] does not fit ", shape_str(a), " -> ",
-                 shape_str(b)));
+                 "] -> [", r.dst[0], ", ", r.dst[1], "] step [", r.step[0], ", ", r.step[1],
+                 "] does not fit ", shape_str(a), " -> ", shape_str(b)));
   }
 }
 
@@ -39,9 +40,11 @@ template <class T> void copy(const StepArgs<T>& c) {
   for (int64_t p = 0; p < nc; ++p)
     for (int64_t i = 0; i < r.size[0]; ++i) {
       const T* from = src.data + (p * sh + r.src[0] + i) * sw + r.src[1];
-      T* to = dst.data + (p * dh + r.dst[0] + i) * dw + r.dst[1];
-      for (int64_t j = 0; j < r.size[1]; ++j)
-        to[j] = acc ? T(double(to[j]) + double(from[j])) : from[j];
+      T* to = dst.data + (p * dh + r.dst[0] + i * r.step[0]) * dw + r.dst[1];
+      for (int64_t j = 0; j < r.size[1]; ++j) {
+        T& d = to[j * r.step[1]];
+        d = acc ? T(double(d) + double(from[j])) : from[j];
+      }
     }
 }
 

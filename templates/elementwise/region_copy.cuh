@@ -3,7 +3,9 @@
 // halos of neighbouring tiles overlap). One thread per element of the window.
 //
 // Cfg: T, N, C, SH, SW (src spatial size), DH, DW (dst spatial size), SRC_H0, SRC_W0,
-//      DST_H0, DST_W0 (window origins), EH, EW (window extent), SRC_NHWC, DST_NHWC (each
+//      DST_H0, DST_W0 (window origins), EH, EW (window extent), DST_SH, DST_SW (dst's step
+//      between the window's rows and columns: a strided conv's data-gradient phase
+//      interleaved into dx), SRC_NHWC, DST_NHWC (each
 //      tensor's layout: a network's NCHW input copied into an NHWC tile, say), ACCUMULATE,
 //      THREADS.
 // Arguments: src, dst. Grid: any (grid-stride loop).
@@ -25,7 +27,8 @@ template <class Cfg> KILN_FN void region_copy(const KernelArgs& a) {
     // Window coordinates in dst's memory order (channels fastest in NHWC): stores coalesce.
     const Coord4<i64> p = Window::coord(e);
     const i64 from = Src::at(p.n, p.c, Cfg::SRC_H0 + p.h, Cfg::SRC_W0 + p.w);
-    const i64 to = Dst::at(p.n, p.c, Cfg::DST_H0 + p.h, Cfg::DST_W0 + p.w);
+    const i64 to =
+        Dst::at(p.n, p.c, Cfg::DST_H0 + p.h * Cfg::DST_SH, Cfg::DST_W0 + p.w * Cfg::DST_SW);
     float v = to_float(src[from]);
     if constexpr (Cfg::ACCUMULATE) v += to_float(dst[to]);
     dst[to] = from_float<T>(v);

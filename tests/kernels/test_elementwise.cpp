@@ -109,6 +109,12 @@ std::vector<StepSpec> specs() {
         r.accumulate = acc;
         r.params = Region{.src = {2, 5}, .dst = {1, 0}, .size = {4, 5}};
         s.push_back(r);
+        // With a step: a strided conv's data-gradient phase interleaved into dx.
+        StepSpec st = r;
+        st.label += " step 2x3";
+        st.args[1].shape = {2, 3, 9, 14};
+        st.params = Region{.src = {1, 0}, .dst = {1, 2}, .size = {4, 4}, .step = {2, 3}};
+        s.push_back(st);
       }
     s.push_back({"convert nchw->nhwc " + d,
                  Fn::convert,

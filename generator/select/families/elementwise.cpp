@@ -256,9 +256,11 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
       src.layout == dst.layout
           ? std::string(layout_name(src.layout))
           : fmt::format("{}_to_{}", layout_name(src.layout), layout_name(dst.layout));
-  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}_t{}_{}",
+  const std::string step =
+      r.step == Int2{1, 1} ? "" : fmt::format("_step{}x{}", r.step[0], r.step[1]);
+  v.name = fmt::format("region_copy_{}_{}_n{}c{}_{}x{}at{}x{}_to_{}x{}at{}x{}_e{}x{}{}{}_t{}_{}",
                        dtype_tag(src.dtype), layouts, a[0], a[1], a[2], a[3], r.src[0], r.src[1],
-                       b[2], b[3], r.dst[0], r.dst[1], r.size[0], r.size[1],
+                       b[2], b[3], r.dst[0], r.dst[1], r.size[0], r.size[1], step,
                        st.accumulate ? "_acc" : "", kThreads, s.arch_tag());
   cfg_type(v, "T", cpp_type(src.dtype));
   for (auto [k, x] : {std::pair{"N", a[0]},
@@ -272,7 +274,9 @@ std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
                       {"DST_H0", r.dst[0]},
                       {"DST_W0", r.dst[1]},
                       {"EH", r.size[0]},
-                      {"EW", r.size[1]}})
+                      {"EW", r.size[1]},
+                      {"DST_SH", r.step[0]},
+                      {"DST_SW", r.step[1]}})
     cfg_int(v, k, x);
   cfg_bool(v, "SRC_NHWC", src.layout == Layout::nhwc);
   cfg_bool(v, "DST_NHWC", dst.layout == Layout::nhwc);

@@ -189,15 +189,20 @@ StepSpec sliced(StepSpec s, int64_t slices) {
   return s;
 }
 
-// conv2d.flip_weight: cv's filters turned for its data gradient, w_out in `out`'s layout.
-StepSpec flip_weight(const Conv& cv, DType t, Layout out) {
+// conv2d.flip_weight: cv's filters turned for its data gradient, w_out in `out`'s layout;
+// with `taps` (TH x TW of them), one phase's of a strided conv: from `first` by its stride.
+StepSpec flip_weight(const Conv& cv, DType t, Layout out, Int2 taps = {0, 0}, Int2 first = {0, 0}) {
   StepSpec s;
-  s.label = fmt::format("flip_weight {} {} -> {}", cv.name(), dtype_name(t), layout_name(out));
+  s.label = fmt::format("flip_weight {} {} -> {} taps {}x{} from {}x{}", cv.name(), dtype_name(t),
+                        layout_name(out), taps[0], taps[1], first[0], first[1]);
   s.fn = Fn::conv2d_flip_weight;
   s.op = OpKind::conv2d;
   s.attrs = cv.attrs(false);
   const Shape w = cv.wt();
-  s.args = {{"w", w, t}, {"w_out", {w[1], w[0], w[2], w[3]}, t, out}};
+  const bool phase = taps[0] > 0;
+  s.args = {{"w", w, t},
+            {"w_out", {w[1], w[0], phase ? taps[0] : w[2], phase ? taps[1] : w[3]}, t, out}};
+  if (phase) s.params = FlipTaps{first, cv.s};
   return s;
 }
 
@@ -238,6 +243,7 @@ constexpr Layout nchw = Layout::nchw, nhwc = Layout::nhwc;
 // block stages at once and than a block's channel tile.
 const Conv k3{2, 4, 7, 9, 8, {3, 3}, {1, 1}, {1, 1}};
 const Conv k5s2g2{1, 6, 13, 11, 6, {5, 5}, {2, 2}, {2, 2}, {1, 1}, 2};
+const Conv k5s2{1, 6, 13, 11, 8, {5, 5}, {2, 2}, {2, 2}};
 const Conv dw_d2{2, 8, 9, 7, 8, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 8};
 const Conv k7s2{1, 3, 13, 11, 5, {7, 7}, {2, 2}, {3, 3}};
 const Conv k1{2, 16, 7, 9, 24, {1, 1}};
@@ -387,6 +393,9 @@ std::vector<StepSpec> backward_specs() {
       flip_weight(k3, f32, nchw),
       flip_weight(k3, f16, nhwc),
       flip_weight(k1x5s, bf16, nhwc),
+      // Phases of a 5x5 stride-2 conv: 2x3 taps from (1, 0), 3x2 from (0, 1).
+      flip_weight(k5s2, f16, nhwc, {2, 3}, {1, 0}),
+      flip_weight(k5s2, f32, nchw, {3, 2}, {0, 1}),
   };
 }
 
