@@ -88,6 +88,9 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
         plan_sparse(p, m, g, sparse_options(m, o.sparse, o.profile ? &*o.profile : nullptr));
   // Not in the cuDNN-only peer plan, whose gradients are cuDNN's own.
   if (!o.cudnn_only) gen.training = apply_training_rewrites(p, g, budgeted);
+  // Not under a schedule either: a tiled segment's steps move windows of their own.
+  if (!o.cudnn_only && schedule.is_null())
+    gen.transposed_phases = plan_transposed_conv_phases(p, g);
   // Conv + max pool fusion, then split-K where a conv's or linear's output is too few tiles
   // to fill the GPU: not under a memory budget (the schedule planned the steps as they
   // were), not in the cuDNN-only plan.
@@ -231,6 +234,12 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     for (const BackwardWeightSplitDecision& d : gen.training.backward_weight_splits)
       splits.push_back(backward_weight_split_json(d));
     man["backward_weight_splits"] = splits;
+  }
+  if (!gen.transposed_phases.empty()) { // (a model with strided transposed convs)
+    ojson phased = ojson::array();
+    for (const BackwardDataConvDecision& d : gen.transposed_phases)
+      phased.push_back(backward_data_conv_json(d));
+    man["transposed_conv_phases"] = phased;
   }
   if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
     man["channel_views"] = channel_views_json(gen.channel_views);

@@ -55,6 +55,8 @@ struct Generated {
   Tf32Operands tf32; // weights rounded to tf32 once (prepare), activations by their producer
   ChannelViews channel_views; // concat inputs and channel slices made views (no copy)
   TrainingRewrites training;  // batchnorms over chunks, data gradients as forward convs
+  // Strided transposed convs as a conv per phase (rewrite/backward_data_phases.hpp).
+  std::vector<BackwardDataConvDecision> transposed_phases;
   Layout layout = Layout::nchw;
   std::optional<TrainingLayoutChoice> training_layout; // a training plan's, when not asked for
   nlohmann::ordered_json manifest;

@@ -96,6 +96,30 @@ double phases_us(Plan& p, const PhasedBackwardData& d, const GpuDesc& g) {
   return us;
 }
 
+// Step i of phase ph as its phases where that applies and pays; i then indexes the last of
+// them. Whether it did.
+bool try_phases(Plan& p, size_t ph, size_t& i, const GpuDesc& g,
+                std::vector<BackwardDataConvDecision>& out) {
+  const Step s = p.phases[ph].steps[i];
+  std::optional<PhasedBackwardData> phased = phased_backward_data(p, s);
+  if (!phased) return false;
+  BackwardDataConvDecision d;
+  d.node = s.node;
+  d.phases = phased->phases;
+  d.gather_us = kernel_estimate_us({p, s, g});
+  d.conv_us = phases_us(p, *phased, g);
+  if (!std::isfinite(d.conv_us) ||
+      (std::isfinite(d.gather_us) && !rewrite_pays(d.gather_us, d.conv_us)))
+    return true; // applies, does not pay: the gather stays
+  p.buffers.insert(p.buffers.end(), phased->buffers.begin(), phased->buffers.end());
+  auto& steps = p.phases[ph].steps;
+  steps.erase(steps.begin() + long(i));
+  steps.insert(steps.begin() + long(i), phased->steps.begin(), phased->steps.end());
+  i += phased->steps.size() - 1;
+  out.push_back(d);
+  return true;
+}
+
 // Every step after (ph, i) reads `to` where it read `from`.
 void rename_after(Plan& p, size_t ph, size_t i, int from, int to) {
   for (size_t q = ph; q < p.phases.size(); ++q)
@@ -112,23 +136,7 @@ std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const 
   for (size_t ph = 0; ph < p.phases.size(); ++ph)
     for (size_t i = 0; i < p.phases[ph].steps.size(); ++i) {
       const Step s = p.phases[ph].steps[i];
-      if (std::optional<PhasedBackwardData> phased = phased_backward_data(p, s)) {
-        BackwardDataConvDecision d;
-        d.node = s.node;
-        d.phases = phased->phases;
-        d.gather_us = kernel_estimate_us({p, s, g});
-        d.conv_us = phases_us(p, *phased, g);
-        if (!std::isfinite(d.conv_us) ||
-            (std::isfinite(d.gather_us) && !rewrite_pays(d.gather_us, d.conv_us)))
-          continue;
-        p.buffers.insert(p.buffers.end(), phased->buffers.begin(), phased->buffers.end());
-        auto& steps = p.phases[ph].steps;
-        steps.erase(steps.begin() + long(i));
-        steps.insert(steps.begin() + long(i), phased->steps.begin(), phased->steps.end());
-        i += phased->steps.size() - 1;
-        out.push_back(d);
-        continue;
-      }
+      if (s.fn == Fn::conv2d_backward_data && try_phases(p, ph, i, g, out)) continue;
       if (!eligible(p, s)) continue;
       BackwardDataConvDecision d;
       d.node = s.node;
@@ -149,6 +157,14 @@ std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const 
       ++i;
       out.push_back(d);
     }
+  return out;
+}
+
+std::vector<BackwardDataConvDecision> plan_transposed_conv_phases(Plan& p, const GpuDesc& g) {
+  std::vector<BackwardDataConvDecision> out;
+  for (size_t ph = 0; ph < p.phases.size(); ++ph)
+    for (size_t i = 0; i < p.phases[ph].steps.size(); ++i)
+      if (p.phases[ph].steps[i].fn == Fn::conv_transpose2d_forward) try_phases(p, ph, i, g, out);
   return out;
 }
 

@@ -28,6 +28,11 @@ struct BackwardDataConvDecision {
 
 std::vector<BackwardDataConvDecision> plan_backward_data_as_conv(Plan& p, const GpuDesc& g);
 
+// A strided transposed conv (conv_transpose2d.forward: a UNet's upsampling) as a conv per
+// phase, where that pays; in any plan (an inference plan's turned filters are parameter work,
+// hoisted into the prepare phase).
+std::vector<BackwardDataConvDecision> plan_transposed_conv_phases(Plan& p, const GpuDesc& g);
+
 nlohmann::ordered_json backward_data_conv_json(const BackwardDataConvDecision& d);
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 #include "generator/rewrite/backward_data_phases.hpp"
 
 #include "generator/rewrite/fresh_name.hpp"
+#include "runtime/ops/conv_transpose2d.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -44,10 +45,14 @@ bool axis_phase(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_
 } // namespace
 
 std::optional<PhasedBackwardData> phased_backward_data(const Plan& p, const Step& s) {
-  if (s.fn != Fn::conv2d_backward_data || s.kind == StepKind::free) return std::nullopt;
-  const Attrs& at = s.attrs;
+  // A transposed conv is the data gradient of the conv it transposes, its x that conv's dy.
+  const bool transposed = s.fn == Fn::conv_transpose2d_forward;
+  if ((s.fn != Fn::conv2d_backward_data && !transposed) || s.kind == StepKind::free)
+    return std::nullopt;
+  const int dx = s.need(transposed ? "y" : "dx"), dy = s.need(transposed ? "x" : "dy");
+  const int w = s.need("w"), bias = transposed ? s.arg("b") : -1;
+  const Attrs at = transposed ? transposed_conv(s.attrs, p.buffers[size_t(dy)].shape[1]) : s.attrs;
   if (at.groups != 1 || at.dilation != Int2{1, 1} || at.stride == Int2{1, 1}) return std::nullopt;
-  const int dx = s.need("dx"), dy = s.need("dy"), w = s.need("w");
   const Buffer& dxb = p.buffers[size_t(dx)];
   const Shape& ws = p.buffers[size_t(w)].shape;
   const Shape& dys = p.buffers[size_t(dy)].shape;
@@ -69,6 +74,8 @@ std::optional<PhasedBackwardData> phased_backward_data(const Plan& p, const Step
         continue;
       }
       uncovered |= h.cut || v.cut;
+      // The steps carry op conv2d and a conv's attributes (a transposed conv's too: its
+      // attributes are another op's), as a conv's gradient steps do.
       const std::string tag = fmt::format(".phase{}x{}", a, b);
       Buffer flipped = p.buffers[size_t(w)];
       // "flip:": weight-like, written in the layout its conv's kernel reads (select.cpp).
@@ -90,39 +97,41 @@ std::optional<PhasedBackwardData> phased_backward_data(const Plan& p, const Step
       flip.kind = StepKind::launch;
       flip.fn = Fn::conv2d_flip_weight;
       flip.params = FlipTaps{{h.first, v.first}, at.stride};
-      flip.node = s.node, flip.op = s.op;
+      flip.node = s.node, flip.op = OpKind::conv2d;
       flip.args = {{"w", w}, {"w_out", fi}};
       Step conv;
       conv.kind = StepKind::launch;
       conv.fn = Fn::conv2d_forward;
       conv.params = default_params(Fn::conv2d_forward);
-      conv.node = s.node, conv.op = s.op;
+      conv.node = s.node, conv.op = OpKind::conv2d;
       conv.attrs = at;
       conv.attrs.out_channels = ws[1];
-      conv.attrs.bias = false;
+      conv.attrs.bias = bias >= 0;
       conv.attrs.kernel = {h.taps, v.taps};
       conv.attrs.stride = {1, 1};
       conv.attrs.padding = {h.pad, v.pad};
       conv.attrs.padding_end = {-1, -1};
       conv.args = {{"x", dy}, {"w", fi}, {"y", oi}};
+      if (bias >= 0) conv.args.push_back({"b", bias});
       Step copy;
       copy.kind = StepKind::launch;
       copy.fn = Fn::region_copy;
       copy.params = Region{{h.crop, v.crop}, {a, b}, {h.extent, v.extent}, at.stride};
-      copy.node = s.node, copy.op = s.op;
+      copy.node = s.node, copy.op = OpKind::conv2d;
       copy.accumulate = s.accumulate;
       copy.args = {{"src", oi}, {"dst", dx}};
       for (Step* st : {&flip, &conv, &copy})
         r.steps.push_back(std::move(*st));
       ++r.phases;
     }
-  if (r.phases == 0) return std::nullopt;
+  // A transposed conv's bias where no tap reaches would need a fill of its own.
+  if (r.phases == 0 || (uncovered && bias >= 0)) return std::nullopt;
   if (uncovered && !s.accumulate) { // the phases no tap reaches hold zeros
     Step fill;
     fill.kind = StepKind::launch;
     fill.fn = Fn::fill_zero;
     fill.params = default_params(Fn::fill_zero);
-    fill.node = s.node, fill.op = s.op;
+    fill.node = s.node, fill.op = OpKind::conv2d;
     fill.args = {{"dst", dx}};
     r.steps.insert(r.steps.begin(), std::move(fill));
   }

@@ -25,7 +25,9 @@ struct PhasedBackwardData {
 };
 
 // The decomposition of conv2d.backward_data step `s` of stride above 1, one group, dilation
-// 1, into a plain dx (not a view, none viewing it); nullopt where it does not apply.
+// 1, into a plain dx (not a view, none viewing it); or of conv_transpose2d.forward (x as dy, y
+// as dx, its bias in every phase conv: so not where some phase no tap reaches); nullopt
+// where it does not apply.
 std::optional<PhasedBackwardData> phased_backward_data(const Plan& p, const Step& s);
 
 } // namespace kiln

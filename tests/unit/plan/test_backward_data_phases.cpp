@@ -2,15 +2,22 @@
 // (rewrite/backward_data_phases.hpp): on the cpu backend in f64, the phases' steps compute
 // the gather's dx for strides 2 and 3, unequal strides, odd sizes, kernels 1 to 7, paddings
 // 0 to 3, writing dx or adding into it; a phase no tap reaches is zero-filled first (or left
-// as it was when adding); and resnet50's six strided data gradients all become phases.
+// as it was when adding). Strided transposed convs (a UNet's upsampling) become phases in an
+// inference plan, their turned filters in the prepare phase, and the plan computes the
+// lowered model's output.
 #include "generator/rewrite/backward_data_phases.hpp"
 
+#include "generator/emit/generate.hpp"
+#include "generator/lower/lower.hpp"
+#include "generator/model/model_json.hpp"
 #include "runtime/cpu/backend.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/weights.hpp"
 
 #include <cmath>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <map>
 
 using namespace kiln;
 
@@ -20,28 +27,14 @@ struct Case {
   int64_t h, w, k, s0, s1, p0, p1;
 };
 
-// dy, w -> dx: conv2d.backward_data of a conv C = 3 -> O = 5 over h x w, batch 2, in f64.
-Plan gather_plan(const Case& c, bool accumulate) {
-  Attrs a;
-  a.out_channels = 5;
-  a.kernel = {c.k, c.k};
-  a.stride = {c.s0, c.s1};
-  a.padding = {c.p0, c.p1};
-  const int64_t oh = (c.h + 2 * c.p0 - c.k) / c.s0 + 1, ow = (c.w + 2 * c.p1 - c.k) / c.s1 + 1;
+// A one-step f64 plan: step s over buffers named and shaped as given, the third its output.
+Plan one_step(Step s, const std::vector<const char*>& names, const std::vector<Shape>& shapes) {
   Plan p;
   p.model = "phases";
   p.dtype = DType::f64;
-  const Shape shapes[] = {{2, 5, oh, ow}, {5, 3, c.k, c.k}, {2, 3, c.h, c.w}};
-  const char* names[] = {"dy", "w", "dx"};
-  Step s;
   s.kind = StepKind::reference;
-  s.fn = Fn::conv2d_backward_data;
-  s.op = OpKind::conv2d;
-  s.node = "conv";
-  s.attrs = a;
-  s.accumulate = accumulate;
   s.params = default_params(s.fn);
-  for (int i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < names.size(); ++i) {
     Buffer b;
     b.name = names[i];
     b.shape = shapes[i];
@@ -50,12 +43,47 @@ Plan gather_plan(const Case& c, bool accumulate) {
     b.role = i == 2 ? BufferRole::output : BufferRole::input;
     p.arena_bytes += (b.bytes() + 255) / 256 * 256;
     p.buffers.push_back(b);
-    (i == 2 ? p.outputs : p.inputs).push_back(i);
-    s.args.push_back({names[i], i});
+    (i == 2 ? p.outputs : p.inputs).push_back(int(i));
+    s.args.push_back({names[i], int(i)});
   }
   p.phases.push_back(Phase{"forward", {s}});
   validate_plan(p);
   return p;
+}
+
+// dy, w -> dx: conv2d.backward_data of a conv C = 3 -> O = 5 over h x w, batch 2, in f64.
+Plan gather_plan(const Case& c, bool accumulate) {
+  Step s;
+  s.fn = Fn::conv2d_backward_data;
+  s.op = OpKind::conv2d;
+  s.node = "conv";
+  s.attrs.out_channels = 5;
+  s.attrs.kernel = {c.k, c.k};
+  s.attrs.stride = {c.s0, c.s1};
+  s.attrs.padding = {c.p0, c.p1};
+  s.accumulate = accumulate;
+  const int64_t oh = (c.h + 2 * c.p0 - c.k) / c.s0 + 1, ow = (c.w + 2 * c.p1 - c.k) / c.s1 + 1;
+  return one_step(s, {"dy", "w", "dx"}, {{2, 5, oh, ow}, {5, 3, c.k, c.k}, {2, 3, c.h, c.w}});
+}
+
+// x [2, 5, h, w], w [5, 3, k, k], y, [b]: conv_transpose2d.forward (stride s, padding p,
+// output_padding op), in f64; buffers x, w, y, b as gather_plan's dy, w, dx.
+Plan transposed_plan(int64_t h, int64_t k, int64_t s, int64_t pad, int64_t op, bool bias) {
+  Step st;
+  st.fn = Fn::conv_transpose2d_forward;
+  st.op = OpKind::conv_transpose2d;
+  st.node = "up";
+  st.attrs.out_channels = 3;
+  st.attrs.kernel = {k, k};
+  st.attrs.stride = {s, s};
+  st.attrs.padding = {pad, pad};
+  st.attrs.output_padding = {op, op};
+  st.attrs.bias = bias;
+  const int64_t y = (h - 1) * s - 2 * pad + k + op;
+  std::vector<const char*> names = {"x", "w", "y"};
+  std::vector<Shape> shapes = {{2, 5, h, h}, {5, 3, k, k}, {2, 3, y, y}};
+  if (bias) names.push_back("b"), shapes.push_back({3});
+  return one_step(st, names, shapes);
 }
 
 // The plan with its step replaced by the phases' (each a reference step, its buffers laid
@@ -77,7 +105,8 @@ Plan phased_plan(const Plan& g, const PhasedBackwardData& d) {
 Tensor run(const Plan& p, uint64_t seed) {
   cpu::CpuBackend backend;
   Executor ex(p, backend);
-  for (int b : {0, 1, 2}) { // dy, w, and dx (read where the step adds into it)
+  for (int b : {0, 1, 2, 3}) { // dy, w, dx (read where the step adds into it), [b]
+    if (b == 3 && (p.inputs.size() < 3 || p.inputs[2] != 3)) continue;
     Tensor t(DType::f64, p.buffers[size_t(b)].shape);
     for (int64_t i = 0; i < t.numel(); ++i)
       t.set(i, std::sin(0.7 * double(i + 1) * double(b + 1) + double(seed)));
@@ -134,6 +163,36 @@ TEST_CASE("a strided data gradient's phases compute the gather's dx") {
     }
 }
 
+TEST_CASE("a strided transposed conv's phases compute its output, bias and output_padding "
+          "included") {
+  struct T {
+    int64_t h, k, s, p, op;
+    bool bias;
+  };
+  // A UNet's 2x2 stride 2 with its bias; 3x3 stride 2 padding 1 with output_padding 1; 4x4
+  // stride 2 padding 1; 3x3 stride 3; a 1x1 stride 2 without bias (odd rows: zeros).
+  const T cases[] = {{5, 2, 2, 0, 0, true},
+                     {5, 3, 2, 1, 1, true},
+                     {6, 4, 2, 1, 0, true},
+                     {4, 3, 3, 0, 0, true},
+                     {5, 1, 2, 0, 1, false}};
+  for (const T& c : cases) {
+    CAPTURE(fmt::format("{}x{} k{} s{} p{} op{}{}", c.h, c.h, c.k, c.s, c.p, c.op,
+                        c.bias ? " bias" : ""));
+    const Plan g = transposed_plan(c.h, c.k, c.s, c.p, c.op, c.bias);
+    const std::optional<PhasedBackwardData> d = phased_backward_data(g, g.phases[0].steps[0]);
+    REQUIRE(d);
+    const Tensor want = run(g, 2), got = run(phased_plan(g, *d), 2);
+    double worst = 0;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      worst = std::max(worst, std::abs(want.get(i) - got.get(i)));
+    CHECK(worst < 1e-12);
+  }
+  // A bias where no tap reaches would need a fill of its own: that one keeps its gather.
+  const Plan g = transposed_plan(5, 1, 2, 0, 1, true);
+  CHECK_FALSE(phased_backward_data(g, g.phases[0].steps[0]));
+}
+
 TEST_CASE("stride 1, groups and dilation keep their own paths") {
   Plan g = gather_plan({8, 8, 3, 1, 1, 1, 1}, false);
   CHECK_FALSE(phased_backward_data(g, g.phases[0].steps[0]));
@@ -141,4 +200,67 @@ TEST_CASE("stride 1, groups and dilation keep their own paths") {
   Step s = g.phases[0].steps[0];
   s.attrs.dilation = {2, 2};
   CHECK_FALSE(phased_backward_data(g, s));
+}
+
+namespace {
+
+// A net upsampling with transposed convs, f32 (tf32 convs), channels-last: 2x2 stride 2 (a UNet's,
+// every phase one tap, with its bias: four 1x1 convs priced above the gather here), 3x3 stride 2
+// padding 1 output_padding 1 (phased), and 1x1 stride 2 (phases no tap reaches: not phased,
+// for its bias).
+const char* const kUpsampler = R"({
+  "format": "kiln-model/1", "name": "upsampler", "dtype": "f32",
+  "input": {"name": "x", "shape": [8, 128, 16, 16]},
+  "layers": [
+    {"name": "up1", "op": "conv_transpose2d", "out_channels": 128, "kernel": 2, "stride": 2},
+    {"name": "relu1", "op": "relu"},
+    {"name": "up2", "op": "conv_transpose2d", "out_channels": 64, "kernel": 3, "stride": 2,
+     "padding": 1, "output_padding": 1, "bias": false},
+    {"name": "up3", "op": "conv_transpose2d", "out_channels": 64, "kernel": 1, "stride": 2}
+  ],
+  "outputs": ["up3"]
+})";
+
+Tensor forward_on_cpu(const Plan& p) {
+  cpu::CpuBackend backend;
+  Executor ex(p, backend);
+  bind_seeded_weights(ex, p, 5);
+  const Buffer& in = p.buffers[size_t(p.inputs[0])];
+  Tensor x(in.dtype, in.shape);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set(i, std::sin(0.37 * double(i)) + 0.1);
+  ex.write(p.inputs[0], x);
+  if (p.phase("prepare")) ex.run("prepare");
+  ex.run("forward");
+  return ex.read(p.outputs[0]);
+}
+
+} // namespace
+
+TEST_CASE("strided transposed convs run as a conv per phase, their filters turned once") {
+  const Model m = parse_model(kUpsampler, "upsampler.json");
+  GenerateOptions go;
+  go.layout = Layout::nhwc;
+  const Generated gen = generate(m, load_gpu("h100"), go);
+  std::map<std::string, int> phased;
+  for (const BackwardDataConvDecision& d : gen.transposed_phases)
+    phased[d.node] = d.phases;
+  CHECK(phased == std::map<std::string, int>{{"up2", 4}});
+  CHECK(gen.manifest["transposed_conv_phases"].size() == 1);
+  // The turned filters are parameter work: in the prepare phase, none in the forward.
+  int prepared = 0;
+  for (const Step& s : gen.plan.phase("prepare")->steps)
+    prepared += s.fn == Fn::conv2d_flip_weight;
+  CHECK(prepared == 4);
+  for (const Step& s : gen.plan.phase("forward")->steps)
+    CHECK(s.fn != Fn::conv2d_flip_weight);
+  // The generated plan on the cpu backend computes what the lowered model does.
+  const Tensor want = forward_on_cpu(lower_model(m, LowerOptions{}));
+  const Tensor got = forward_on_cpu(gen.plan);
+  REQUIRE(want.numel() == got.numel());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    num += (got.get(i) - want.get(i)) * (got.get(i) - want.get(i)),
+        den += want.get(i) * want.get(i);
+  CHECK(std::sqrt(num / den) < 1e-2);
 }
