@@ -8,8 +8,10 @@
 # (bench/results/h100_2026-11-27) measured resnet50 f16 inference at 1.71 ms (b32) and 10.39
 # ms (b256, 0.96x the cuDNN-only plan) as lone tiles, its clusters slower, and the training
 # step at 34.8 ms (PyTorch eager 26.4), 7.5 ms of it the stem's weight gradient on 19 blocks;
-# since then that gradient is split over positions (CUDA cores, 128 slices), clusters are
-# chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured; no run has
+# since then that gradient is split over positions (CUDA cores, 128 slices), the six strided
+# data gradients (6.2 ms as gathers) are a Hopper conv per phase (train_prof's CSV names them:
+# conv2d_flip_weight_*_taps*, region_copy_*_step2x2, the phases' k1x2/k2x1/k2x2 convs), clusters
+# are chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured; no run has
 # timed the lone tiles at b256 layer by layer against cuDNN (bench_r50_256, now that a check
 # of a batch-256 step compares 4 images); and issue 19's mobile nets, of which only
 # mobilenet_v2 has met a GPU):

@@ -11,12 +11,14 @@
 #include "generator/lower/lower.hpp"
 #include "generator/model/model_json.hpp"
 #include "runtime/cpu/backend.hpp"
+#include "runtime/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/weights.hpp"
 
 #include <cmath>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 
 using namespace kiln;
@@ -263,4 +265,48 @@ TEST_CASE("strided transposed convs run as a conv per phase, their filters turne
     num += (got.get(i) - want.get(i)) * (got.get(i) - want.get(i)),
         den += want.get(i) * want.get(i);
   CHECK(std::sqrt(num / den) < 1e-2);
+}
+
+TEST_CASE("plan.json keeps a phase's taps and a copy's step, and rejects ones that do not fit") {
+  const Plan g = gather_plan({9, 9, 3, 2, 2, 1, 1}, false);
+  const std::optional<PhasedBackwardData> d = phased_backward_data(g, g.phases[0].steps[0]);
+  REQUIRE(d);
+  const Plan p = phased_plan(g, *d);
+  const nlohmann::ordered_json j = plan_to_json(p);
+  const std::string text = j.dump(1);
+  CHECK(text.find("\"taps\"") != std::string::npos);
+  CHECK(text.find("\"step\"") != std::string::npos);
+  const Plan q = parse_plan(text, "plan.json");
+  CHECK(plan_to_json(q).dump(1) == text);
+  // A step of every tap and a copy without a step leave the keys out (older plans read as
+  // before).
+  const Plan plain = gather_plan({9, 9, 3, 1, 1, 1, 1}, false);
+  CHECK(plan_to_json(plain).dump().find("\"taps\"") == std::string::npos);
+  const auto error_of = [&](const std::function<void(nlohmann::ordered_json&)>& edit) {
+    nlohmann::ordered_json b = j;
+    edit(b);
+    try {
+      parse_plan(b.dump(), "plan.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto step_of = [](nlohmann::ordered_json& b, const char* fn) -> nlohmann::ordered_json& {
+    for (auto& s : b["phases"]["forward"])
+      if (s["fn"] == fn) return s;
+    throw Error("", "", "no step");
+  };
+  CHECK(error_of([&](auto& b) {
+          step_of(b, "conv2d.flip_weight")["taps"]["first"] = {3, 0};
+        }).find("do not fit") != std::string::npos);
+  CHECK(error_of([&](auto& b) {
+          step_of(b, "conv2d.flip_weight")["taps"]["stride"] = {2, 2};
+        }).find("unknown key \"stride\"") != std::string::npos);
+  CHECK(error_of([&](auto& b) {
+          step_of(b, "region.copy")["region"]["step"] = {0, 2};
+        }).find("does not fit") != std::string::npos);
+  CHECK(error_of([&](auto& b) {
+          step_of(b, "region.copy")["region"]["step"] = {3, 3};
+        }).find("does not fit") != std::string::npos);
 }
