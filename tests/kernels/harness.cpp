@@ -198,7 +198,7 @@ std::pair<Plan, Step> bound_step(const Built& b) {
 KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed, double density) {
   const auto [p, s] = bound_step(b);
   KernelCheck r = check_step(p, s, kernel_of(b.variant), std::string(math_name(b.variant.math)),
-                             emu, seed, CheckOptions{.density = density});
+                             emu, seed, CheckOptions{.density = density, .images = 0});
   r.node = b.spec.label + " on " + b.gpu;
   return r;
 }

@@ -53,8 +53,9 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
 std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs = 2);
 
 // Host-compiles every distinct variant into one emulated library under `dir`, then runs
-// each built case on the emulator (all checks on) against the reference; sparse steps read
-// inputs of `density` nonzeros (default: the spec's planned density, else one half).
+// each built case on the emulator (all checks on) against the reference, every image
+// compared (no sampling of a large batch); sparse steps read inputs of `density` nonzeros
+// (default: the spec's planned density, else one half).
 std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::string& dir,
                                     uint64_t seed = 1, double density = -1);
 
