@@ -35,8 +35,8 @@
 #   timed, one after another on a quiet GPU: bench_r50_256 (resnet50 f16 b256's chosen
 #   kernels against cuDNN per layer, the issue's target: limit BENCH_R50_256_LIMIT, default
 #   150 s; on the H100 of 2026-11-27 12 of its 26 shapes took 270 s, ~22 s each, most of it
-#   the check's f64 reference of 256 images, which now computes 4: 0.5 s instead of 7.3 for
-#   the 3x3 at 14x14 on this machine's two cores), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
+#   the check's f64 reference of 256 images, which now computes 4: 0.44 s instead of 7.4 for
+#   the 3x3 at 14x14 on a 2-core machine, build/bench/check_host_time), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
 #   and without a residual, and its 3x3 14x14 conv: speed of light, memory, warp stall
 #   reasons, issue; `--clock-control none`; ncu_r50_details.txt; limit 120 s),
 #   r50 (resnet50 inference against PyTorch), r50_big

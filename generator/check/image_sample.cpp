@@ -18,7 +18,7 @@ bool listed(std::span<const std::string_view> roles, std::string_view role) {
 
 bool per_image_role(Fn fn, std::string_view role) { return listed(fn_def(fn).per_image, role); }
 
-std::vector<int64_t> sampled_images(const Plan& p, const Step& s, int64_t most, uint64_t seed) {
+SampledImages sampled_images(const Plan& p, const Step& s, int64_t most, uint64_t seed) {
   const FnDef& def = fn_def(s.fn);
   if (most <= 0 || def.per_image.empty()) return {};
   int64_t batch = -1;
@@ -39,7 +39,7 @@ std::vector<int64_t> sampled_images(const Plan& p, const Step& s, int64_t most, 
   }
   picked.resize(size_t(std::min<int64_t>(most, int64_t(picked.size()))));
   std::sort(picked.begin(), picked.end());
-  return picked;
+  return {picked, batch};
 }
 
 Tensor images_of(const Tensor& t, std::span<const int64_t> images) {

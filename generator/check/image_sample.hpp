@@ -16,10 +16,14 @@
 
 namespace kiln {
 
-// The images a check of `s` compares, ascending, when `s` is image-separable and its batch
-// is larger than `most` (> 0); empty: all of them (a small batch, a step that is not
-// separable, or `most` 0).
-std::vector<int64_t> sampled_images(const Plan& p, const Step& s, int64_t most, uint64_t seed);
+// The images a check of `s` compares (`picked`, ascending) of its `batch`, when `s` is
+// image-separable and its batch is larger than `most` (> 0); `picked` empty: all of them (a
+// small batch, a step that is not separable, or `most` 0).
+struct SampledImages {
+  std::vector<int64_t> picked;
+  int64_t batch = 0;
+};
+SampledImages sampled_images(const Plan& p, const Step& s, int64_t most, uint64_t seed);
 
 // Whether `role` of a step of `fn` is indexed by image first (FnDef::per_image).
 bool per_image_role(Fn fn, std::string_view role);

@@ -246,16 +246,16 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
   row.tolerance = tolerance_for(plan, step, math);
   const double density = o.density;
   try {
-    // The images the reference computes (all: empty), and their tensors of a per-image role.
-    const std::vector<int64_t> picked = sampled_images(plan, step, o.images, seed);
-    const auto sampled = [&](const std::string& role, Tensor t) {
-      return picked.empty() || !per_image_role(step.fn, role) ? t : images_of(t, picked);
+    // The images the reference computes (all: none picked), and a role's values for it.
+    const SampledImages sample = sampled_images(plan, step, o.images, seed);
+    const std::vector<int64_t>& picked = sample.picked;
+    const auto for_reference = [&](const std::string& role, const Tensor& t, DType d) {
+      return picked.empty() || !per_image_role(step.fn, role) ? t.to(d)
+                                                              : images_of(t, picked).to(d);
     };
+    if (!picked.empty()) row.images = int64_t(picked.size()), row.batch = sample.batch;
     const Plan dev_plan = single_step_plan(plan, step, &k, false);
     const Plan ref_plan = single_step_plan(plan, step, nullptr, true, int64_t(picked.size()));
-    for (const Arg& a : step.args)
-      if (!picked.empty() && per_image_role(step.fn, a.role))
-        row.images = int64_t(picked.size()), row.batch = plan.buffers[size_t(a.buffer)].shape[0];
     std::unique_ptr<Backend> dev_backend = device();
     cpu::CpuBackend ref_backend;
     Executor dev(dev_plan, *dev_backend), ref(ref_plan, ref_backend);
@@ -314,7 +314,7 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       }
       dev.write(a.buffer, to_memory_order(t, b.layout));
       // Same values, exactly (of the images it computes).
-      ref.write(a.buffer, sampled(a.role, t).to(ref_plan.buffers[a.buffer].dtype));
+      ref.write(a.buffer, for_reference(a.role, t, ref_plan.buffers[a.buffer].dtype));
       if (reads_chunk_sums && (a.role == "x" || a.role == "dy")) written.emplace(a.role, t);
     }
     if (reads_chunk_sums) {

@@ -68,21 +68,22 @@ TEST_CASE("sampled images for the emulator's checks: the first two, the last and
           "separable steps only") {
   const Plan p = spec_plan(conv_spec());
   const Step& s = p.phases[0].steps[0];
-  CHECK(sampled_images(p, s, 3, 1) == std::vector<int64_t>{0, 1, 6});
-  const std::vector<int64_t> four = sampled_images(p, s, 4, 1);
+  CHECK(sampled_images(p, s, 3, 1).picked == std::vector<int64_t>{0, 1, 6});
+  CHECK(sampled_images(p, s, 3, 1).batch == kBatch);
+  const std::vector<int64_t> four = sampled_images(p, s, 4, 1).picked;
   REQUIRE(four.size() == 4);
   CHECK(four[1] == 1);
   CHECK(four[2] >= 2);
   CHECK(four[2] <= 5);
   CHECK(four.back() == 6);
-  CHECK(sampled_images(p, s, 2, 1) == std::vector<int64_t>{0, 1});
-  CHECK(sampled_images(p, s, kBatch, 1).empty()); // a batch no larger: all
-  CHECK(sampled_images(p, s, 0, 1).empty());      // 0: all
+  CHECK(sampled_images(p, s, 2, 1).picked == std::vector<int64_t>{0, 1});
+  CHECK(sampled_images(p, s, kBatch, 1).picked.empty()); // a batch no larger: all
+  CHECK(sampled_images(p, s, 0, 1).picked.empty());      // 0: all
   // A function that is not image-separable (relu.forward declares nothing) is checked whole.
   StepSpec relu{"relu", Fn::relu_forward, OpKind::relu, Attrs{}, {}};
   relu.args = {{"x", {kBatch, 4, 2, 2}}, {"y", {kBatch, 4, 2, 2}}};
   const Plan rp = spec_plan(relu);
-  CHECK(sampled_images(rp, rp.phases[0].steps[0], 3, 1).empty());
+  CHECK(sampled_images(rp, rp.phases[0].steps[0], 3, 1).picked.empty());
   // The reference plan holds the picked images of x, residual, gate and y; w and b whole.
   const Plan ref = single_step_plan(p, s, nullptr, true, 3);
   const Step& rs = ref.phases[0].steps[0];
