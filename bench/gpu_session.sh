@@ -250,7 +250,8 @@ has schedules && part schedules 90 python3 bench/training_schedules.py "$K" --mo
   --budgets 100,50 --runs 3 --out $W/training_schedules
 has mobile && part mobile 330 python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 --budget 240 \
   --compile-budget 100 --out $W/mobile_nets
-has mobile_eager && part mobile_eager 210 python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 --budget 180 \
+has mobile_eager && part mobile_eager ${MOBILE_EAGER_LIMIT:-210} python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 \
+  --budget $((${MOBILE_EAGER_LIMIT:-210} - 30)) \
   --no-compile --out $W/mobile_nets_eager
 has sparse && part sparse 90 python3 bench/sparse_conv.py "$K" --layers small --densities 0.2,0.5,0.8 \
   --runs 20 --network-batches 1,32 --out $W/sparse_conv
