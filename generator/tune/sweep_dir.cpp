@@ -74,7 +74,9 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
   std::set<std::string> told; // shapes whose cuDNN peer has a note (no time, or how), said once
   hooks.done = [&](const SweepRow& row) {
     const WorkItem& w = r.items[row.item];
-    const std::string_view as = o.log_as.empty() ? "sweep" : o.log_as;
+    // Both branches views: `cond ? "sweep" : o.log_as` is a temporary std::string, whose view
+    // dangles (the H100 run of 2026-11-27 printed garbage for the command's name).
+    const std::string_view as = o.log_as.empty() ? std::string_view("sweep") : o.log_as;
     const std::string& layer = w.layers.empty() ? w.key.id : w.layers.front();
     if (!row.cudnn_note.empty() && told.insert(w.key.id).second) {
       line.clear();
