@@ -49,6 +49,7 @@ enum class OpKind {
   reduce_max,       // max over any of C, H, W (gradient to the first maximum)
   layernorm_invstd, // 1 / sqrt(var + eps) of each position's C channels (LayerNormalization's
                     // InvStdDev)
+  space_to_depth,   // S x S blocks of H, W into channels (ONNX SpaceToDepth), padded and sized
 };
 
 // clang-format off
@@ -60,7 +61,8 @@ inline constexpr OpKind all_ops[] = {
     OpKind::clip,       OpKind::hardsigmoid,    OpKind::sigmoid,            OpKind::silu,
     OpKind::gelu,       OpKind::gelu_tanh,      OpKind::mul,                OpKind::conv_transpose2d,
     OpKind::pad,        OpKind::layernorm,      OpKind::channel_shuffle,    OpKind::channel_slice,
-    OpKind::reduce_sum, OpKind::reduce_mean,    OpKind::reduce_max,         OpKind::layernorm_invstd};
+    OpKind::reduce_sum, OpKind::reduce_mean,    OpKind::reduce_max,         OpKind::layernorm_invstd,
+    OpKind::space_to_depth};
 // clang-format on
 
 std::string_view op_name(OpKind op);
@@ -77,11 +79,11 @@ enum class NearestMode { floor, round_prefer_floor, round_prefer_ceil, ceil };
 enum class PadMode { constant, reflect, edge };
 
 struct Attrs {
-  int64_t out_channels = 0; // conv2d
+  int64_t out_channels = 0; // conv2d; space_to_depth (0: S*S*C)
   int64_t out_features = 0; // linear
   Int2 kernel{0, 0};
   Int2 stride{1, 1};
-  Int2 padding{0, 0};     // before the first row / column
+  Int2 padding{0, 0};       // before the first row / column (also space_to_depth's)
   Int2 padding_end{-1, -1}; // after the last; -1: as `padding` (tiles of a tiled segment differ)
   Int2 dilation{1, 1};
   Int2 output_padding{0, 0}; // conv_transpose2d: rows / columns added after the output
@@ -91,13 +93,14 @@ struct Attrs {
   bool ceil_mode = false;
   bool count_include_pad = true; // avgpool2d, as PyTorch
   Num2 scale{0, 0};              // resize: the coordinate scale per axis (0: size / input)
-  Int2 size{0, 0};               // resize: the output's [h, w] (0: floor(input * scale))
+  Int2 size{0, 0};               // resize: the output's [h, w] (0: floor(input * scale));
+                                 // space_to_depth: (0: ceil((input + padding) / factor))
   int64_t mode = 0;              // resize: ResizeMode; pad: PadMode
   double value = 0;              // pad: the constant
   int64_t coordinate_mode = 0;   // resize: CoordinateMode
   int64_t nearest_mode = 0;      // resize: NearestMode
   Int2 output_size{1, 1};        // adaptive_avgpool2d
-  int64_t factor = 1;            // fold, unfold
+  int64_t factor = 1;            // fold, unfold; space_to_depth: the block size
   int64_t begin = 0, end = 0;    // channel_slice: channels [begin, end)
   double min = 0, max = 6;       // clip (required in a model: no default bound)
   double alpha = 1.0 / 6, beta = 0.5; // hardsigmoid (PyTorch's; ONNX's default alpha is 0.2)

@@ -108,9 +108,11 @@ enum class Fn {
   // w [O, C, KH, KW] -> w_out [C, O, KH, KW], each filter turned 180 degrees: a stride-1
   // conv's data gradient as a forward conv of dy (rewrite/backward_data_as_conv.hpp).
   conv2d_flip_weight,
+  space_to_depth_forward,  // x -> y
+  space_to_depth_backward, // dy -> dx (a gather: each dx element from its one dy element)
 };
 // The number of functions: the last one's value + 1 (the registry checks it).
-inline constexpr size_t kFnCount = size_t(Fn::conv2d_flip_weight) + 1;
+inline constexpr size_t kFnCount = size_t(Fn::space_to_depth_backward) + 1;
 
 // The first k of range s of S over a reduction of K (s = S gives K): whole multiples of 16
 // (a tensor core's k step), as evenly spread as they go.

@@ -43,12 +43,15 @@ bool reconcile(Plan& p, size_t ph, size_t& i, const Variant& v) {
     std::vector<std::pair<size_t, size_t>> writers;
     int readers = 0;
     uses_of(p, b, writers, readers);
-    const bool free_layout =
-        p.buffers[b].role == BufferRole::activation && p.buffers[b].view_of < 0 &&
-        writers.size() == 1 && readers == 1 &&
-        (p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_fold_bn ||
-         p.phases[writers[0].first].steps[writers[0].second].fn == Fn::conv2d_flip_weight ||
-         p.phases[writers[0].first].steps[writers[0].second].fn == Fn::convert);
+    // A weight-like buffer its one writer can write in any layout.
+    const auto rewritable = [&] {
+      const Fn f = p.phases[writers[0].first].steps[writers[0].second].fn;
+      return f == Fn::conv2d_fold_bn || f == Fn::conv2d_flip_weight ||
+             f == Fn::space_to_depth_forward || f == Fn::convert;
+    };
+    const bool free_layout = p.buffers[b].role == BufferRole::activation &&
+                             p.buffers[b].view_of < 0 && writers.size() == 1 && readers == 1 &&
+                             rewritable();
     bool written = false;
     for (std::string_view w : fn_signature(s.fn).writes)
       written |= w == role;

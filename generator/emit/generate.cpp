@@ -95,6 +95,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
   // to fill the GPU: not under a memory budget (the schedule planned the steps as they
   // were), not in the cuDNN-only plan.
   if (schedule.is_null() && !o.cudnn_only) {
+    // Before the conv + pool fusion, which may then take the stride-1 conv.
+    gen.space_to_depth = plan_space_to_depth_convs(p, g);
     gen.conv_pool = plan_conv_pool(p, g);
     gen.split_k = plan_split_k(p, g);
     gen.gates = plan_gates(p, g); // after split-K: a split conv reads its gate the same way
@@ -240,6 +242,12 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     for (const BackwardDataConvDecision& d : gen.transposed_phases)
       phased.push_back(backward_data_conv_json(d));
     man["transposed_conv_phases"] = phased;
+  }
+  if (!gen.space_to_depth.empty()) { // (a model with a stem the rewrite serves)
+    ojson s2d = ojson::array();
+    for (const SpaceToDepthDecision& d : gen.space_to_depth)
+      s2d.push_back(space_to_depth_json(d));
+    man["space_to_depth_convs"] = s2d;
   }
   if (!gen.channel_views.decisions.empty()) // (a model with concats or channel slices)
     man["channel_views"] = channel_views_json(gen.channel_views);

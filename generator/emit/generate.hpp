@@ -10,6 +10,7 @@
 #include "generator/rewrite/channel_views.hpp"
 #include "generator/rewrite/conv_pool.hpp"
 #include "generator/rewrite/gates.hpp"
+#include "generator/rewrite/space_to_depth_conv.hpp"
 #include "generator/rewrite/sparse_plan.hpp"
 #include "generator/rewrite/split_k.hpp"
 #include "generator/rewrite/tf32_operands.hpp"
@@ -57,6 +58,8 @@ struct Generated {
   TrainingRewrites training;  // batchnorms over chunks, data gradients as forward convs
   // Strided transposed convs as a conv per phase (rewrite/backward_data_phases.hpp).
   std::vector<BackwardDataConvDecision> transposed_phases;
+  // Strided convs over few channels (stems) as a stride-1 conv over space_to_depth(x).
+  std::vector<SpaceToDepthDecision> space_to_depth;
   Layout layout = Layout::nchw;
   std::optional<TrainingLayoutChoice> training_layout; // a training plan's, when not asked for
   nlohmann::ordered_json manifest;

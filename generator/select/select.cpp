@@ -41,7 +41,7 @@ namespace {
 bool parameter_like(const Buffer& b) {
   return b.role == BufferRole::param || b.role == BufferRole::state ||
          b.role == BufferRole::derived || b.name.rfind("fold:", 0) == 0 ||
-         b.name.rfind("flip:", 0) == 0;
+         b.name.rfind("flip:", 0) == 0 || b.name.rfind("s2d:", 0) == 0;
 }
 
 bool converts_activations(const StepInfo& s, const Variant& v) {

@@ -133,6 +133,12 @@ template <class T> void resize_backward(const Attrs& a, CView<T> dy, View<T> dx,
 // pad over H, W (constant, reflect, edge); backward adds dy into each element's source.
 template <class T> void pad(const Attrs& a, CView<T> x, View<T> y);
 template <class T> void pad_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
+// space_to_depth: y[n, (bh*S + bw)*C + c, i, j] = x[n, c, S*i + bh - PT, S*j + bw - PL] (zero
+// outside x, and in channels past S*S*C); backward gathers each dx element from its one
+// dy element (zero where it fell outside y).
+template <class T> void space_to_depth(const Attrs& a, CView<T> x, View<T> y);
+template <class T>
+void space_to_depth_backward(const Attrs& a, CView<T> dy, View<T> dx, bool accumulate);
 
 // Softmax over axis 1 (any rank >= 2); backward from the forward output y.
 template <class T> void softmax(CView<T> x, View<T> y);

@@ -35,6 +35,7 @@
   X(flatten)                                                                                       \
   X(resize)                                                                                        \
   X(pad)                                                                                           \
+  X(space_to_depth)                                                                                \
   X(softmax)                                                                                       \
   X(fold)                                                                                          \
   X(softmax_xent)                                                                                  \

@@ -45,7 +45,7 @@ SUPPORTED = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePo
              "Upsample", "Softmax", "Identity", "Dropout", "Constant", "Shape", "Gather", "Unsqueeze", "Cast",
              "Slice", "Sub", "Mul", "Div", "HardSwish", "HardSigmoid", "Sigmoid", "Erf", "Gelu",
              "ReduceMean", "LayerNormalization", "Transpose", "Split", "ReduceMax", "Pad",
-             "ReduceSum"}
+             "ReduceSum", "SpaceToDepth"}
 
 
 def categorize(reason):

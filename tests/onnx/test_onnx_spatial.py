@@ -231,6 +231,7 @@ bad = [
     ("wrap", [helper.make_node("Pad", ["x", "np2"], ["out"], mode="wrap")], 19, "wrap"),
     ("odd", [helper.make_node("ConvTranspose", ["x", "tw"], ["out"], strides=[2, 2], output_shape=[10, 10])], 13,
      "even"),
+    ("s2d", [helper.make_node("SpaceToDepth", ["x"], ["out"], blocksize=2)], 13, "does not divide"),
 ]
 for name, nodes, opset, word in bad:
     extra = [const("s", [1.0, 1.0, 2.0, 2.0], TensorProto.FLOAT), const("np", [0, 0, -1, 0, 0, 0, 1, 0]),

@@ -14,7 +14,7 @@ extern const OpLowering conv2d_lowering, linear_lowering, batchnorm_lowering, re
     sigmoid_lowering, silu_lowering, gelu_lowering, gelu_tanh_lowering, mul_lowering,
     layernorm_lowering, channel_shuffle_lowering, channel_slice_lowering, conv_transpose2d_lowering,
     pad_lowering, reduce_sum_lowering, reduce_mean_lowering, reduce_max_lowering,
-    layernorm_invstd_lowering;
+    layernorm_invstd_lowering, space_to_depth_lowering;
 } // namespace lowering
 
 namespace {
@@ -52,6 +52,7 @@ const std::array kRules{
     &lowering::reduce_mean_lowering,
     &lowering::reduce_max_lowering,
     &lowering::layernorm_invstd_lowering,
+    &lowering::space_to_depth_lowering,
 };
 
 } // namespace

@@ -37,6 +37,7 @@ const std::map<std::string, OpConverter>& op_converters() {
       {"Concat", convert_concat},
       {"Resize", convert_resize},
       {"Pad", convert_pad},
+      {"SpaceToDepth", convert_space_to_depth},
       {"Upsample", convert_resize},
       {"Constant", convert_constant},
       {"Shape", convert_shape},

@@ -62,6 +62,7 @@ void convert_concat(Converter&, const onnx::NodeProto&);
 // ops_spatial.cpp
 void convert_resize(Converter&, const onnx::NodeProto&); // Resize and Upsample
 void convert_pad(Converter&, const onnx::NodeProto&);
+void convert_space_to_depth(Converter&, const onnx::NodeProto&);
 // pattern.cpp: on activations, the pieces of SiLU, HardSwish and GELU (on constants: arith)
 void convert_mul(Converter&, const onnx::NodeProto&);
 void convert_div(Converter&, const onnx::NodeProto&);

@@ -3,6 +3,8 @@
 // (cubic, tf_crop_and_resize, antialiased downscaling, resizing N or C) is refused by name.
 // Pad: kiln's pad (constant, reflect, edge over H and W); a zero pad read only by a Conv
 // folds into the conv's padding (convert_conv).
+// SpaceToDepth (opsets 1 and 13): kiln's space_to_depth with factor = blocksize, on H and W
+// that are multiples of it (kiln's padding and size attributes have no ONNX counterpart).
 #include "generator/model/onnx/node_attrs.hpp"
 #include "generator/model/onnx/ops.hpp"
 #include "runtime/error.hpp"
@@ -251,6 +253,26 @@ void convert_pad(Converter& c, const onnx::NodeProto& n) {
     return;
   }
   c.add_layer(n, OpKind::pad, a, {x});
+}
+
+void convert_space_to_depth(Converter& c, const onnx::NodeProto& n) {
+  const NodeAttrs at(n, {"blocksize"});
+  const int x = c.activation(n, 0);
+  const Shape s = c.shape_of(x);
+  if (s.size() != 4)
+    throw Error(
+        "", node_label(n),
+        cat("input has shape ", shape_str(s), "; kiln's space_to_depth takes [N, C, H, W]"));
+  if (!at.has("blocksize")) throw Error("", node_label(n), "attribute \"blocksize\" is required");
+  const int64_t b = at.get_int("blocksize", 0);
+  if (b < 1) throw bad_attr(n, "blocksize", std::to_string(b), "must be at least 1");
+  // ONNX requires H and W divisible (kiln would pad the rest with zeros: a different model).
+  if (s[2] % b != 0 || s[3] % b != 0)
+    throw bad_attr(n, "blocksize", std::to_string(b),
+                   cat("does not divide the input's H x W ", s[2], "x", s[3]));
+  Attrs a;
+  a.factor = b;
+  c.add_layer(n, OpKind::space_to_depth, a, {x});
 }
 
 } // namespace kiln::onnx_import

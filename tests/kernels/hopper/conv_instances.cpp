@@ -150,6 +150,18 @@ struct F16_T8x8_BN64_S3_C1_W32 {
   static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
   static constexpr Act ACT = Act::relu;
 };
+// A stem after space_to_depth (rewrite/space_to_depth_conv.hpp): 4x4 stride 1 pad 1 over 16
+// f16 channels, 32-byte rows, 16 stages (a narrow row's ring holds 4x the stages of a 128-byte
+// one); 17x17 -> 16x16, two images: each block's ring wraps within a tile.
+struct F16_T8x16_BN64_S16_C2_W32_S2D {
+  using T = f16;
+  static constexpr int N = 2, C = 16, H = 17, W = 17, O = 64, KH = 4, KW = 4, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 16, OW = 16, TP = 8, TQ = 16, BN = 64, STAGES = 16, CONSUMERS = 2,
+                       SWIZZLE = 32;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
 // SWIZZLE 64: 96 bf16 channels (192 bytes: three 64-byte rows), flat, two consumers, residual.
 struct BF16_FLAT_BN128_S3_C2_W64 {
   using T = bf16;
@@ -256,6 +268,7 @@ KILN_HOPPER_CONV(BF16_FLAT_BN256_S2_C1)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S2_C1_O20)
 KILN_HOPPER_CONV(BF16_T8x8_BN64_S2_C1_O21)
 KILN_HOPPER_CONV(F16_T8x8_BN64_S3_C1_W32)
+KILN_HOPPER_CONV(F16_T8x16_BN64_S16_C2_W32_S2D)
 KILN_HOPPER_CONV(BF16_FLAT_BN128_S3_C2_W64)
 KILN_HOPPER_CONV(TF32_T8x8_BN64_S2_C1_W64)
 KILN_HOPPER_CONV(F16_T8x8_BN256_S4_C1_K64)

@@ -1,5 +1,5 @@
-// The spatial families (maxpool2d, avgpool2d, adaptive_avgpool2d, resize, pad, concat):
-// every variant compiles for sm_75, sm_80 and sm_90 and matches the f64 reference on the
+// The spatial families (maxpool2d, avgpool2d, adaptive_avgpool2d, resize, pad, space_to_depth,
+// concat): every variant compiles for sm_75, sm_80 and sm_90 and matches the f64 reference on the
 // emulator (all checks on). Element types and layouts rotate over the specs so that each
 // function meets f32, f16 and bf16 in NCHW and NHWC without the full cross product.
 #include "tests/kernels/harness.hpp"
@@ -265,6 +265,61 @@ void pad_specs(std::vector<StepSpec>& s) {
   }
 }
 
+// space_to_depth: x and y in each layout pair (NCHW -> NHWC is the main use: a network's image
+// into a strided conv's channels-last input), a stem-like case (padding, a larger size, zero
+// channels), a weight-like case (O filters as the images, the last block row half outside), a
+// size that drops rows and S 3; forward and the gathering backward (accumulating in some).
+void space_to_depth_specs(std::vector<StepSpec>& s) {
+  struct Case {
+    Shape x;
+    int64_t factor;
+    Int2 padding, size;
+    int64_t out_channels;
+  };
+  const Case cases[] = {
+      {{2, 3, 14, 14}, 2, {1, 1}, {8, 8}, 16}, // stem-like
+      {{8, 3, 7, 7}, 2, {0, 0}, {4, 4}, 16},   // weight-like: [O, C, K, K]
+      {{1, 4, 4, 6}, 2, {0, 0}, {0, 0}, 0},    // ONNX SpaceToDepth
+      {{2, 2, 9, 7}, 3, {2, 1}, {2, 2}, 20},   // size drops x's last rows and columns
+  };
+  const Layout pairs[][2] = {{Layout::nchw, Layout::nhwc},
+                             {Layout::nchw, Layout::nchw},
+                             {Layout::nhwc, Layout::nhwc},
+                             {Layout::nhwc, Layout::nchw}};
+  const DType types[] = {DType::f32, DType::f16, DType::bf16};
+  int i = 0;
+  for (const Case& k : cases) {
+    Attrs a;
+    a.factor = k.factor;
+    a.padding = k.padding;
+    a.size = k.size;
+    a.out_channels = k.out_channels;
+    const Shape y = out_shape(OpKind::space_to_depth, a, k.x);
+    for (int j = 0; j < 4; ++j) {
+      // Every case in every layout pair; the element type rotates, f32 and f16 in each pair.
+      const DType t = types[(i + j) % 3];
+      const Layout xl = pairs[j][0], yl = pairs[j][1];
+      const std::string label = "space_to_depth case " + std::to_string(i) + " " +
+                                std::string(dtype_name(t)) + " " + std::string(layout_name(xl)) +
+                                "->" + std::string(layout_name(yl));
+      s.push_back({label + ".forward",
+                   Fn::space_to_depth_forward,
+                   OpKind::space_to_depth,
+                   a,
+                   {{"x", k.x, t, xl}, {"y", y, t, yl}}});
+      const bool acc = (i + j) % 2 == 1;
+      StepSpec b{label + ".backward" + (acc ? " acc" : ""),
+                 Fn::space_to_depth_backward,
+                 OpKind::space_to_depth,
+                 a,
+                 {{"dy", y, t, yl}, {"dx", k.x, t, xl}}};
+      b.accumulate = acc;
+      s.push_back(b);
+    }
+    ++i;
+  }
+}
+
 void concat_specs(std::vector<StepSpec>& s) {
   struct Case {
     std::vector<Shape> xs;
@@ -344,6 +399,7 @@ std::vector<StepSpec> specs() {
   adaptive_specs(s);
   resize_specs(s);
   pad_specs(s);
+  space_to_depth_specs(s);
   concat_specs(s);
   return s;
 }
@@ -423,7 +479,7 @@ TEST_CASE("spatial variants match the reference on the emulator") {
   std::set<std::string> functions;
   for (const Built& b : built)
     functions.insert(b.variant.function);
-  CHECK(functions.size() == 13); // every template entry point is exercised
+  CHECK(functions.size() == 15); // every template entry point is exercised
   for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-spatial"))) {
     INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
     CHECK(r.pass);

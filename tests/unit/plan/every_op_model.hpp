@@ -43,6 +43,7 @@ inline kiln::Model every_op_model(kiln::DType dtype = kiln::DType::f64, int64_t 
     {"name": "ct", "op": "conv_transpose2d", "out_channels": 4, "kernel": 3, "stride": 2, "padding": 1, "output_padding": 1, "groups": 2},
     {"name": "pe", "op": "pad", "padding": [1, 0], "padding_end": [0, 1], "mode": "edge"},
     {"name": "pc", "op": "pad", "padding": [0, 1], "value": -0.25},
+    {"name": "s2d", "op": "space_to_depth", "factor": 2, "padding": [1, 0], "size": [6, 10], "out_channels": 20},
     {"name": "bl2", "op": "resize", "mode": "linear", "coordinate_transformation_mode": "align_corners", "size": 5},
     {"name": "cat", "op": "concat", "inputs": ["ap", "mp", "bl2", "ap"]},
     {"name": "c3", "op": "conv2d", "out_channels": 6, "kernel": 2, "stride": 2, "dilation": 1},

@@ -7,6 +7,8 @@
 // lowered model's output.
 #include "generator/rewrite/backward_data_phases.hpp"
 
+#include "tests/unit/plan/plan_fixtures.hpp"
+
 #include "generator/emit/generate.hpp"
 #include "generator/lower/lower.hpp"
 #include "generator/model/model_json.hpp"
@@ -29,30 +31,6 @@ struct Case {
   int64_t h, w, k, s0, s1, p0, p1;
 };
 
-// A one-step f64 plan: step s over buffers named and shaped as given, the third its output.
-Plan one_step(Step s, const std::vector<const char*>& names, const std::vector<Shape>& shapes) {
-  Plan p;
-  p.model = "phases";
-  p.dtype = DType::f64;
-  s.kind = StepKind::reference;
-  s.params = default_params(s.fn);
-  for (size_t i = 0; i < names.size(); ++i) {
-    Buffer b;
-    b.name = names[i];
-    b.shape = shapes[i];
-    b.dtype = DType::f64;
-    b.offset = p.arena_bytes;
-    b.role = i == 2 ? BufferRole::output : BufferRole::input;
-    p.arena_bytes += (b.bytes() + 255) / 256 * 256;
-    p.buffers.push_back(b);
-    (i == 2 ? p.outputs : p.inputs).push_back(int(i));
-    s.args.push_back({names[i], int(i)});
-  }
-  p.phases.push_back(Phase{"forward", {s}});
-  validate_plan(p);
-  return p;
-}
-
 // dy, w -> dx: conv2d.backward_data of a conv C = 3 -> O = 5 over h x w, batch 2, in f64.
 Plan gather_plan(const Case& c, bool accumulate) {
   Step s;
@@ -65,7 +43,8 @@ Plan gather_plan(const Case& c, bool accumulate) {
   s.attrs.padding = {c.p0, c.p1};
   s.accumulate = accumulate;
   const int64_t oh = (c.h + 2 * c.p0 - c.k) / c.s0 + 1, ow = (c.w + 2 * c.p1 - c.k) / c.s1 + 1;
-  return one_step(s, {"dy", "w", "dx"}, {{2, 5, oh, ow}, {5, 3, c.k, c.k}, {2, 3, c.h, c.w}});
+  return test::one_step_plan(s, {"dy", "w", "dx"},
+                             {{2, 5, oh, ow}, {5, 3, c.k, c.k}, {2, 3, c.h, c.w}}, "phases");
 }
 
 // x [2, 5, h, w], w [5, 3, k, k], y, [b]: conv_transpose2d.forward (stride s, padding p,
@@ -85,23 +64,12 @@ Plan transposed_plan(int64_t h, int64_t k, int64_t s, int64_t pad, int64_t op, b
   std::vector<const char*> names = {"x", "w", "y"};
   std::vector<Shape> shapes = {{2, 5, h, h}, {5, 3, k, k}, {2, 3, y, y}};
   if (bias) names.push_back("b"), shapes.push_back({3});
-  return one_step(st, names, shapes);
+  return test::one_step_plan(st, names, shapes, "phases");
 }
 
-// The plan with its step replaced by the phases' (each a reference step, its buffers laid
-// out after the others).
+// The plan with its step replaced by the phases' (each a reference step).
 Plan phased_plan(const Plan& g, const PhasedBackwardData& d) {
-  Plan p = g;
-  for (Buffer b : d.buffers) {
-    b.offset = p.arena_bytes;
-    p.arena_bytes += (b.bytes() + 255) / 256 * 256;
-    p.buffers.push_back(b);
-  }
-  p.phases[0].steps = d.steps;
-  for (Step& s : p.phases[0].steps)
-    s.kind = StepKind::reference;
-  validate_plan(p);
-  return p;
+  return test::with_steps(g, d.buffers, d.steps);
 }
 
 Tensor run(const Plan& p, uint64_t seed) {
@@ -158,10 +126,7 @@ TEST_CASE("a strided data gradient's phases compute the gather's dx") {
         all &= reached(x, dys[3], c.s1, c.p1);
       CHECK(fills == (!all && !accumulate ? 1 : 0));
       const Tensor want = run(g, 1), got = run(phased_plan(g, *d), 1);
-      double worst = 0;
-      for (int64_t i = 0; i < want.numel(); ++i)
-        worst = std::max(worst, std::abs(want.get(i) - got.get(i)));
-      CHECK(worst < 1e-12);
+      CHECK(test::worst_difference(want, got) < 1e-12);
     }
 }
 
@@ -185,10 +150,7 @@ TEST_CASE("a strided transposed conv's phases compute its output, bias and outpu
     const std::optional<PhasedBackwardData> d = phased_backward_data(g, g.phases[0].steps[0]);
     REQUIRE(d);
     const Tensor want = run(g, 2), got = run(phased_plan(g, *d), 2);
-    double worst = 0;
-    for (int64_t i = 0; i < want.numel(); ++i)
-      worst = std::max(worst, std::abs(want.get(i) - got.get(i)));
-    CHECK(worst < 1e-12);
+    CHECK(test::worst_difference(want, got) < 1e-12);
   }
   // A bias where no tap reaches would need a fill of its own: that one keeps its gather.
   const Plan g = transposed_plan(5, 1, 2, 0, 1, true);
@@ -223,20 +185,6 @@ const char* const kUpsampler = R"({
   "outputs": ["up3"]
 })";
 
-Tensor forward_on_cpu(const Plan& p) {
-  cpu::CpuBackend backend;
-  Executor ex(p, backend);
-  bind_seeded_weights(ex, p, 5);
-  const Buffer& in = p.buffers[size_t(p.inputs[0])];
-  Tensor x(in.dtype, in.shape);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.set(i, std::sin(0.37 * double(i)) + 0.1);
-  ex.write(p.inputs[0], x);
-  if (p.phase("prepare")) ex.run("prepare");
-  ex.run("forward");
-  return ex.read(p.outputs[0]);
-}
-
 } // namespace
 
 TEST_CASE("strided transposed convs run as a conv per phase, their filters turned once") {
@@ -257,14 +205,10 @@ TEST_CASE("strided transposed convs run as a conv per phase, their filters turne
   for (const Step& s : gen.plan.phase("forward")->steps)
     CHECK(s.fn != Fn::conv2d_flip_weight);
   // The generated plan on the cpu backend computes what the lowered model does.
-  const Tensor want = forward_on_cpu(lower_model(m, LowerOptions{}));
-  const Tensor got = forward_on_cpu(gen.plan);
+  const Tensor want = test::forward_on_cpu(lower_model(m, LowerOptions{}));
+  const Tensor got = test::forward_on_cpu(gen.plan);
   REQUIRE(want.numel() == got.numel());
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    num += (got.get(i) - want.get(i)) * (got.get(i) - want.get(i)),
-        den += want.get(i) * want.get(i);
-  CHECK(std::sqrt(num / den) < 1e-2);
+  CHECK(test::relative_l2(want, got) < 1e-2);
 }
 
 TEST_CASE("plan.json keeps a phase's taps and a copy's step, and rejects ones that do not fit") {

@@ -41,7 +41,7 @@ ClusterShape largest_cluster(int64_t m_tiles, int64_t o_blocks, const PixelTile&
   if (pair_n && sm_count >= 2) return {1, 2};
   return {1, 1};
 }
-constexpr int kMaxStages = 4;
+constexpr int kMaxStages = 4; // of 128-byte rows
 // What the price of a clustered tile leaves out: every stage is released in lockstep with the
 // blocks of its row and column, so the slowest of them (its epilogue, a late TMA) holds the
 // others' producers. Measured on an H100 (bench/results/h100_2026-11-27), resnet50 f16 ran
@@ -227,8 +227,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         const bool loads = ep.bias || ep.residual;
         const int64_t staging =
             staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
-        const int64_t stages =
-            std::min<int64_t>(kMaxStages, (smem_limit - 1024 - staging) / (stage + barriers));
+        // A narrower swizzle row brings less k a stage: as many more stages keep the same k in
+        // flight (a 32-byte ring of 4 left a stem's stride-1 conv over 16 channels latency-bound).
+        const int64_t stages = std::min<int64_t>(
+            kMaxStages * 128 / swizzle, (smem_limit - 1024 - staging) / (stage + barriers));
         if (stages < 2) continue;
         const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
         const int64_t m_tiles = pt.flat ? (M + bm - 1) / bm : N * tiles_p * tiles_q;

@@ -44,6 +44,14 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
+// space_to_depth.forward and .backward, x and y each in the layout its buffer holds
+// (spatial/space_to_depth.cuh).
+class SpaceToDepthFamily final : public Family {
+public:
+  std::string_view name() const override { return "space_to_depth"; }
+  std::vector<Variant> candidates(const StepInfo& s) const override;
+};
+
 // concat.forward (up to 15 inputs, channel axis, 4-D or 2-D) and concat.backward (a
 // channel slice of dy) (spatial/concat.cuh).
 class ConcatFamily final : public Family {
