@@ -3,18 +3,18 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper train_check train_ab
-# train_prof clusters_ab bench_r50_256 mobile_eager, about 540 s: the H100 run of 2026-11-27
-# (bench/results/h100_2026-11-27) measured resnet50 f16 inference at 1.71 ms (b32) and 10.39
-# ms (b256, 0.96x the cuDNN-only plan) as lone tiles, its clusters slower, and the training
-# step at 34.8 ms (PyTorch eager 26.4), 7.5 ms of it the stem's weight gradient on 19 blocks;
-# since then that gradient is split over positions (CUDA cores, 128 slices), the six strided
-# data gradients (6.2 ms as gathers) are a Hopper conv per phase (train_prof's CSV names them:
-# conv2d_flip_weight_*_taps*, region_copy_*_step2x2, the phases' k1x2/k2x1/k2x2 convs), clusters
-# are chosen by measurement only and no descriptor sets an L2 ceiling, all unmeasured; no run has
-# timed the lone tiles at b256 layer by layer against cuDNN (bench_r50_256, now that a check
-# of a batch-256 step compares 4 images); and issue 19's mobile nets, of which only
-# mobilenet_v2 has met a GPU):
+# PARTS (default, what the next session should see first: hopper check clusters_ab
+# bench_r50_256 mobile, about 520 s. The H100 run of 2026-11-27's afternoon
+# (bench/results/h100_2026-11-27b) measured resnet50 f16 inference at 1.65 ms (b32) and 10.50
+# ms (b256, 0.95x the cuDNN-only plan), per layer at b256 0.83x cuDNN's speed as a geomean:
+# the stem 1159 us against 589 (an implicit GEMM gathering 3 NCHW channels) and the strided
+# 1x1 downsamples 1.7-2.4x cuDNN's time; the training step 20.7 ms (PyTorch eager 30.7). Since
+# then an inference plan's stem is space_to_depth(x) (space_to_depth_fwd_*) and a Hopper conv
+# over 16 channels (..._c16h113w113_o64k4x4s1x1p1x1_..._w32: 16 stages of 32-byte rows),
+# priced 583 -> 306 us at b256, unmeasured: clusters_ab and bench_r50_256 show it, hopper
+# checks its instance (F16_T8x16_BN64_S16_C2_W32_S2D); issue 19 still lacks torch.compile
+# beside PyTorch eager (mobile, with its compiles); layers_ds then times every variant of the
+# stem and the strided downsamples at b256 (which family serves them best is unmeasured):
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -42,6 +42,8 @@
 #   r50 (resnet50 inference against PyTorch), r50_big
 #   (f16 at batch 32 and 256, 170 s; the H100 run of 2026-11-26 took 100 s), r50_f32
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
+#   layers_ds (every variant of resnet50 f16 b256's stem, its space_to_depth and conv, and of
+#   its three strided 1x1 downsamples, against cuDNN; limit LAYERS_DS_LIMIT, default 200 s),
 #   layers_all (every variant of four resnet50 f16 b32 layers, the 3x3 convs at 28x28, 14x14
 #   and 7x7 and the 1x1 with a residual at 56x56: Hopper against mma.sync tile by tile, each
 #   Hopper tile alone and in its clusters (_cl2x1, _cl1x2, _cl2x2: the multicast the L2
@@ -65,7 +67,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper train_check train_ab train_prof clusters_ab bench_r50_256 mobile_eager}
+parts=${*:-hopper check clusters_ab bench_r50_256 mobile}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -241,6 +243,9 @@ has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtyp
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
   --variants all --layers layer2.1.conv2,layer3.1.conv2,layer4.1.conv2,layer1.0.conv3 --runs 20 \
   -o $W/layers_all
+has layers_ds && part layers_ds ${LAYERS_DS_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 256 \
+  --variants all --layers conv1,layer2.0.downsample.0,layer3.0.downsample.0,layer4.0.downsample.0 \
+  --runs 20 -o $W/layers_ds
 has families && part conv_families 110 python3 bench/conv_families.py "$K" --models resnet50 --dtypes f16 \
   --batches 32 --runs 20 --timeout 100 --out $W/conv_families
 has tune && part gpu_tune 60 python3 tests/gpu/test_gpu_tune.py "$K"

@@ -6,7 +6,9 @@
 
 namespace kiln::emu {
 
-inline constexpr int kMaxMbarriers = 32; // per block
+// Per block: the emulator's table, not a hardware limit (an mbarrier is 8 bytes of shared
+// memory). The Hopper conv's ring of 16 narrow stages with tf32 rounding holds 48.
+inline constexpr int kMaxMbarriers = 64;
 inline constexpr int kMaxWarpgroups = 8; // 1024 threads / 128
 inline constexpr int kWarpgroup = 128;
 
