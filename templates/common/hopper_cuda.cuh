@@ -186,6 +186,9 @@ KILN_FN u64 wgmma_desc(Shared<T> start, int swizzle, u32 lbo_bytes, u32 sbo_byte
 template <int N> KILN_FN void wgmma(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, f16);
 template <int N> KILN_FN void wgmma(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, bf16);
 template <int N> KILN_FN void wgmma(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, float);
+// Both operands MN-major (imm-trans-a = imm-trans-b = 1): f16 and bf16 only.
+template <int N> KILN_FN void wgmma_mn(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, f16);
+template <int N> KILN_FN void wgmma_mn(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, bf16);
 
 KILN_FN void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 KILN_FN void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }

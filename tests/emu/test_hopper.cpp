@@ -196,13 +196,46 @@ struct WgmmaResult {
   double max_rel = 0; // against a float64 product
 };
 
-// kind 0 f16, 1 bf16, 2 tf32 (values exact in tf32); flags as the kernel's. `cross`: the
-// two-warpgroup kernel wgmma_cross_n64 (N 64, f16) instead of wgmma_nN.
+// An MN-major operand (PTX ISA, "shared memory matrix layout", imm-trans 1) of `mn` rows
+// along M or N by 32 k (f16 / bf16: two k16 steps): swizzle atoms of W bytes along MN (W / 2
+// elements) by 8 k, each a dense 8 x W block swizzled as swizzled() says. `mn_first`: atoms
+// along MN adjacent (LBO = 8 W, SBO = 8 W times the atoms along MN), else the four 8-k groups
+// adjacent (SBO = 8 W, LBO = 32 W): the two orders tell LBO's role from SBO's.
+struct MnOperand {
+  unsigned W;
+  int mn;
+  bool mn_first;
+  std::size_t base;
+  int atoms() const { return (mn + int(W / 2) - 1) / int(W / 2); }
+  std::size_t lbo() const { return mn_first ? 8 * W : 32 * W; }
+  std::size_t sbo() const { return mn_first ? std::size_t(atoms()) * 8 * W : 8 * W; }
+  std::size_t bytes() const { return std::size_t(atoms()) * 4 * 8 * W; }
+  std::size_t place(int i, int k, int byte) const {
+    const int per = int(W / 2);
+    const std::size_t atom = base + std::size_t(i / per) * lbo() + std::size_t(k / 8) * sbo();
+    return atom +
+           swizzled(W, std::size_t(k % 8) * W + std::size_t(i % per) * 2 + std::size_t(byte));
+  }
+  // k step s (16 k): two groups of 8 further.
+  std::uint64_t descriptor(int s) const {
+    const std::uint64_t mode = W == 128 ? 1 : W == 64 ? 2 : 3;
+    return ((base + 2 * std::size_t(s) * sbo()) >> 4) | (lbo() >> 4) << 16 | (sbo() >> 4) << 32 |
+           mode << 62;
+  }
+};
+
+// kind 0 f16, 1 bf16, 2 tf32 (values exact in tf32); flags as the kernel's (4096: both
+// operands MN-major, A's atoms MN-first and B's k-first). `cross`: the two-warpgroup kernel
+// wgmma_cross_n64 (N 64, f16) instead of wgmma_nN.
 WgmmaResult run_wgmma(int N, int kind, unsigned W, unsigned flags = 0, bool cross = false) {
   const int e = kind == 2 ? 4 : 2, K = 64 / e; // two k steps of 32 bytes
-  const std::size_t a_bytes = operand_bytes(W, 64), b_base = (a_bytes + 1023) / 1024 * 1024;
+  const bool mn = flags & 4096;
+  const MnOperand am{W, 64, true, 0};
+  const std::size_t a_bytes = mn ? am.bytes() : operand_bytes(W, 64),
+                    b_base = (a_bytes + 1023) / 1024 * 1024;
+  const MnOperand bm{W, N, false, b_base};
   const std::size_t a_col = a_bytes / 2, b_col = operand_bytes(W, N) / 2;
-  const std::size_t total = b_base + operand_bytes(W, N);
+  const std::size_t total = b_base + (mn ? bm.bytes() : operand_bytes(W, N));
   std::mt19937 rng(unsigned(N * 131 + kind * 7 + W));
   std::vector<std::uint32_t> img(total / 4);
   for (auto& w : img)
@@ -223,14 +256,17 @@ WgmmaResult run_wgmma(int N, int kind, unsigned W, unsigned flags = 0, bool cros
   };
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < K; ++k)
-      place(operand_place(W, 0, a_col, m, k * e), value(&A[std::size_t(m * K + k)]));
+      place(mn ? am.place(m, k, 0) : operand_place(W, 0, a_col, m, k * e),
+            value(&A[std::size_t(m * K + k)]));
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < K; ++k)
-      place(operand_place(W, b_base, b_col, n, k * e), value(&B[std::size_t(n * K + k)]));
+      place(mn ? bm.place(n, k, 0) : operand_place(W, b_base, b_col, n, k * e),
+            value(&B[std::size_t(n * K + k)]));
   std::vector<std::uint64_t> p(6);
   for (int s = 0; s < 2; ++s) {
-    p[std::size_t(2 * s)] = descriptor(W, step_start(W, 0, a_col, s));
-    p[std::size_t(2 * s + 1)] = descriptor(W, step_start(W, b_base, b_col, s));
+    p[std::size_t(2 * s)] = mn ? am.descriptor(s) : descriptor(W, step_start(W, 0, a_col, s));
+    p[std::size_t(2 * s + 1)] =
+        mn ? bm.descriptor(s) : descriptor(W, step_start(W, b_base, b_col, s));
   }
   p[4] = std::uint64_t(kind) | flags;
   p[5] = img.size();
@@ -279,6 +315,19 @@ TEST_CASE(
         CAPTURE(kind);
         CAPTURE(W);
         const WgmmaResult r = run_wgmma(N, kind, W);
+        INFO(r.report);
+        REQUIRE(r.report.empty());
+        CHECK(r.max_rel < 1e-5);
+      }
+  // Both operands MN-major (imm-trans 1, as weight gradients read them): f16 and bf16 in the
+  // swizzled modes; tf32 has no transposed form.
+  for (int N : {16, 32, 64, 128, 256})
+    for (int kind : {0, 1})
+      for (unsigned W : {32u, 64u, 128u}) {
+        CAPTURE(N);
+        CAPTURE(kind);
+        CAPTURE(W);
+        const WgmmaResult r = run_wgmma(N, kind, W, 4096);
         INFO(r.report);
         REQUIRE(r.report.empty());
         CHECK(r.max_rel < 1e-5);

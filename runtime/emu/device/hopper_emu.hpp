@@ -128,7 +128,7 @@ KILN_FN u64 wgmma_desc(Shared<T> start, int swizzle, u32 lbo_bytes, u32 sbo_byte
 }
 
 namespace emu {
-// kind: 0 f16, 1 bf16, 2 tf32.
+// kind: 0 f16, 1 bf16, 2 tf32; + 16: A MN-major, + 32: B MN-major (hopper_wgmma.hpp).
 template <int N>
 inline void wgmma(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, int kind, Site w) {
   Fiber& f = *self();
@@ -162,6 +162,19 @@ template <int N>
 KILN_FN void wgmma(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, float,
                    ::kiln::emu::Site w = ::kiln::emu::Site::current()) {
   emu::wgmma(d, da, db, accumulate, 2, w);
+}
+// D (64 x N, f32) = A (64 x 16, M-major at da) * B (16 x N, N-major at db) [+ D]: both
+// operands transposed (imm-trans-a = imm-trans-b = 1), as a weight gradient reads dy and x
+// with their channels contiguous; f16 and bf16 only (the PTX ISA has no transposed tf32).
+template <int N>
+KILN_FN void wgmma_mn(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, f16,
+                      ::kiln::emu::Site w = ::kiln::emu::Site::current()) {
+  emu::wgmma(d, da, db, accumulate, 0 | 16 | 32, w);
+}
+template <int N>
+KILN_FN void wgmma_mn(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, bf16,
+                      ::kiln::emu::Site w = ::kiln::emu::Site::current()) {
+  emu::wgmma(d, da, db, accumulate, 1 | 16 | 32, w);
 }
 // wgmma.fence: orders register accesses before the next wgmma (a no-op in emu).
 KILN_FN void wgmma_fence() {}

@@ -2,7 +2,8 @@
 // setmaxnreg complete when the 128 threads of a warpgroup (4 consecutive warps, the first a
 // multiple of 4) have arrived. wgmma's operands are read from shared memory through the
 // matrix descriptors as the PTX ISA lays them out (K-major canonical layouts, swizzle none,
-// 32, 64 or 128 bytes); products are exact in float and accumulated in k order.
+// 32, 64 or 128 bytes; MN-major ones, imm-trans 1, for f16 / bf16 in the swizzled modes);
+// products are exact in float and accumulated in k order.
 #pragma once
 
 namespace kiln::emu {
@@ -27,6 +28,23 @@ std::size_t operand_byte(const Desc& d, int r, unsigned kb) {
     return d.start + std::size_t(r / 8) * d.sbo + std::size_t(r % 8) * 16 + (kb / 16) * d.lbo +
            kb % 16;
   const std::size_t a = d.start + std::size_t(r / 8) * d.sbo + std::size_t(r % 8) * d.swizzle + kb;
+  return a ^ (((a >> 7) & (d.swizzle / 16 - 1)) << 4);
+}
+
+// The operand kind a wgmma's in[5] carries: the type (0 f16, 1 bf16, 2 tf32) in bits 0-3,
+// imm-trans-a in bit 4 and imm-trans-b in bit 5 (MN-major A / B).
+constexpr int kTransA = 16, kTransB = 32;
+
+// Arena offset of element (mn, k) (k < one k step) of an operand of `es`-byte elements:
+// K-major as operand_byte; MN-major (PTX ISA, "shared memory matrix layout", imm-trans 1)
+// in swizzle atoms of `swizzle` bytes along MN by 8 k, the next atom along MN LBO bytes on,
+// the next 8 k SBO bytes on, the chunk XOR as in K-major atoms.
+std::size_t element_at(const Desc& d, bool mn_major, int mn, int k, unsigned es) {
+  if (!mn_major) return operand_byte(d, mn, unsigned(k) * es);
+  const unsigned per = d.swizzle / es; // elements along MN in an atom's row
+  const std::size_t a = d.start + std::size_t(unsigned(mn) / per) * d.lbo +
+                        std::size_t(k / 8) * d.sbo + std::size_t(k % 8) * d.swizzle +
+                        std::size_t(unsigned(mn) % per) * es;
   return a ^ (((a >> 7) & (d.swizzle / 16 - 1)) << 4);
 }
 
@@ -86,38 +104,43 @@ void read_operand(Block& b, int g, std::size_t off, unsigned bytes, void* out) {
   std::memcpy(out, b.arena + off, bytes);
 }
 
-float operand_value(Block& b, int g, const Desc& d, int r, int k, int kind) {
+float operand_value(Block& b, int g, const Desc& d, bool mn_major, int r, int k, int kind) {
   if (kind == 2) { // tf32: the sign, exponent and top 10 mantissa bits of a float
     std::uint32_t x;
-    read_operand(b, g, operand_byte(d, r, unsigned(k) * 4), 4, &x);
+    read_operand(b, g, element_at(d, mn_major, r, k, 4), 4, &x);
     return std::bit_cast<float>(x & 0xffffe000u);
   }
   std::uint16_t h;
-  read_operand(b, g, operand_byte(d, r, unsigned(k) * 2), 2, &h);
+  read_operand(b, g, element_at(d, mn_major, r, k, 2), 2, &h);
   return kind == 0 ? half_bits_to_float(h) : bf16_bits_to_float(h);
 }
 
 // A fingerprint of the bytes a wgmma reads (values, and with race checks their writers and
 // tags): equal at issue and at the wait when nothing rewrote them in between.
 std::uint64_t fingerprint(const Block& b, const Desc& da, const Desc& db, int n, int kind) {
-  const unsigned e = kind == 2 ? 4 : 2, kbytes = 32; // one k step: 16 x 2 or 8 x 4 bytes
+  const unsigned e = (kind & 15) == 2 ? 4 : 2; // one k step: 16 x 2 or 8 x 4 bytes
+  const int K = int(32 / e);
   std::uint64_t h = 1469598103934665603ull;
   auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  auto operand = [&](const Desc& d, int rows) {
+  auto operand = [&](const Desc& d, bool mn_major, int rows) {
     for (int r = 0; r < rows; ++r)
-      for (unsigned kb = 0; kb < kbytes; kb += e)
+      for (int k = 0; k < K; ++k)
         for (unsigned i = 0; i < e; ++i) {
-          const std::size_t off = operand_byte(d, r, kb) + i;
+          const std::size_t off = element_at(d, mn_major, r, k, e) + i;
           mix(std::uint8_t(b.arena[off]));
           if (b.hop.tag) mix(std::uint64_t(b.hop.tag[off]) << 16 | b.shadow[off].writer);
         }
   };
-  operand(da, 64);
-  operand(db, n);
+  operand(da, kind & kTransA, 64);
+  operand(db, kind & kTransB, n);
   return h;
 }
 
-void check_desc(const Desc& d, const char* which) {
+void check_desc(const Desc& d, const char* which, bool mn_major) {
+  if (mn_major && !d.swizzle)
+    fail("wgmma %s descriptor: an MN-major operand without swizzle (its interleaved layout): "
+         "not emulated",
+         which);
   if (d.swizzle && d.start % (8 * d.swizzle) >= d.swizzle)
     fail("wgmma %s descriptor: start at arena byte %u is not within the first row of a %u-byte "
          "swizzle atom (%u-byte aligned): not emulated",
@@ -126,7 +149,11 @@ void check_desc(const Desc& d, const char* which) {
 
 void complete_wgmma(Block& b, int g, Fiber* const* t) {
   const Fiber& f0 = *t[0];
-  const int N = f0.param, kind = int(f0.in[5]), K = kind == 2 ? 8 : 16;
+  const int N = f0.param, flags = int(f0.in[5]), kind = flags & 15, K = kind == 2 ? 8 : 16;
+  const bool ta = flags & kTransA, tb = flags & kTransB;
+  if ((ta || tb) && kind == 2)
+    fail("wgmma with a transposed (MN-major) tf32 operand: the PTX ISA allows imm-trans only "
+         "for f16 and bf16");
   for (int i = 1; i < kWarpgroup; ++i)
     if (t[i]->param != N || t[i]->in[0] != f0.in[0] || t[i]->in[1] != f0.in[1] ||
         t[i]->in[2] != f0.in[2] || t[i]->in[3] != f0.in[3] || t[i]->in[4] != f0.in[4] ||
@@ -136,22 +163,22 @@ void complete_wgmma(Block& b, int g, Fiber* const* t) {
            g, t[0]->linear, t[i]->linear);
   const Desc da = decode(u64(f0.in[0]) | u64(f0.in[1]) << 32);
   const Desc db = decode(u64(f0.in[2]) | u64(f0.in[3]) << 32);
-  check_desc(da, "A");
-  check_desc(db, "B");
+  check_desc(da, "A", ta);
+  check_desc(db, "B", tb);
   static thread_local float A[64][16], B[256][16];
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < K; ++k)
-      A[m][k] = operand_value(b, g, da, m, k, kind);
+      A[m][k] = operand_value(b, g, da, ta, m, k, kind);
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < K; ++k)
-      B[n][k] = operand_value(b, g, db, n, k, kind);
+      B[n][k] = operand_value(b, g, db, tb, n, k, kind);
   const bool acc = f0.in[4] != 0;
   if (b.hop.ninflight[g] == kMaxInflight)
     fail("more than %d wgmma operations of warpgroup %d in flight (no wgmma_wait)", kMaxInflight,
          g);
   const u64 ua = u64(f0.in[0]) | u64(f0.in[1]) << 32, ub = u64(f0.in[2]) | u64(f0.in[3]) << 32;
   b.hop.inflight[g][b.hop.ninflight[g]++] =
-      InflightWgmma{ua, ub, fingerprint(b, da, db, N, kind), f0.hop.wg_open, N, kind, 0};
+      InflightWgmma{ua, ub, fingerprint(b, da, db, N, flags), f0.hop.wg_open, N, flags, 0};
   for (int i = 0; i < kWarpgroup; ++i) {
     float* d = reinterpret_cast<float*>(t[i]->value);
     const int w = i / 32, l = i % 32, gr = l / 4, tq = l % 4;

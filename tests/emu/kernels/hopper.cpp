@@ -42,7 +42,8 @@ extern "C" __global__ void tma_box_no_wait(KernelArgs args) { tma_box<true>(args
 // args: 1 C in fragment order (float, 128 x N/2), 2 D out (same order), 3 u64[5]: descriptor
 // A and B for k step 0, for k step 1, and the kind (0 f16, 1 bf16, 2 tf32) with flags:
 // bit 8 no fence_proxy_async (planted), bit 9 reads D before wgmma_wait (planted), bit 10
-// starts from zero (scale-d 0) rather than C.
+// starts from zero (scale-d 0) rather than C, bit 12 both operands MN-major (wgmma_mn; f16
+// or bf16).
 template <int N> KILN_FN void wgmma_image(const KernelArgs& args) {
   const auto img = arg<const u32>(args, 0);
   const auto C = arg<const float>(args, 1);
@@ -63,7 +64,12 @@ template <int N> KILN_FN void wgmma_image(const KernelArgs& args) {
   const int kind = int(flags & 255);
   for (int k = 0; k < 2; ++k) {
     const bool accumulate = k > 0 || !(flags & 1024);
-    if (kind == 0)
+    if (flags & 4096) { // both operands MN-major (imm-trans 1)
+      if (kind == 0)
+        wgmma_mn(acc, p[2 * k], p[2 * k + 1], accumulate, f16{});
+      else
+        wgmma_mn(acc, p[2 * k], p[2 * k + 1], accumulate, bf16{});
+    } else if (kind == 0)
       wgmma(acc, p[2 * k], p[2 * k + 1], accumulate, f16{});
     else if (kind == 1)
       wgmma(acc, p[2 * k], p[2 * k + 1], accumulate, bf16{});
