@@ -163,9 +163,17 @@ template <class T> void flip_weight(const StepArgs<T>& c) {
         }
 }
 
-// conv2d.backward_weight: x, dy, [nnz: guard] -> dw, or partial (below).
-constexpr sv bw_in[] = {"x", "dy", "nnz"};
-constexpr sv bw_out[] = {"dw", "partial"}, bw_optional[] = {"nnz", "dw", "partial"};
+// conv2d.backward_weight: x, dy, [nnz: guard], [xmap0.., dymap: the tensor maps a Hopper
+// kernel reads; the reference ignores them] -> dw, or partial (below).
+constexpr sv bw_in[] = {"x",     "dy",    "nnz",   "xmap0", "xmap1", "xmap2", "xmap3",
+                        "xmap4", "xmap5", "xmap6", "xmap7", "xmap8", "dymap"};
+constexpr sv bw_out[] = {"dw", "partial"};
+constexpr sv bw_optional[] = {"nnz",   "dw",    "partial", "xmap0", "xmap1", "xmap2", "xmap3",
+                              "xmap4", "xmap5", "xmap6",   "xmap7", "xmap8", "dymap"};
+constexpr RoleType bw_types[] = {
+    {"xmap0", ArgType::u8}, {"xmap1", ArgType::u8}, {"xmap2", ArgType::u8}, {"xmap3", ArgType::u8},
+    {"xmap4", ArgType::u8}, {"xmap5", ArgType::u8}, {"xmap6", ArgType::u8}, {"xmap7", ArgType::u8},
+    {"xmap8", ArgType::u8}, {"dymap", ArgType::u8}};
 
 // Or -> partial [S, *dw]: slice s the sum over the output positions r = (n * OH + oh) * OW + ow
 // in [s * R / S, (s + 1) * R / S) (R = N * OH * OW), which partial.sum then adds up: the
@@ -345,6 +353,7 @@ constexpr FnDef fn_defs[] = {
      .name = "conv2d.backward_weight",
      .signature = {bw_in, bw_out, bw_optional},
      .guardable = true,
+     .types = bw_types,
      .check = check_conv_backward_weight,
      .cpu_f32 = backward_weight<float>,
      .cpu_f64 = backward_weight<double>},

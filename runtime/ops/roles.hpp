@@ -20,9 +20,10 @@ inline constexpr sv y_compacted[] = {"y", "y_values", "y_index", "y_count", "y_n
 inline constexpr sv y_form[] = {"y_values", "y_index", "y_count", "y_nnz"}, y_nnz[] = {"y_nnz"};
 
 // The TMA tensor maps a Hopper kernel reads (128-byte buffers tensor_map.encode writes): x's,
-// one per row/column parity of a strided conv (up to 3 x 3), and w's.
-inline constexpr sv tensor_maps[] = {"xmap0", "xmap1", "xmap2", "xmap3", "xmap4",
-                                     "xmap5", "xmap6", "xmap7", "xmap8", "wmap"};
+// one per row/column parity of a strided conv (up to 3 x 3), and w's (forward) or dy's (weight
+// gradient).
+inline constexpr sv tensor_maps[] = {"xmap0", "xmap1", "xmap2", "xmap3", "xmap4", "xmap5",
+                                     "xmap6", "xmap7", "xmap8", "wmap",  "dymap"};
 
 // Image-separable functions (FnDef::per_image): what their images share, and the per-image
 // roles of those with a residual or a squeeze-excite gate.

@@ -4,6 +4,9 @@
 #include "generator/cost/main_loop.hpp"
 #include "generator/cost/roofline.hpp"
 #include "generator/select/epilogue.hpp"
+#include "generator/select/families/hopper/nhwc_maps.hpp"
+#include "generator/select/families/hopper/wgmma_loop.hpp"
+#include "generator/select/families/hopper/wgrad_wgmma.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -24,12 +27,6 @@ struct PixelTile {
 constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2},        {4, 32, 2},
                                      {32, 4, 2}, {8, 8, 1},         {4, 16, 1},
                                      {16, 4, 1}, {1, 128, 2, true}, {1, 64, 1, true}};
-// A cluster of m pixel tiles x n channel blocks (the template's CLUSTER_M, CLUSTER_N).
-struct ClusterShape {
-  int m = 1, n = 1;
-  int size() const { return m * n; }
-};
-
 constexpr int kBns[] = {256, 128, 64};
 // The cluster a tile may run in besides alone: the largest of 2 x 2, 2 x 1, 1 x 2 its tiles
 // pair up in; 1 x 1 where none.
@@ -50,64 +47,6 @@ constexpr int kMaxStages = 4; // of 128-byte rows
 constexpr const char* kClustersUnpriced =
     "thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as "
     "fast with the clusters this cost model chose as without";
-
-// The main loop as the cost model sees it (cost/main_loop.hpp), per warp's share of one wgmma
-// (a warpgroup instruction: each of its 4 warps computes 16 of its 64 rows). A stage holds a
-// 128-byte slice of k of the block's BM = 64 * consumers pixel rows and BN weight rows: 4
-// wgmma k-steps, which each consumer warpgroup issues on its 64 rows.
-//
-// - Peak fraction: warp-specialised TMA + wgmma kernels reach about 75% of an H100's dense
-//   peak where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2; cuDNN 9's
-//   sm_90a convs are all of this kind). With kOutsideLoopEfficiency (cost/main_loop.hpp: the
-//   0.8 both tensor-core families keep for what lies outside the loop), two consumer warpgroups
-//   (one wgmma group in flight each while the other waits) are taken to run the loop at the peak,
-//   one at 0.875 of it (0.7 overall). Stated, not measured (kiln tune's calibration replaces it on
-//   a GPU).
-// - Shared memory: the TMA's stores of both tiles, and each consumer warpgroup's wgmma
-//   operand reads of its 64 A rows and all BN B rows (assumed read once per warpgroup; if
-//   each warp read B, BN 64 and 128 tiles would be slower still: a GPU's measurements
-//   decide), and with tf32 the rounding pass's read and write of every row. At the
-//   descriptor's 128 bytes per clock this caps BN 64 at 0.57 of peak, BN 128 at 0.8, BN 256
-//   at 1 (two consumers).
-// - Issue: per stage and warp, 4 wgmmas and about 8 synchronising instructions (fences,
-//   commit, wait, the stage's mbarrier wait and release); tf32's rounding pass about 7 per
-//   16-byte chunk a thread rounds (load, 4 cvt.rna, store, address).
-// - Latency: the producer warp keeps STAGES - 1 stages in flight; no consumer waits on its
-//   own loads, so nothing is exposed per step but what the ring's bytes do not cover.
-constexpr double kWgmmaKSteps = 4;   // per 128-byte stage (a narrower swizzle: fewer)
-constexpr double kSyncPerStage = 8;  // per warp
-constexpr double kRoundPerChunk = 7; // tf32 rounding pass, per 16-byte chunk a thread rounds
-
-// A cluster of cm pixel tiles x cn channel blocks (the template's CLUSTER_M, CLUSTER_N): each
-// block requests 1 / cm of B's rows and 1 / cn of A's from L2 (the rest arrive by its peers'
-// multicasts), while its shared memory still receives all of them.
-MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32, bool a_tf32,
-                         int swizzle, ClusterShape cl) {
-  const double bm = 64.0 * consumers, row = swizzle;  // bytes of k per row per stage
-  const double ksteps = kWgmmaKSteps * swizzle / 128; // wgmma k steps per stage
-  const double warp_mmas = ksteps * 4 * consumers;    // per stage and block
-  const double stored = (bm + bn) * row;
-  const double read = consumers * (64 + bn) * row;
-  // tf32: every row read and written again, but B's where the weights arrive rounded and A's
-  // where x does; a consumer thread rounds its share of its 64 rows and of a 1 / consumers
-  // share of B.
-  const double a_rounded = a_tf32 ? 0 : 64, b_rounded = b_tf32 ? 0 : bn;
-  const double rounded = es == 4 ? 2 * (a_rounded * consumers + b_rounded) * row : 0;
-  const double chunks_per_thread = (a_rounded + b_rounded / consumers) * row / 16 / 128;
-  const bool pass = es == 4 && !(a_tf32 && b_tf32);
-  MainLoop l;
-  l.mma_flops = 2.0 * 16 * bn * (32.0 / es);
-  l.peak_fraction = consumers == 2 ? 1.0 : 0.875;
-  l.smem_bytes_per_mma = (stored + read + rounded) / warp_mmas;
-  l.issue_per_mma =
-      (ksteps + kSyncPerStage + (pass ? chunks_per_thread * kRoundPerChunk : 0)) / ksteps;
-  l.mmas_per_step = ksteps;
-  l.exposed_clocks_per_step = 0;
-  l.global_bytes_in_flight_per_block = (stages - 1) * stored;
-  l.global_bytes_per_mma = stored / warp_mmas;
-  l.l2_bytes_per_mma = (bm / cl.n + double(bn) / cl.m) * row / warp_mmas;
-  return l;
-}
 
 int64_t cfg_int_of(const Variant& v, std::string_view name) {
   if (const CfgValue* c = find_cfg(v, name)) return std::get<int64_t>(*c);
@@ -165,7 +104,9 @@ int64_t row_swizzle(int64_t channel_bytes) {
 
 } // namespace
 
-bool is_hopper_conv(const Variant& v) { return v.family == "conv2d_hopper_wgmma"; }
+bool is_hopper_conv(const Variant& v) {
+  return v.family == "conv2d_hopper_wgmma" || is_hopper_wgrad(v);
+}
 
 std::string instance_arch(const Variant& v, const std::string& gpu_arch) {
   return is_hopper_conv(v) ? "sm_90a" : gpu_arch;
@@ -343,6 +284,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
 
 std::vector<std::pair<std::string, TensorMapEncode>>
 hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
+  if (is_hopper_wgrad(v)) return hopper_wgrad_maps(v, p, s);
   const Buffer& xb = p.buffers[s.need("x")];
   const Buffer& wb = p.buffers[s.need("w")];
   const int64_t es = int64_t(dtype_size(xb.dtype));
@@ -354,36 +296,18 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
   // Each box row is one swizzle row of channels, as candidates() chose it (SWIZZLE).
   const int64_t swizzle = row_swizzle(C * es);
   std::vector<std::pair<std::string, TensorMapEncode>> maps;
-  TensorMapEncode m;
-  m.dtype = xb.dtype;
-  m.swizzle = int(swizzle);
-  m.element_strides = {1, 1, 1, 1};
-  if (cfg_bool_of(v, "FLAT")) { // x as [N * H * W][C], boxes of BM rows
-    m.buffer = xb.name;
-    m.offset = 0;
-    m.dims = {C, N * H * W};
-    m.strides = {XP * es};
-    m.box = {swizzle / es, 64 * cfg_int_of(v, "CONSUMERS") / cfg_int_or(v, "CLUSTER_N", 1)};
-    m.element_strides = {1, 1};
-    maps.push_back({"xmap0", m});
-  } else
-    for (int64_t ph = 0; ph < SH; ++ph)
-      for (int64_t pw = 0; pw < SW; ++pw) {
-        m.buffer = xb.name;
-        m.offset = (ph * W + pw) * XP * es;
-        m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
-        m.strides = {SW * XP * es, SH * W * XP * es, H * W * XP * es};
-        m.box = {swizzle / es, cfg_int_of(v, "TQ"),
-                 cfg_int_of(v, "TP") / cfg_int_or(v, "CLUSTER_N", 1), 1}; // a block's slice
-        maps.push_back({fmt::format("xmap{}", ph * SW + pw), m});
-      }
-  m.buffer = wb.name;
-  m.offset = 0;
-  m.dims = {K, O};
-  m.strides = {K * es};
-  m.box = {swizzle / es, cfg_int_of(v, "BN") / cfg_int_or(v, "CLUSTER_M", 1)}; // a block's slice
-  m.element_strides = {1, 1};
-  maps.push_back({"wmap", m});
+  const int64_t cn = cfg_int_or(v, "CLUSTER_N", 1), cm = cfg_int_or(v, "CLUSTER_M", 1);
+  if (cfg_bool_of(v, "FLAT")) // x as [N * H * W][C], boxes of BM rows (a block's slice)
+    maps.push_back({"xmap0", rows_map(xb, N * H * W, C, XP, swizzle, swizzle / es,
+                                      64 * cfg_int_of(v, "CONSUMERS") / cn)});
+  else {
+    std::vector<TensorMapEncode> xs = parity_maps(xb, N, C, H, W, SH, SW, XP, swizzle, swizzle / es,
+                                                  cfg_int_of(v, "TQ"), cfg_int_of(v, "TP") / cn);
+    for (size_t i = 0; i < xs.size(); ++i)
+      maps.push_back({fmt::format("xmap{}", i), std::move(xs[i])});
+  }
+  // w as [O][KH * KW * C], boxes of a block's slice of BN rows.
+  maps.push_back({"wmap", rows_map(wb, O, K, K, swizzle, swizzle / es, cfg_int_of(v, "BN") / cm)});
   return maps;
 }
 

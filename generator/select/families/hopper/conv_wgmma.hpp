@@ -20,17 +20,19 @@ public:
   std::vector<Variant> candidates(const StepInfo& s) const override;
 };
 
-// Whether v is an instance of this family (its kernels read tensor maps).
+// Whether v is an instance of a Hopper conv family, this one or the weight gradient's
+// (wgrad_wgmma.hpp): its kernels read tensor maps and compile for sm_90a.
 bool is_hopper_conv(const Variant& v);
 
-// The architecture v compiles for on a GPU of `gpu_arch`: sm_90a for this family (wgmma and
+// The architecture v compiles for on a GPU of `gpu_arch`: sm_90a for the Hopper families (wgmma and
 // setmaxnreg exist only there, not on plain sm_90), the GPU's for every other.
 std::string instance_arch(const Variant& v, const std::string& gpu_arch);
 
-// The tensor maps an instance of this family reads for step s, by argument role (xmap0..,
-// wmap), as tensor_map.encode describes them: x as SH * SW maps (one per row/column parity,
-// the template's comment; flat tiles: one 2-D map [N*H*W][C]), w as [O][KH*KW*C]; boxes of
-// one swizzle row of channels (SWIZZLE bytes, 128 where the instance does not say).
+// The tensor maps an instance reads for step s, by argument role (the weight gradient's:
+// hopper_wgrad_maps). This family's (xmap0.., wmap), as tensor_map.encode describes them: x as SH *
+// SW maps (one per row/column parity, the template's comment; flat tiles: one 2-D map [N*H*W][C]),
+// w as [O][KH*KW*C]; boxes of one swizzle row of channels (SWIZZLE bytes, 128 where the instance
+// does not say).
 std::vector<std::pair<std::string, TensorMapEncode>> hopper_conv_maps(const Variant& v,
                                                                       const Plan& p, const Step& s);
 

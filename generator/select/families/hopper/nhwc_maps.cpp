@@ -1,0 +1,39 @@
+#include "generator/select/families/hopper/nhwc_maps.hpp"
+
+namespace kiln {
+
+std::vector<TensorMapEncode> parity_maps(const Buffer& b, int64_t N, int64_t C, int64_t H,
+                                         int64_t W, int64_t SH, int64_t SW, int64_t pitch,
+                                         int64_t swizzle, int64_t box_c, int64_t tq, int64_t tp) {
+  const int64_t es = int64_t(dtype_size(b.dtype));
+  std::vector<TensorMapEncode> maps;
+  for (int64_t ph = 0; ph < SH; ++ph)
+    for (int64_t pw = 0; pw < SW; ++pw) {
+      TensorMapEncode m;
+      m.buffer = b.name;
+      m.dtype = b.dtype;
+      m.swizzle = swizzle;
+      m.offset = (ph * W + pw) * pitch * es;
+      m.dims = {C, (W - pw + SW - 1) / SW, (H - ph + SH - 1) / SH, N};
+      m.strides = {SW * pitch * es, SH * W * pitch * es, H * W * pitch * es};
+      m.box = {box_c, tq, tp, 1};
+      m.element_strides = {1, 1, 1, 1};
+      maps.push_back(std::move(m));
+    }
+  return maps;
+}
+
+TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
+                         int64_t box_c, int64_t box_rows) {
+  TensorMapEncode m;
+  m.buffer = b.name;
+  m.dtype = b.dtype;
+  m.swizzle = swizzle;
+  m.dims = {C, rows};
+  m.strides = {pitch * int64_t(dtype_size(b.dtype))};
+  m.box = {box_c, box_rows};
+  m.element_strides = {1, 1};
+  return m;
+}
+
+} // namespace kiln

@@ -1,0 +1,26 @@
+// The TMA tensor maps the Hopper families read NHWC activations through (DESIGN.md 4.4):
+// tiled boxes of one swizzle row of channels, out-of-bounds elements read as zeros.
+#pragma once
+
+#include "runtime/plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln {
+
+// An NHWC activation b ([N, C, H, W] logically, its pixels `pitch` elements apart) as the
+// SH * SW maps of its row and column parities: map (ph, pw) = ph * SW + pw holds rows ph, ph +
+// SH, ... and columns pw, pw + SW, ... as [N][ceil((H - ph) / SH)][ceil((W - pw) / SW)][C],
+// boxes of box_c channels x tq columns x tp rows x 1 image. A strided conv's tap reads one
+// parity at consecutive indices (conv/hopper/igemm_wgmma.cuh).
+std::vector<TensorMapEncode> parity_maps(const Buffer& b, int64_t N, int64_t C, int64_t H,
+                                         int64_t W, int64_t SH, int64_t SW, int64_t pitch,
+                                         int64_t swizzle, int64_t box_c, int64_t tq, int64_t tp);
+
+// b as `rows` rows of C channels, `pitch` elements apart, boxes of box_c x box_rows: the
+// flat tiles' view of an NHWC activation (its pixels are the rows) or of a [rows, C] matrix.
+TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
+                         int64_t box_c, int64_t box_rows);
+
+} // namespace kiln
