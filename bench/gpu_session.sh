@@ -3,8 +3,9 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper check clusters_ab
-# bench_r50_256 mobile, about 520 s. The H100 run of 2026-11-27's afternoon
+# PARTS (default, what the next session should see first: hopper check train_check
+# clusters_ab bench_r50_256 mobile train_ab, about 700 s: two calls, e.g. `hopper check
+# train_check clusters_ab` then `bench_r50_256 mobile train_ab`. The H100 run of 2026-11-27's afternoon
 # (bench/results/h100_2026-11-27b) measured resnet50 f16 inference at 1.65 ms (b32) and 10.50
 # ms (b256, 0.95x the cuDNN-only plan), per layer at b256 0.83x cuDNN's speed as a geomean:
 # the stem 1159 us against 589 (an implicit GEMM gathering 3 NCHW channels) and the strided
@@ -14,7 +15,12 @@
 # priced 583 -> 306 us at b256, unmeasured: clusters_ab and bench_r50_256 show it, hopper
 # checks its instance (F16_T8x16_BN64_S16_C2_W32_S2D); issue 19 still lacks torch.compile
 # beside PyTorch eager (mobile, with its compiles); layers_ds then times every variant of the
-# stem and the strided downsamples at b256 (which family serves them best is unmeasured):
+# stem and the strided downsamples at b256 (which family serves them best is unmeasured).
+# Since then too, a training step's weight gradients on sm_90 run on wgmma
+# (conv2d_backward_weight_hopper_wgmma_*: both operands MN-major, slices masked in shared
+# memory; the mma.sync ones took 6.76 of the step's 19.1 ms of kernels), priced 10.7 ms a b32
+# step, unmeasured: train_check checks every one of them at b8 112x112 and the step's
+# gradients, train_ab times the step against PyTorch eager:
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -67,7 +73,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper check clusters_ab bench_r50_256 mobile}
+parts=${*:-hopper check train_check clusters_ab bench_r50_256 mobile train_ab}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -139,8 +145,8 @@ clusters_ab() { # resnet50 f16 as chosen (most convs in multicast clusters, pric
   return $rc
 }
 train_check() { # resnet50 f16 training, correctness, at batch 8 and 112x112 (the same
-  # kernel kinds as batch 32 at 224: chunked batchnorms, flipped-weight data gradients, mma.sync
-  # weight gradients split over positions; the CPU's f64 references of batch 32 at 224 take
+  # kernel kinds as batch 32 at 224: chunked batchnorms, flipped-weight data gradients, wgmma
+  # weight gradients split over positions on sm_90, mma.sync ones elsewhere; the CPU's f64 references of batch 32 at 224 take
   # minutes): every kernel of the plan against the CPU (kiln check), then the whole step's
   # gradients against the CPU's f32 step, beside the CPU's own f16 step against it (at random
   # initialisation the gradients are ill-conditioned: on resnet18 b8 32x32 the CPU's f16

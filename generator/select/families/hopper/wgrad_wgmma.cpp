@@ -7,6 +7,7 @@
 #include "runtime/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace kiln {
@@ -134,10 +135,13 @@ std::vector<Variant> HopperWgradFamily::candidates(const StepInfo& s) const {
         // As the forward family's: setmaxnreg gives the consumers 232, __launch_bounds__
         // caps ptxas at the register file's share.
         v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
-        // dy is read by every channel block of every tap, x by every dy block (its taps'
-        // boxes overlap: L2 serves the repeats); each slice writes its tile of dw.
-        v.bytes = dram_reads(s.gpu, double(es * positions * g.O), double(c_blocks * KK)) +
-                  dram_reads(s.gpu, double(es * g.N * g.H * g.W * g.C), double(o_blocks * KK)) +
+        // The blocks of a slice (every channel block, tap and dy block) run its positions at
+        // once, the grid's slices last: L2 serves the blocks of one wave the same tiles, which
+        // DRAM gives once per wave of them. x: the pixels the taps read (a strided 1x1 conv
+        // reads 1 / (SH * SW) of them). Each slice writes its tile of dw.
+        const double waves = std::ceil(double(c_blocks * KK * o_blocks) / double(s.gpu.sm_count));
+        const double x_read = double(es * g.N * g.C * std::min(g.H * g.W, g.OH * g.OW * KK));
+        v.bytes = (double(es * positions * g.O) + x_read) * waves +
                   double(g.O * g.C * KK) * (partial ? 4.0 * double(slices) : double(es));
         v.flops = 2 * g.macs();
         v.math = *math;
