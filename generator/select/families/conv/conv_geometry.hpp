@@ -122,6 +122,13 @@ std::string tile_name(const ImageTile& t, char chan, char staged);
 double tile_utilization(const ImageTile& t, int64_t out_h, int64_t out_w, int64_t chans,
                         int64_t reduce);
 
+// The elements of x a convolution's taps touch: every pixel, but fewer where the stride skips
+// some that no tap reaches (a 1x1 stride-2 conv reads one pixel in four).
+inline int64_t x_elements_read(int64_t N, int64_t C, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                               int64_t taps) {
+  return N * C * std::min(H * W, OH * OW * taps);
+}
+
 // DRAM bytes of a tensor of `bytes` that the blocks read `reads` times over: once when it
 // fits comfortably in L2 (the other reads hit there), every time otherwise.
 double dram_reads(const GpuDesc& gpu, double bytes, double reads);

@@ -4,6 +4,7 @@
 #include "generator/cost/main_loop.hpp"
 #include "generator/cost/roofline.hpp"
 #include "generator/select/epilogue.hpp"
+#include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/hopper/nhwc_maps.hpp"
 #include "generator/select/families/hopper/wgmma_loop.hpp"
 #include "generator/select/families/hopper/wgrad_wgmma.hpp"
@@ -147,7 +148,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
                                    : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W,
                                                  O, KH, KW, SH, SW, PH, PW, ep.tag()) +
                                          pitch_tag("x", x_pitch) + pitch_tag("y", y_pitch);
-  const double bytes = double((numel(xb.shape) + numel(s.shape("w")) + (ep.bias ? O : 0)) * es) +
+  const double bytes = double((conv_family::x_elements_read(N, C, H, W, OH, OW, KH * KW) +
+                               numel(s.shape("w")) + (ep.bias ? O : 0)) *
+                              es) +
                        double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
   const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
   // The template's VECTOR_Y: its epilogue stages y through shared memory, 16 rows x 128 bytes

@@ -140,7 +140,7 @@ std::vector<Variant> HopperWgradFamily::candidates(const StepInfo& s) const {
         // DRAM gives once per wave of them. x: the pixels the taps read (a strided 1x1 conv
         // reads 1 / (SH * SW) of them). Each slice writes its tile of dw.
         const double waves = std::ceil(double(c_blocks * KK * o_blocks) / double(s.gpu.sm_count));
-        const double x_read = double(es * g.N * g.C * std::min(g.H * g.W, g.OH * g.OW * KK));
+        const double x_read = double(es * x_elements_read(g.N, g.C, g.H, g.W, g.OH, g.OW, KK));
         v.bytes = (double(es * positions * g.O) + x_read) * waves +
                   double(g.O * g.C * KK) * (partial ? 4.0 * double(slices) : double(es));
         v.flops = 2 * g.macs();

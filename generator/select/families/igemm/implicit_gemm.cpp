@@ -146,7 +146,9 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       fmt::format("{}{}{}{}{}", a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "",
                   y_tf32 ? "_ytf32" : "", pitch_tag("x", x_pitch), pitch_tag("y", y_pitch)));
   // In the kernel: y and the epilogue's reads, S slices written, S - 1 read by last blocks.
-  const double bytes = double((numel(x) + numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) * es) +
+  const double bytes = double((conv_family::x_elements_read(N, C, H, W, OH, OW, KH * KW) +
+                               numel(w) + (bias ? O : 0) + (gate ? N * C : 0)) *
+                              es) +
                        (split       ? 4.0 * double(numel(y))
                         : pool      ? double(numel(s.shape("y")) * es)
                         : in_kernel ? double(numel(y) * (residual ? 2 : 1) * es) +
