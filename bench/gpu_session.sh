@@ -26,6 +26,10 @@
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
 #   train_prof: ncu's duration of every kernel of one b32 step as chosen (train_prof.csv;
 #   limit TRAIN_PROF_LIMIT, default 120 s, 25 s on the H100);
+#   bench_train: `kiln bench --train` on six resnet50 f16 b32 layers: each one's forward conv,
+#   data-gradient conv and weight gradient as chosen against cuDNN's (its backward filter for
+#   the weight gradient; a sliced one timed without its partial.sum), limit BENCH_TRAIN_LIMIT,
+#   default 200 s (unmeasured: the f64 references of the weight gradients sum all 32 images);
 #   train_ab: resnet50 f16 batch 32 training steps channels-last as chosen (chunked
 #   batchnorms, data gradients as Hopper convs) against --layout nchw, alternated, median of
 #   10 steps; PyTorch eager as the peer (limit TRAIN_AB_LIMIT, default 120 s; 60 s on the H100);
@@ -244,6 +248,10 @@ has clusters_ab && part clusters_ab ${CLUSTERS_AB_LIMIT:-170} bash -c clusters_a
 has train_check && part train_check ${TRAIN_CHECK_LIMIT:-120} bash -c train_check
 has train_prof && part train_prof ${TRAIN_PROF_LIMIT:-120} bash -c train_prof
 has train_ab && part train_ab ${TRAIN_AB_LIMIT:-120} bash -c train_ab
+has bench_train && part bench_train ${BENCH_TRAIN_LIMIT:-200} $K bench resnet50 --train --dtype f16 \
+  --batch 32 --variants default --runs 20 \
+  --layers layer1.0.conv2,layer2.1.conv2,layer3.1.conv2,layer4.1.conv2,layer3.1.conv1,layer2.0.downsample.0 \
+  -o $W/bench_train
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \

@@ -50,6 +50,11 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
                   "model names them: layer3.1.conv2), every variant of their shapes; a name no "
                   "swept layer has is an error that lists them")
       ->delimiter(',');
+  cmd->add_flag("--train", train,
+                "sweep a training step's layers (the plan `kiln generate --train` writes): its "
+                "forward convs and linears, its data gradients (forward convs of dy) and its "
+                "weight gradients (conv2d.backward_weight, against cuDNN's backward filter; a "
+                "weight gradient split over positions is timed without the partial.sum after it)");
   cmd->add_option("--runs", runs, "timed runs per variant (median; at least 20)")
       ->check(CLI::Range(20, 100000));
   cmd->add_option("--warmup", warmup, "untimed runs before timing");
@@ -93,6 +98,7 @@ PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& comma
   r.variants = a.variants;
   r.shard = a.shard;
   r.layers = a.layers;
+  r.train = a.train;
   r.output = a.output;
   r.seed = a.seed;
   r.check_images = a.check_images;

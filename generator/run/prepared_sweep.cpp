@@ -61,6 +61,7 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   std::vector<std::string> key = {
       model_to_text(p.model), g.identity(), KILN_VERSION, r.device, r.variants, r.shard};
   if (!r.layers.empty()) key.push_back(fmt::format("layers {}", fmt::join(r.layers, ",")));
+  if (r.train) key.push_back("train");
   p.dir = r.output.empty() ? KernelCache::default_dir() + "/sweeps/" + cache_key(key) : r.output;
   if (lock) {
     std::error_code ec;
@@ -76,6 +77,7 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   go.all_variants = r.variants == "all";
   go.tuning_db = "none"; // measure what the cost model weighs, not an earlier measurement
   go.sparse = SparseMode::off;
+  go.train = r.train;
   p.gen = generate(p.model, g, go);
   p.items = sweep_work(p.gen.plan, p.gen.layout, g, go.all_variants);
   if (!r.layers.empty()) p.items = only_layers(std::move(p.items), r.layers);

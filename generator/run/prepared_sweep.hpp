@@ -21,6 +21,9 @@ struct SweepRequest {
   // Layers to sweep, by the name of one of their nodes ("layer3.1.conv2"): a shape is swept
   // where one of its layers has a node of that name. Empty: every layer.
   std::vector<std::string> layers;
+  // The training step's plan (forward, loss, backward, update) rather than inference's: its
+  // weight gradients are swept too.
+  bool train = false;
   std::string output;           // "": a directory in the cache
   uint64_t seed = 1;
   int64_t check_images = CheckOptions{}.images;

@@ -7,10 +7,11 @@
 namespace kiln {
 
 bool tunable(Fn fn) {
-  // The in-kernel split-K forms are one kernel each, swept over its tiles like the plain ones.
+  // The in-kernel split-K forms are one kernel each, swept over its tiles like the plain ones;
+  // a weight gradient is one kernel too, writing dw or its slices (partial.sum adds those).
   return fn == Fn::conv2d_forward || fn == Fn::linear_forward || fn == Fn::maxpool2d_forward ||
          fn == Fn::avgpool2d_forward || fn == Fn::conv2d_forward_split ||
-         fn == Fn::linear_forward_split;
+         fn == Fn::linear_forward_split || fn == Fn::conv2d_backward_weight;
 }
 
 TuneKey tune_key(const Plan& p, const Step& s, Layout layout) {

@@ -18,7 +18,8 @@ struct TuneKey {
   std::string layout; // the plan's activation layout: "nhwc"
 };
 
-// The ops kiln bench and kiln tune sweep: conv2d, linear and pooling forward.
+// The ops kiln bench and kiln tune sweep: conv2d, linear and pooling forward, and conv2d's
+// weight gradient (in a training step's plan).
 bool tunable(Fn fn);
 
 // `layout` is the plan's activation layout (generate's choice), not a buffer's: a step's

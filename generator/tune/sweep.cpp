@@ -56,6 +56,22 @@ Plan with_variant_layouts(const Plan& plan, const Step& s, const Variant& v) {
   return p;
 }
 
+// cuDNN's call for the layer: a weight gradient split over positions (its fp32 slices, summed
+// by the partial.sum after it) is cuDNN's whole backward filter into a dw of x's type, added
+// to p.
+Step cudnn_peer_step(Plan& p, Step s) {
+  const int part = s.arg("partial");
+  if (s.fn != Fn::conv2d_backward_weight || part < 0) return s;
+  Buffer dw = p.buffers[size_t(part)];
+  dw.name += ".cudnn_dw";
+  dw.shape.erase(dw.shape.begin());
+  dw.dtype = p.buffers[size_t(s.need("x"))].dtype;
+  p.buffers.push_back(dw);
+  for (Arg& a : s.args)
+    if (a.role == "partial") a = {"dw", int(p.buffers.size()) - 1};
+  return s;
+}
+
 } // namespace
 
 std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& items,
@@ -91,8 +107,9 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
         try {
           // cuDNN as a plan would call it: every image in the layout of the one it writes
           // (a network input read as NCHW by an NHWC kernel had no algorithm on the H200).
-          const Step bare = without_tensor_maps(plan, chosen);
-          const Plan lib = with_variant_layouts(plan, bare, library_layouts(plan, bare));
+          Plan whole = plan;
+          const Step bare = cudnn_peer_step(whole, without_tensor_maps(plan, chosen));
+          const Plan lib = with_variant_layouts(whole, bare, library_layouts(whole, bare));
           Plan peer = single_step_plan(lib, bare, nullptr, false);
           Step& ps = peer.phases[0].steps[0];
           ps.kind = StepKind::library;
