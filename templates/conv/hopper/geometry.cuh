@@ -140,6 +140,28 @@ template <class Cfg> KILN_FN u16 row_mask(int rank) {
   return u16(m);
 }
 
+// What filter tap (r, t) reads of x (conv/hopper/igemm_wgmma.cuh): with strides SH, SW and
+// padding PH, PW its rows and columns all have one parity (ph, pw), so it reads the map of that
+// parity (argument ph * SW + pw of the MAPS first) at offsets (cr, ct) in that map's units.
+struct TapMap {
+  const TensorMap* map;
+  int cr, ct;
+};
+template <int SH, int SW, int PH, int PW, int MAPS>
+KILN_FN TapMap tap_map(const KernelArgs& args, int r, int t) {
+  const int dr = r - PH, dt = t - PW;
+  const int ph = (dr % SH + SH) % SH, pw = (dt % SW + SW) % SW;
+  // The map chosen by comparisons over constant indices: a parameter indexed at run time
+  // would copy the kernel's argument array to local memory (16 STL in a tf32 stride-2 3x3
+  // whose tap loop ptxas did not unroll).
+  const int which = ph * SW + pw;
+  const TensorMap* map = tensor_map_arg(args, 0);
+#pragma unroll
+  for (int m = 1; m < MAPS; ++m)
+    if (m == which) map = tensor_map_arg(args, m);
+  return TapMap{map, (dr - ph) / SH, (dt - pw) / SW};
+}
+
 // Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:
 // then blocks of BM rows; m0 is the tile's first GEMM row either way).
 struct Tile {

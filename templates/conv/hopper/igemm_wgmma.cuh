@@ -68,22 +68,12 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
   for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
     const int it = ring_it, s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
-    const int cb = k_it % G::CB, tap = k_it / G::CB, r = tap / G::KW, t = tap % G::KW;
+    const int cb = k_it % G::CB, tap = k_it / G::CB;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
     const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
-    // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
-    const int dr = r - Cfg::PH, dt = t - Cfg::PW;
-    const int ph = (dr % G::SH + G::SH) % G::SH, pw = (dt % G::SW + G::SW) % G::SW;
-    const int cr = (dr - ph) / G::SH, ct = (dt - pw) / G::SW;
-    // The map chosen by comparisons over constant indices: a parameter indexed at run time
-    // would copy the kernel's argument array to local memory (16 STL in a tf32 stride-2 3x3
-    // whose tap loop ptxas did not unroll).
-    const int which = ph * G::SW + pw;
-    const TensorMap* xmap = tensor_map_arg(args, 0);
-#pragma unroll
-    for (int m = 1; m < G::MAPS; ++m)
-      if (m == which) xmap = tensor_map_arg(args, m);
+    const auto [xmap, cr, ct] =
+        tap_map<G::SH, G::SW, Cfg::PH, Cfg::PW, G::MAPS>(args, tap / G::KW, tap % G::KW);
     if constexpr (G::CN > 1) { // this block's slice of A, into the blocks of its row
       if constexpr (G::FLAT)
         tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),

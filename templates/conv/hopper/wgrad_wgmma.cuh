@@ -133,17 +133,8 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
                      const Slice& sl, int tap, int c0, int o0) {
   using G = WgradGeometry<Cfg>;
   const TensorMap* dymap = tensor_map_arg(args, G::kArgDyMap);
-  const int r = tap / G::KW, t = tap % G::KW;
-  // Tap (r, t) reads parity (ph, pw) of x at offsets (cr, ct) in that map's units.
-  const int dr = r - Cfg::PH, dt = t - Cfg::PW;
-  const int ph = (dr % G::SH + G::SH) % G::SH, pw = (dt % G::SW + G::SW) % G::SW;
-  const int cr = (dr - ph) / G::SH, ct = (dt - pw) / G::SW;
-  // The map chosen by comparisons over constant indices (igemm_wgmma.cuh says why).
-  const int which = ph * G::SW + pw;
-  const TensorMap* xmap = tensor_map_arg(args, 0);
-#pragma unroll
-  for (int m = 1; m < G::MAPS; ++m)
-    if (m == which) xmap = tensor_map_arg(args, m);
+  const auto [xmap, cr, ct] =
+      hopper_conv::tap_map<G::SH, G::SW, Cfg::PH, Cfg::PW, G::MAPS>(args, tap / G::KW, tap % G::KW);
   for (int it = 0; it < sl.count; ++it) {
     const int s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
