@@ -26,6 +26,7 @@ struct InspectArgs {
   bool json = false;
   std::string profile;
   std::string fold, gpu;
+  bool train = false;
 };
 
 // The channel copies (concat inputs, channel slices) of the inference plan at this batch
@@ -48,9 +49,12 @@ size_t n_convs(const Model& m) {
 
 void inspect(const InspectArgs& a) {
   const Model m = a.model.load();
+  if (a.train && (a.gpu.empty() || !a.fold.empty()))
+    throw Error("", "--train",
+                "goes with --gpu alone: the kernels of a training step on that GPU, per step");
   if (!a.gpu.empty() && a.fold.empty()) {
     if (!a.profile.empty()) throw Error("", "--profile", "is not part of the --gpu table");
-    print_ceilings(m, load_gpu(a.gpu), a.json);
+    print_ceilings(m, load_gpu(a.gpu), a.json, a.train);
     return;
   }
   if (!a.fold.empty() || !a.gpu.empty()) {
@@ -187,6 +191,10 @@ void add_inspect(CLI::App& app) {
                   "dram, smem, issue, latency) and those ceilings as fractions of the math "
                   "peak, and the FLOP-weighted ceiling of the tensor-core kernels; with --fold: "
                   "the folding roofline");
+  cmd->add_flag("--train", a->train,
+                "with --gpu: the kernels of a training step (as kiln generate --train chooses "
+                "them: its forward, data-gradient and weight-gradient convs among them), each "
+                "with its ceilings");
   cmd->callback([a] { inspect(*a); });
 }
 

@@ -7,8 +7,10 @@
 
 namespace kiln::cli {
 
-void print_ceilings(const Model& m, const GpuDesc& g, bool json) {
-  const Generated gen = generate(m, g, GenerateOptions{});
+void print_ceilings(const Model& m, const GpuDesc& g, bool json, bool train) {
+  GenerateOptions o;
+  o.train = train;
+  const Generated gen = generate(m, g, o);
   using ojson = nlohmann::ordered_json;
   ojson rows = ojson::array();
   // Weighted by FLOPs over the tensor-core kernels (mma.sync and wgmma main loops): the
@@ -47,15 +49,16 @@ void print_ceilings(const Model& m, const GpuDesc& g, bool json) {
         {"model", m.name},
         {"gpu", g.name},
         {"dtype", dtype_name(m.dtype)},
+        {"train", train},
         {"layers", rows},
         {"tensor_core_flop_weighted_ceiling", std::round(flop_weighted * 1000) / 1000},
         {"tensor_core_flop_weighted_kernel_ceiling", std::round(loop_weighted * 1000) / 1000}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  fmt::print("{} {} on {}: chosen kernels per layer; ceilings are fractions of the math peak "
+  fmt::print("{} {} on {}{}: chosen kernels per layer; ceilings are fractions of the math peak "
              "each limit allows (generator/cost/main_loop.hpp)\n\n",
-             m.name, dtype_name(m.dtype), g.name);
+             m.name, dtype_name(m.dtype), g.name, train ? ", a training step" : "");
   fmt::print("{:<48}  {:>9}  {:>8}  {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}\n", "layer (step)",
              "est. us", "limiter", "math", "dram", "l2", "smem", "issue", "lat", "kernel");
   for (const ojson& r : rows) {

@@ -9,6 +9,7 @@
 
 namespace kiln::cli {
 
-void print_ceilings(const Model& m, const GpuDesc& g, bool json);
+// train: the training step's kernels (kiln generate --train) rather than inference's.
+void print_ceilings(const Model& m, const GpuDesc& g, bool json, bool train = false);
 
 } // namespace kiln::cli

@@ -55,6 +55,17 @@ kt.check(p.returncode == 0, p.stderr)
 kt.check(f"{ceiling:.3f} of peak" in p.stdout and f"DRAM floor: {kernel_ceiling:.3f}" in p.stdout,
          f"the script agrees with inspect ({ceiling}, {kernel_ceiling}):\n{p.stdout[-300:]}")
 kt.expect_error(["inspect", *args, "--profile", "p.json"], "--profile")
+# A training step's kernels (--train): every weight gradient over 64-multiple channels on the
+# Hopper family's wgmma, with its limiter and ceilings like the forward convs'.
+out, _ = kt.kiln("inspect", *args, "--train", "--json")
+t = json.loads(out)
+kt.check(t["train"] is True, "inspect --train --json says train")
+wgrad = [r for r in t["layers"] if "(conv2d.backward_weight)" in r["node"]]
+hw = [r for r in wgrad if r["kernel"].startswith("conv2d_backward_weight_hopper_wgmma")]
+kt.check(len(wgrad) == 53 and len(hw) == 52, f"weight gradients: {len(wgrad)}, on wgmma: {len(hw)}")
+for r in hw:
+    kt.check(r["limiter"] in LIMITERS and set(r["ceilings"]) == LIMITERS, f"{r['node']}: {r}")
+kt.expect_error(["inspect", "resnet50", "--train"], "--train", "--gpu")
 print(f"resnet50 f16 b32 on the H100: {len(gemm)} implicit-GEMM layers, FLOP-weighted "
       f"static ceiling {ceiling:.3f}")
 kt.finish()
