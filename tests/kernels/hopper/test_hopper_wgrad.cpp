@@ -82,7 +82,13 @@ TEST_CASE("Hopper weight-gradient variants match the reference on the emulator")
 
 TEST_CASE("Hopper weight-gradient variants compile with NVRTC for sm_90a: HGMMA, UTMALDG, no "
           "local memory") {
-  const auto built = ours(nvrtc_specs());
+  // The large shapes' 8x8 and flat tiles only: the other pixel tiles are the same code, which
+  // the small shapes compile.
+  std::vector<Built> built = ours(nvrtc_specs());
+  std::erase_if(built, [](const Built& b) {
+    return b.spec.args[0].shape[0] == 32 && b.variant.name.find("_t8x8_") == std::string::npos &&
+           b.variant.name.find("_flat_") == std::string::npos;
+  });
   std::set<std::string> seen, bns;
   for (const Built& b : built) {
     if (!seen.insert(b.variant.name).second) continue;
