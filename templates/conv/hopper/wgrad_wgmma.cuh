@@ -199,12 +199,23 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
       wgmma_mn(acc, wgmma_desc(a + k * 16 * G::ROW, 128, G::BOX, 8 * G::ROW),
                wgmma_desc(b + k * 16 * G::ROW, 128, G::BOX, 8 * G::ROW), it > 0 || k > 0, T{});
     wgmma_commit();
-    // Each stage's wgmmas complete before the next stage's wait. Keeping one group in flight
-    // across it (as the forward kernel does) made ptxas serialise every wgmma of most of
-    // these kernels (C7514: it found the epilogue's conversions reading the accumulators
-    // inside the pipeline); a second consumer warpgroup covers the drain instead.
+    // Writing fp32 slices, one group stays in flight while the next stage is awaited (as in
+    // the forward kernel), the previous stage released once its wgmmas completed. Writing dw
+    // as T, each stage's wgmmas complete before the next stage's wait: with one in flight,
+    // ptxas serialised every wgmma of most of those kernels (C7514, the epilogue's
+    // conversions seen reading the accumulators inside the pipeline; the NVRTC test refuses
+    // it), and a second consumer warpgroup covers the drain instead.
+    if constexpr (Cfg::PARTIAL) {
+      wgmma_wait<1>();
+      if (it > 0) mbarrier_arrive(empty + (it - 1) % G::STAGES);
+    } else {
+      wgmma_wait<0>();
+      mbarrier_arrive(empty + s);
+    }
+  }
+  if constexpr (Cfg::PARTIAL) {
     wgmma_wait<0>();
-    mbarrier_arrive(empty + s);
+    mbarrier_arrive(empty + (sl.count - 1) % G::STAGES);
   }
   wgmma_fence_operand(acc);
 }

@@ -147,11 +147,12 @@ std::vector<Variant> HopperWgradFamily::candidates(const StepInfo& s) const {
         v.math = *math;
         // A stage is (BM + BN) rows of 128 bytes of k, as the forward kernel's: the same loop.
         v.loop = wgmma_main_loop(consumers, bn, int(es), int(stages), false, false, 128, {});
-        // But a consumer drains its wgmmas every stage (the template says why): alone, the
-        // tensor cores idle for the drain and the next stage's barrier wait, about 100 of a
-        // stage's 256 (BN 64) to 1024 (BN 256) clocks; a second consumer's wgmmas fill them.
-        // Stated, not measured.
-        if (consumers == 1) v.loop.peak_fraction *= 1024.0 / (1024.0 + 100.0 * 256 / bn);
+        // But writing dw itself a consumer drains its wgmmas every stage (the template says
+        // why): alone, the tensor cores idle for the drain and the next stage's barrier wait,
+        // about 100 of a stage's 256 (BN 64) to 1024 (BN 256) clocks; a second consumer's
+        // wgmmas fill them. Stated, not measured.
+        if (consumers == 1 && !partial)
+          v.loop.peak_fraction *= 1024.0 / (1024.0 + 100.0 * 256 / bn);
         // Tiles past the image's edge, and the rows of a slice's boundary tiles that lie in
         // its neighbours' (zeroed, computed all the same).
         const double util = double(positions) / double(tiles * 64);
