@@ -35,6 +35,21 @@ CfgValue* find_cfg(Variant& v, std::string_view name) {
   return const_cast<CfgValue*>(find_cfg(std::as_const(v), name));
 }
 
+int64_t cfg_int_of(const Variant& v, std::string_view name) {
+  if (const CfgValue* c = find_cfg(v, name)) return std::get<int64_t>(*c);
+  throw Error("", v.name, cat("has no constant ", name));
+}
+
+int64_t cfg_int_or(const Variant& v, std::string_view name, int64_t absent) {
+  const CfgValue* c = find_cfg(v, name);
+  return c ? std::get<int64_t>(*c) : absent;
+}
+
+bool cfg_bool_of(const Variant& v, std::string_view name) {
+  const CfgValue* c = find_cfg(v, name);
+  return c && std::get<bool>(*c);
+}
+
 Kernel kernel_of(const Variant& v) {
   Kernel k;
   k.name = k.entry = v.name;

@@ -100,6 +100,11 @@ void cfg_enum(Variant& v, const std::string& name, const std::string& type,
 // The constant `name` of v's configuration, or null.
 CfgValue* find_cfg(Variant& v, std::string_view name);
 const CfgValue* find_cfg(const Variant& v, std::string_view name);
+// Its integer constant `name` (an error where it has none), or `absent`; its boolean (false
+// where absent): what a family reads back of an instance (its tensor maps, say).
+int64_t cfg_int_of(const Variant& v, std::string_view name);
+int64_t cfg_int_or(const Variant& v, std::string_view name, int64_t absent);
+bool cfg_bool_of(const Variant& v, std::string_view name);
 
 // The kernel a plan launches for the variant: its entry, image, launch geometry and
 // argument roles.

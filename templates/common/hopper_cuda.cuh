@@ -195,14 +195,6 @@ KILN_FN void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::
 template <int N> KILN_FN void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-// Ties the accumulators to this point of the program: placed after a wgmma_wait, no read of
-// them (a conversion in the epilogue, say) is scheduled above the wait, where ptxas would
-// serialise every wgmma of the kernel to keep it correct (C7514).
-template <int N> KILN_FN void wgmma_fence_operand(WgmmaAcc<N>& d) {
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i)
-    asm volatile("" : "+f"(d.r[i])::"memory");
-}
 
 } // namespace kiln
 

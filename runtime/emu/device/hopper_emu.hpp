@@ -179,8 +179,6 @@ KILN_FN void wgmma_mn(WgmmaAcc<N>& d, u64 da, u64 db, bool accumulate, bf16,
 // wgmma.fence: orders register accesses before the next wgmma (a no-op in emu).
 KILN_FN void wgmma_fence() {}
 KILN_FN void wgmma_commit() { ++emu::self()->hop.wg_open; }
-// Pins the accumulators after a wait on the GPU (hopper_cuda.cuh); nothing to do in emu.
-template <int N> KILN_FN void wgmma_fence_operand(WgmmaAcc<N>&) {}
 // Waits until at most N committed wgmma groups are pending.
 template <int N> KILN_FN void wgmma_wait() {
   emu::Fiber& f = *emu::self();

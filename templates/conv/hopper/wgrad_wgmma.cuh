@@ -217,7 +217,6 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     wgmma_wait<0>();
     mbarrier_arrive(empty + (sl.count - 1) % G::STAGES);
   }
-  wgmma_fence_operand(acc);
 }
 
 template <class Cfg> KILN_FN void wgrad(const KernelArgs& args) {

@@ -8,7 +8,6 @@
 #include "generator/select/families/hopper/nhwc_maps.hpp"
 #include "generator/select/families/hopper/wgmma_loop.hpp"
 #include "generator/select/families/hopper/wgrad_wgmma.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -48,22 +47,6 @@ constexpr int kMaxStages = 4; // of 128-byte rows
 constexpr const char* kClustersUnpriced =
     "thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as "
     "fast with the clusters this cost model chose as without";
-
-int64_t cfg_int_of(const Variant& v, std::string_view name) {
-  if (const CfgValue* c = find_cfg(v, name)) return std::get<int64_t>(*c);
-  throw Error("", v.name, cat("has no constant ", name));
-}
-
-int64_t cfg_int_or(const Variant& v, std::string_view name, int64_t absent) {
-  const CfgValue* c = find_cfg(v, name);
-  return c ? std::get<int64_t>(*c) : absent;
-}
-
-bool cfg_bool_of(const Variant& v, std::string_view name) {
-  const CfgValue* c = find_cfg(v, name);
-  return c && std::get<bool>(*c);
-}
-
 
 // The GEMM a step is, as the template's constants: a conv forward as it is, a linear layer
 // (x [N, F], w [K, F]) as a 1x1 conv over 1x1 images, which only the flat tiles serve.

@@ -4,7 +4,6 @@
 #include "generator/select/families/conv/conv_geometry.hpp"
 #include "generator/select/families/hopper/nhwc_maps.hpp"
 #include "generator/select/families/hopper/wgmma_loop.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -40,11 +39,6 @@ int64_t slice_tiles(const ConvGeom& g, const PositionTile& pt, int64_t slices) {
     total += pt.flat ? (e - b + 63) / 64 : (band(e - 1) - band(b) + 1) * tiles_q;
   }
   return total;
-}
-
-int64_t cfg_of(const Variant& v, std::string_view name) {
-  if (const CfgValue* c = find_cfg(v, name)) return std::get<int64_t>(*c);
-  throw Error("", v.name, cat("has no constant ", name));
 }
 
 } // namespace
@@ -84,8 +78,8 @@ std::vector<Variant> HopperWgradFamily::candidates(const StepInfo& s) const {
   for (const PositionTile& pt : kTiles)
     for (int bn : kBns)
       for (int consumers : {2, 1}) {
-        if (pt.flat != flat_ok && pt.flat) continue;
-        if (!pt.flat && flat_ok && (pt.tp != 8 || pt.tq != 8)) continue; // flat tiles are full
+        // Flat tiles where the conv allows them, beside one pixel tile (the flat ones are full).
+        if (pt.flat ? !flat_ok : flat_ok && (pt.tp != 8 || pt.tq != 8)) continue;
         if (g.C % bn != 0 || g.O % (64 * consumers) != 0) continue;
         const int64_t bm = 64 * consumers, stage = (bm + bn) * 128;
         const int64_t stages = std::min<int64_t>(kMaxStages, (smem_limit - 1024) / (stage + 16));
@@ -176,18 +170,19 @@ std::vector<std::pair<std::string, TensorMapEncode>>
 hopper_wgrad_maps(const Variant& v, const Plan& p, const Step& s) {
   const Buffer& xb = p.buffers[s.need("x")];
   const Buffer& dyb = p.buffers[s.need("dy")];
-  const int64_t N = cfg_of(v, "N"), C = cfg_of(v, "C"), H = cfg_of(v, "H"), W = cfg_of(v, "W"),
-                O = cfg_of(v, "O"), OH = cfg_of(v, "OH"), OW = cfg_of(v, "OW");
+  const int64_t N = cfg_int_of(v, "N"), C = cfg_int_of(v, "C"), H = cfg_int_of(v, "H"),
+                W = cfg_int_of(v, "W"), O = cfg_int_of(v, "O"), OH = cfg_int_of(v, "OH"),
+                OW = cfg_int_of(v, "OW");
   const int64_t box_c = 128 / int64_t(dtype_size(xb.dtype)); // one 128-byte swizzle row
   std::vector<std::pair<std::string, TensorMapEncode>> maps;
-  if (const CfgValue* f = find_cfg(v, "FLAT"); f && std::get<bool>(*f)) {
+  if (cfg_bool_of(v, "FLAT")) {
     maps.push_back({"xmap0", rows_map(xb, N * H * W, C, C, 128, box_c, 64)});
     maps.push_back({"dymap", rows_map(dyb, N * OH * OW, O, O, 128, box_c, 64)});
     return maps;
   }
-  const int64_t tq = cfg_of(v, "TQ"), tp = cfg_of(v, "TP");
+  const int64_t tq = cfg_int_of(v, "TQ"), tp = cfg_int_of(v, "TP");
   std::vector<TensorMapEncode> xs =
-      parity_maps(xb, N, C, H, W, cfg_of(v, "SH"), cfg_of(v, "SW"), C, 128, box_c, tq, tp);
+      parity_maps(xb, N, C, H, W, cfg_int_of(v, "SH"), cfg_int_of(v, "SW"), C, 128, box_c, tq, tp);
   for (size_t i = 0; i < xs.size(); ++i)
     maps.push_back({fmt::format("xmap{}", i), std::move(xs[i])});
   maps.push_back({"dymap", parity_maps(dyb, N, O, OH, OW, 1, 1, O, 128, box_c, tq, tp)[0]});
