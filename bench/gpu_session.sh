@@ -3,24 +3,19 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper check train_check
-# clusters_ab bench_r50_256 mobile train_ab, about 700 s: two calls, e.g. `hopper check
-# train_check clusters_ab` then `bench_r50_256 mobile train_ab`. The H100 run of 2026-11-27's afternoon
-# (bench/results/h100_2026-11-27b) measured resnet50 f16 inference at 1.65 ms (b32) and 10.50
-# ms (b256, 0.95x the cuDNN-only plan), per layer at b256 0.83x cuDNN's speed as a geomean:
-# the stem 1159 us against 589 (an implicit GEMM gathering 3 NCHW channels) and the strided
-# 1x1 downsamples 1.7-2.4x cuDNN's time; the training step 20.7 ms (PyTorch eager 30.7). Since
-# then an inference plan's stem is space_to_depth(x) (space_to_depth_fwd_*) and a Hopper conv
-# over 16 channels (..._c16h113w113_o64k4x4s1x1p1x1_..._w32: 16 stages of 32-byte rows),
-# priced 583 -> 306 us at b256, unmeasured: clusters_ab and bench_r50_256 show it, hopper
-# checks its instance (F16_T8x16_BN64_S16_C2_W32_S2D); issue 19 still lacks torch.compile
-# beside PyTorch eager (mobile, with its compiles); layers_ds then times every variant of the
-# stem and the strided downsamples at b256 (which family serves them best is unmeasured).
-# Since then too, a training step's weight gradients on sm_90 run on wgmma
-# (conv2d_backward_weight_hopper_wgmma_*: both operands MN-major, slices masked in shared
-# memory; the mma.sync ones took 6.76 of the step's 19.1 ms of kernels), priced 10.7 ms a b32
-# step, unmeasured: train_check checks every one of them at b8 112x112 and the step's
-# gradients, train_ab times the step against PyTorch eager:
+# PARTS (default, what the next session should see first: hopper check bench_ds clusters_ab
+# bench_r50_256 train_ab, about 350 s in one call). The H100 run of 2026-11-27's evening
+# (bench/results/h100_2026-11-27c) measured the training step with its weight gradients on
+# wgmma at 15.8-16.2 ms (PyTorch eager 23.8), every kernel of it passing on the GPU; resnet50
+# f16 at b256 at 10.18 ms (0.97x the cuDNN-only plan); the stem's conv over space_to_depth at
+# 884 us (4x its price; cuDNN's same conv 713); the strided 1x1 downsamples at 1.39-2.41x
+# cuDNN's time, layer4.0's best Hopper tile an 8x8 pixel tile using 49 of its 64 rows on the
+# 7x7 map; torch.compile beside the mobile nets. Since then the strided 1x1 downsamples run
+# as tiles of whole output rows across images (..._nhwc_rows18x7_... and _rows9x14_: 126 of
+# 128 rows used), priced 80 and 75 us at b256 against the 135 and 127 us measured for the
+# pixel tiles, unmeasured: bench_ds times them against cuDNN, hopper checks their instances
+# (F16_ROWS9x7_BN128_S3_C1 and three more), bench_r50_256 the whole per-layer table (the
+# issue's geomean target), layers_ds every variant:
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -29,7 +24,7 @@
 #   bench_train: `kiln bench --train` on six resnet50 f16 b32 layers: each one's forward conv,
 #   data-gradient conv and weight gradient as chosen against cuDNN's (its backward filter for
 #   the weight gradient; a sliced one timed without its partial.sum), limit BENCH_TRAIN_LIMIT,
-#   default 200 s (unmeasured: the f64 references of the weight gradients sum all 32 images);
+#   default 200 s (27 s on the H100 of 2026-11-27c);
 #   train_ab: resnet50 f16 batch 32 training steps channels-last as chosen (chunked
 #   batchnorms, data gradients as Hopper convs) against --layout nchw, alternated, median of
 #   10 steps; PyTorch eager as the peer (limit TRAIN_AB_LIMIT, default 120 s; 60 s on the H100);
@@ -54,7 +49,8 @@
 #   (its f32 half), bench_r50 (resnet50 f16 b32's chosen kernels against cuDNN, per layer),
 #   layers_ds (every variant of resnet50 f16 b256's stem, its space_to_depth and conv, and of
 #   its three strided 1x1 downsamples, against cuDNN; limit LAYERS_DS_LIMIT, default 200 s),
-#   layers_all (every variant of four resnet50 f16 b32 layers, the 3x3 convs at 28x28, 14x14
+#   bench_ds (the chosen kernels of resnet50 f16 b256's stem and three strided 1x1 downsamples
+#   against cuDNN: limit BENCH_DS_LIMIT, default 80 s; 32 s on the H100 of 2026-11-27c), layers_all (every variant of four resnet50 f16 b32 layers, the 3x3 convs at 28x28, 14x14
 #   and 7x7 and the 1x1 with a residual at 56x56: Hopper against mma.sync tile by tile, each
 #   Hopper tile alone and in its clusters (_cl2x1, _cl1x2, _cl2x2: the multicast the L2
 #   ceiling prices, GpuDesc::l2_bytes_per_clock, unmeasured until then);
@@ -77,7 +73,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper check train_check clusters_ab bench_r50_256 mobile train_ab}
+parts=${*:-hopper check bench_ds clusters_ab bench_r50_256 train_ab}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -225,10 +221,10 @@ export -f check_r50 vgg16_tf32 ncu_r50 clusters_ab train_check train_inputs_b32 
 export K W
 has() { [[ " $parts " == *" $1 "* ]]; }
 # Correctness side by side.
-has hopper && part gpu_hopper 90 env KILN_HOPPER_CONV_SOURCE=tests/gpu/conv_instances.cpp bin/kiln-env \
+has hopper && part gpu_hopper ${HOPPER_LIMIT:-90} env KILN_HOPPER_CONV_SOURCE=tests/gpu/conv_instances.cpp bin/kiln-env \
   tests/gpu/gpu_hopper_conv &
 has models && part gpu_models 170 python3 tests/gpu/test_gpu.py "$K" &
-has check && part check_r50 120 bash -c check_r50 &
+has check && part check_r50 ${CHECK_LIMIT:-120} bash -c check_r50 &
 has models_rest && part gpu_models_rest 170 python3 tests/gpu/test_gpu.py "$K" --models \
   densenet121,densenet201,resnet32,resnet1202,unet,noscope_coral,noscope_roundabout &
 has vgg16 && part vgg16_tf32 120 bash -c vgg16_tf32 &
@@ -252,6 +248,9 @@ has bench_train && part bench_train ${BENCH_TRAIN_LIMIT:-200} $K bench resnet50 
   --batch 32 --variants default --runs 20 \
   --layers layer1.0.conv2,layer2.1.conv2,layer3.1.conv2,layer4.1.conv2,layer3.1.conv1,layer2.0.downsample.0 \
   -o $W/bench_train
+has bench_ds && part bench_ds ${BENCH_DS_LIMIT:-80} $K bench resnet50 --dtype f16 --batch 256 \
+  --variants default --layers conv1,layer2.0.downsample.0,layer3.0.downsample.0,layer4.0.downsample.0 \
+  --runs 20 -o $W/bench_ds
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
@@ -267,8 +266,8 @@ has folded && part folded 90 python3 bench/folded.py "$K" --models noscope --fac
   --runs 20 --out $W/folded
 has schedules && part schedules 90 python3 bench/training_schedules.py "$K" --models resnet152 --batch 32 \
   --budgets 100,50 --runs 3 --out $W/training_schedules
-has mobile && part mobile 330 python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 --budget 240 \
-  --compile-budget 100 --out $W/mobile_nets
+has mobile && part mobile ${MOBILE_LIMIT:-330} python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 \
+  --budget $((${MOBILE_LIMIT:-330} - 90)) --compile-budget ${MOBILE_COMPILE_BUDGET:-100} --out $W/mobile_nets
 has mobile_eager && part mobile_eager ${MOBILE_EAGER_LIMIT:-210} python3 bench/mobile_nets.py "$K" --batches 1,256 --runs 20 \
   --budget $((${MOBILE_EAGER_LIMIT:-210} - 30)) \
   --no-compile --out $W/mobile_nets_eager
