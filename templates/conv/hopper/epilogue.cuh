@@ -12,9 +12,9 @@ namespace kiln::hopper_conv {
 // Row m (0 .. BM - 1) of tile tl as y's NHWC row (the GEMM row); false past the output.
 template <class Cfg> KILN_FN bool row_of(const Tile& tl, int m, i64& row) {
   using G = Geometry<Cfg>;
-  if constexpr (G::FLAT) {
+  if constexpr (G::FLAT || G::ROW_TILES) {
     row = i64(tl.m0) + m;
-    return row < G::ROWS;
+    return m < G::TILE_ROWS && row < G::ROWS;
   } else {
     const int p = tl.p0 + m / G::TQ, q = tl.q0 + m % G::TQ;
     row = (i64(tl.n) * Cfg::OH + p) * Cfg::OW + q;

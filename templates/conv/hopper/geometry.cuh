@@ -14,6 +14,16 @@ template <class Cfg> struct flat_of<Cfg, decltype(void(Cfg::FLAT))> {
   static constexpr bool value = Cfg::FLAT;
 };
 
+// ROW_TILES: a strided 1x1 unpadded conv whose output rows, across images, are one sequence
+// (x's rows SH apart, H = SH * OH, so image n's row oh is row n * OH + oh of one strided view):
+// a tile is TP whole output rows (TQ = OW), TP * OW <= BM of its GEMM rows used, read as one
+// box of a 3-D map [N * OH][ceil(W / SW)][C]. A 7x7 map's 64-row tile holds 9 rows (63
+// pixels) where an 8x8 pixel tile holds 49. Absent: false.
+template <class Cfg, class = void> struct row_tiles_of { static constexpr bool value = false; };
+template <class Cfg> struct row_tiles_of<Cfg, decltype(void(Cfg::ROW_TILES))> {
+  static constexpr bool value = Cfg::ROW_TILES;
+};
+
 // SWIZZLE (bytes: 128, 64 or 32): the width of the operands' rows in shared memory, each one
 // row of a swizzle atom; a k iteration brings that many bytes of channels. Absent: 128.
 template <class Cfg, class = void> struct swizzle_of { static constexpr int value = 128; };
@@ -40,8 +50,10 @@ template <class Cfg> struct Geometry {
   static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
   static constexpr int BN = Cfg::BN, STAGES = Cfg::STAGES;
   static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
-  static constexpr bool FLAT = flat_of<Cfg>::value;
+  static constexpr bool FLAT = flat_of<Cfg>::value, ROW_TILES = row_tiles_of<Cfg>::value;
   static constexpr int TP = Cfg::TP, TQ = Cfg::TQ;
+  static constexpr int TILE_ROWS = TP * TQ; // GEMM rows a tile uses (BM but for ROW_TILES)
+  static constexpr int IMAGE_ROWS = Cfg::N * Cfg::OH;     // ROW_TILES: output rows, all images
   static constexpr int ROWS = Cfg::N * Cfg::OH * Cfg::OW; // GEMM rows (M)
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int SWZ = swizzle_of<Cfg>::value;
@@ -51,6 +63,9 @@ template <class Cfg> struct Geometry {
   static constexpr int ITERS = KH * KW * CB;       // k iterations
   static constexpr int A_BYTES = BM * SWZ, B_BYTES = BN * SWZ;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
+  // The bytes a stage's copies bring: ROW_TILES' box leaves A's last BM - TILE_ROWS rows
+  // alone (zeros, written once: conv_fwd).
+  static constexpr int STAGE_TX = TILE_ROWS * SWZ + B_BYTES;
   // f32 operands: wgmma reads them as tf32 by dropping 13 mantissa bits (towards zero), a
   // bias of about 2^-11 of each operand that adds up layer by layer (vgg16's seven such layers
   // gave 6.5e-3 on the H200, each within 7e-4). The consumers round each landed stage in
@@ -74,7 +89,9 @@ template <class Cfg> struct Geometry {
   static constexpr int STAGING = VECTOR_Y ? 4 * CONSUMERS * STAGING_PER_WARP : 0;
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);
-  static constexpr int M_TILES = FLAT ? ceil_div(ROWS, BM) : Cfg::N * TILES_P * TILES_Q;
+  static constexpr int M_TILES = FLAT        ? ceil_div(ROWS, BM)
+                                 : ROW_TILES ? ceil_div(IMAGE_ROWS, TP)
+                                             : Cfg::N * TILES_P * TILES_Q;
   static constexpr int TILES = M_TILES * O_BLOCKS; // output tiles
   // Clusters: block rank r sits at (i, j) = (r % CM, r / CM) and computes pixel tile CM * u_m
   // + i of channel block CN * u_n + j for each cluster tile (u_m, u_n) (cluster_tile); it
@@ -90,13 +107,20 @@ template <class Cfg> struct Geometry {
   static_assert(M_TILES % CM == 0 && O_BLOCKS % CN == 0, "clusters: the tiles pair up");
   static_assert(B_SLICE % 8 == 0 && A_SLICE % 8 == 0, "clusters: whole swizzle atoms a slice");
   static_assert(FLAT || TP % CN == 0, "CLUSTER_N: a pixel tile's rows split evenly");
-  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = SH * SW;
+  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = ROW_TILES ? 1 : SH * SW;
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
   static_assert(SWZ == 128 || SWZ == 64 || SWZ == 32, "SWIZZLE: 128, 64 or 32 bytes");
   static_assert(C % BKC == 0, "C a multiple of BKC: one swizzle row per channel block");
-  static_assert(TP * TQ == BM, "the pixel tile is 64 rows per consumer warpgroup");
+  static_assert(ROW_TILES ? TQ == Cfg::OW && TILE_ROWS <= BM && TILE_ROWS + TQ > BM
+                          : TILE_ROWS == BM,
+                "the pixel tile is 64 rows per consumer warpgroup (ROW_TILES: as many whole "
+                "output rows as fit)");
+  static_assert(!ROW_TILES || (!FLAT && KH == 1 && KW == 1 && Cfg::PH == 0 && Cfg::PW == 0 &&
+                               Cfg::H == SH * Cfg::OH && CN == 1),
+                "ROW_TILES: a 1x1 unpadded conv, H = SH * OH (the images' rows one strided "
+                "sequence), A not split over a cluster");
   static_assert(!FLAT || (KH == 1 && KW == 1 && Cfg::SH == 1 && Cfg::SW == 1 && Cfg::PH == 0 &&
                           Cfg::PW == 0 && TP == 1),
                 "FLAT: a 1x1, stride-1, unpadded conv (x's rows are the GEMM's), TP = 1");
@@ -163,7 +187,8 @@ KILN_FN TapMap tap_map(const KernelArgs& args, int r, int t) {
 }
 
 // Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:
-// then blocks of BM rows; m0 is the tile's first GEMM row either way).
+// then blocks of BM rows; ROW_TILES: of TP output rows; m0 is the tile's first GEMM row
+// either way).
 struct Tile {
   int n, p0, q0, o0, m0;
 };
@@ -171,6 +196,8 @@ template <class Cfg> KILN_FN Tile tile_at(int tile) {
   using G = Geometry<Cfg>;
   const int ob = tile % G::O_BLOCKS, mt = tile / G::O_BLOCKS;
   if constexpr (G::FLAT) return Tile{0, 0, 0, ob * G::BN, mt * G::BM};
+  if constexpr (G::ROW_TILES) // p0: the tile's first output row of all images' rows
+    return Tile{0, mt * G::TP, 0, ob * G::BN, mt * G::TILE_ROWS};
   const int pt = mt % (G::TILES_P * G::TILES_Q), n = mt / (G::TILES_P * G::TILES_Q);
   const int p0 = pt / G::TILES_Q * G::TP, q0 = pt % G::TILES_Q * G::TQ;
   return Tile{n, p0, q0, ob * G::BN, (n * Cfg::OH + p0) * Cfg::OW + q0};

@@ -16,6 +16,8 @@
 //    (c, q0 + floor((t - PW) / SW), p0 + floor((r - PH) / SH), n). Dilation 1; C a multiple
 //    of BKC. (im2col mode would need one map for any stride, but the emulator does not
 //    interpret it yet, and a kernel that cannot be checked there is not chosen.)
+//  - ROW_TILES (optional): a strided 1x1 unpadded conv with H = SH * OH: TP whole output rows
+//    of all images' rows as one sequence, one box of a 3-D map (geometry.cuh).
 //  - FLAT (optional): a 1x1 stride-1 unpadded conv, or a linear layer (x [N][C], H = W = 1),
 //    is a plain GEMM over M = N * OH * OW rows of x: A is one 2-D tiled TMA of x as [M][C],
 //    box BKC x BM rows, and a tile is BM consecutive rows, whatever the image or row they
@@ -42,12 +44,14 @@
 // HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
 // arrive rounded to tf32, so that only the other is rounded in shared memory, or neither);
 // Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs);
-// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); SWIZZLE
+// FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); ROW_TILES
+// (optional, above; TQ = OW, TP = BM / OW rounded down); SWIZZLE
 // (optional: 128, 64 or 32, above; 128 where absent); Y_PITCH
 // (optional: y a channel window of a concat's output, its pixels Y_PITCH elements apart).
 // Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
-// ph * SW + pw; FLAT: the one 2-D map), M w's tensor map, then x, w (what the maps read; named so
-// the buffers stay arguments), y, and bias, residual when present.
+// ph * SW + pw; FLAT: the one 2-D map; ROW_TILES: the one 3-D map, M = 1), M w's tensor map, then
+// x, w (what the maps read; named so the buffers stay arguments), y, and bias, residual when
+// present.
 #pragma once
 
 #include "common/kiln.cuh"
@@ -69,7 +73,7 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
     const int it = ring_it, s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
     const int cb = k_it % G::CB, tap = k_it / G::CB;
-    mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_BYTES));
+    mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_TX));
     const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
     const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
     const auto [xmap, cr, ct] =
@@ -83,6 +87,8 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
                            cb * G::BKC, tl.q0 + ct, tl.p0 + cr + ai * G::TP_SLICE, tl.n);
     } else if constexpr (G::FLAT) // rows past M: the copy's zero fill
       tma_load(a, xmap, full + s, cb * G::BKC, tl.m0);
+    else if constexpr (G::ROW_TILES) // TP output rows (past the last: zero fill) x OW
+      tma_load(a, xmap, full + s, cb * G::BKC, 0, tl.p0);
     else
       tma_load(a, xmap, full + s, cb * G::BKC, tl.q0 + ct, tl.p0 + cr, tl.n);
     if constexpr (G::CM > 1) { // this block's slice of the weight rows, into its column
@@ -184,6 +190,15 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   const Shared<u64> full = view_as<u64>(staging + G::STAGING);
   const Shared<u64> empty = full + G::STAGES;
   const int wg = thread_linear() / 128;
+  if constexpr (G::ROW_TILES && G::TILE_ROWS < G::BM) {
+    // The A rows no copy writes: zeros for good (the consumers' wgmmas read them; their
+    // accumulator rows are not stored), made visible to the async proxy before the barrier.
+    constexpr int kWords = (G::BM - G::TILE_ROWS) * G::SWZ / 16;
+    for (int i = thread_linear(); i < G::STAGES * kWords; i += G::THREADS)
+      view_as<Pack<u32, 4>>(ring + i / kWords * G::STAGE_BYTES +
+                            G::TILE_ROWS * G::SWZ)[i % kWords] = Pack<u32, 4>{};
+    fence_proxy_async();
+  }
   if (thread_linear() == 0) {
     for (int s = 0; s < G::STAGES; ++s) {
       mbarrier_init(full + s, 1);

@@ -97,6 +97,15 @@ struct Problem {
       return {map_of(x0, elem(), 2, {c, (unsigned long long)in.N * in.H * in.W},
                      {unsigned(in.swizzle) / elem(), unsigned(64 * in.CONSUMERS / in.cluster_n)},
                      in.swizzle)};
+    if (in.row_tiles) { // one 3-D map: rows 0, SH, ... of every image as one sequence
+      KilnTensorMap m = map_of(
+          x0, elem(), 3,
+          {c, (unsigned long long)((in.W + in.SW - 1) / in.SW), (unsigned long long)in.N * OH},
+          {unsigned(in.swizzle) / elem(), unsigned(in.TQ), unsigned(in.TP)}, in.swizzle);
+      m.strides[1] = in.SW * c * e;
+      m.strides[2] = (unsigned long long)in.SH * in.W * c * e;
+      return {m};
+    }
     for (int ph = 0; ph < in.SH; ++ph)
       for (int pw = 0; pw < in.SW; ++pw) {
         const auto* at =
@@ -128,6 +137,8 @@ struct Problem {
     if (in.flat)
       return unsigned((in.N * OH * OW + 64 * in.CONSUMERS - 1) / (64 * in.CONSUMERS) *
                       ((in.O + in.BN - 1) / in.BN));
+    if (in.row_tiles)
+      return unsigned((in.N * OH + in.TP - 1) / in.TP * ((in.O + in.BN - 1) / in.BN));
     return unsigned(in.N * ((OH + in.TP - 1) / in.TP) * ((OW + in.TQ - 1) / in.TQ) *
                     ((in.O + in.BN - 1) / in.BN));
   }

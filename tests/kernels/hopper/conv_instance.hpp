@@ -11,6 +11,7 @@ struct Instance {
   bool flat = false;                // FLAT: x's rows are the GEMM's (TP 1, TQ = 64 * CONSUMERS)
   int swizzle = 128;                // SWIZZLE: the bytes of channels a k iteration brings
   int cluster_m = 1, cluster_n = 1; // CLUSTER_M x CLUSTER_N blocks a cluster, operands multicast
+  bool row_tiles = false;           // ROW_TILES: TP whole output rows of all images' rows (TQ = OW)
   int cluster() const { return cluster_m * cluster_n; }
 };
 

@@ -241,6 +241,47 @@ struct TF32_FLAT_BN128_S2_C2_CL2x2 {
   static constexpr Act ACT = Act::none;
 };
 
+// ROW_TILES: strided 1x1 downsamples, tiles of whole output rows across images (conv_cases.hpp).
+// 14x14 -> 7x7 at batch 3: 21 rows in tiles of 9 (the last of 3), 192 channels (BN 128: a
+// partial block), bias + relu.
+struct F16_ROWS9x7_BN128_S3_C1 {
+  using T = f16;
+  static constexpr int N = 3, C = 64, H = 14, W = 14, O = 192, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 9, TQ = 7, BN = 128, STAGES = 3, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, ROW_TILES = true;
+  static constexpr Act ACT = Act::relu;
+};
+// 28x27 -> 14x14 (an odd width), two consumers (9 rows of 14: 126 of 128), wgmma N = 256,
+// residual.
+struct BF16_ROWS9x14_BN256_S2_C2 {
+  using T = bf16;
+  static constexpr int N = 2, C = 128, H = 28, W = 27, O = 256, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 14, OW = 14, TP = 9, TQ = 14, BN = 256, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = true, ROW_TILES = true;
+  static constexpr Act ACT = Act::none;
+};
+// tf32, stride 2 across and 1 down (H = OH): 4 rows of 14 a tile.
+struct TF32_ROWS4x14_BN64_S2_C1 {
+  using T = float;
+  static constexpr int N = 2, C = 64, H = 6, W = 28, O = 64, KH = 1, KW = 1, SH = 1, SW = 2, PH = 0,
+                       PW = 0;
+  static constexpr int OH = 6, OW = 14, TP = 4, TQ = 14, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, ROW_TILES = true;
+  static constexpr Act ACT = Act::none;
+};
+// In a 2 x 1 cluster (the weight tile multicast): 14 rows of 7, two tiles of 9.
+struct F16_ROWS9x7_BN64_S2_C1_CL2x1 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 14, W = 14, O = 128, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 9, TQ = 7, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr int CLUSTER_M = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true, ROW_TILES = true;
+  static constexpr Act ACT = Act::relu;
+};
+
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
@@ -276,3 +317,7 @@ KILN_HOPPER_CONV_CLUSTER(F16_T8x16_BN256_S3_C2_CL2x1, 2)
 KILN_HOPPER_CONV_CLUSTER(F16_T8x16_BN128_S3_C2_CL2x2, 4)
 KILN_HOPPER_CONV_CLUSTER(BF16_T8x8_BN64_S2_C1_CL1x2, 2)
 KILN_HOPPER_CONV_CLUSTER(TF32_FLAT_BN128_S2_C2_CL2x2, 4)
+KILN_HOPPER_CONV(F16_ROWS9x7_BN128_S3_C1)
+KILN_HOPPER_CONV(BF16_ROWS9x14_BN256_S2_C2)
+KILN_HOPPER_CONV(TF32_ROWS4x14_BN64_S2_C1)
+KILN_HOPPER_CONV_CLUSTER(F16_ROWS9x7_BN64_S2_C1_CL2x1, 2)

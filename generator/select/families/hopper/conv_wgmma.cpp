@@ -19,20 +19,32 @@ namespace {
 // A pixel tile and its consumer warpgroups (TP * TQ = 64 per consumer); the wide ones for
 // small feature maps (a tile covers one image's pixels only). `flat`: BM consecutive rows of
 // the GEMM (the template's FLAT: 1x1 stride-1 unpadded convs and linear layers), whatever
-// images they fall in.
+// images they fall in. `rows`: tp whole output rows of all images' rows (ROW_TILES: strided
+// 1x1 unpadded convs), tq the output's width, made per problem (row_tiles).
 struct PixelTile {
   int tp, tq, consumers;
-  bool flat = false;
+  bool flat = false, rows = false;
 };
 constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2},        {4, 32, 2},
                                      {32, 4, 2}, {8, 8, 1},         {4, 16, 1},
                                      {16, 4, 1}, {1, 128, 2, true}, {1, 64, 1, true}};
 constexpr int kBns[] = {256, 128, 64};
+// The template's ROW_TILES for a problem they serve (`ok`): per consumer count, as many whole
+// output rows of width OW as a tile's 64 * consumers GEMM rows hold.
+std::vector<PixelTile> row_tiles(bool ok, int64_t OW) {
+  std::vector<PixelTile> r;
+  if (ok)
+    for (int c : {2, 1})
+      if (OW <= 64 * c) r.push_back({int(64 * c / OW), int(OW), c, false, true});
+  return r;
+}
 // The cluster a tile may run in besides alone: the largest of 2 x 2, 2 x 1, 1 x 2 its tiles
 // pair up in; 1 x 1 where none.
 ClusterShape largest_cluster(int64_t m_tiles, int64_t o_blocks, const PixelTile& pt,
                              int64_t sm_count) {
-  const bool pair_m = m_tiles % 2 == 0, pair_n = o_blocks % 2 == 0 && (pt.flat || pt.tp % 2 == 0);
+  // A row tile's A is one box: not split over a cluster's row.
+  const bool pair_m = m_tiles % 2 == 0,
+             pair_n = o_blocks % 2 == 0 && !pt.rows && (pt.flat || pt.tp % 2 == 0);
   if (pair_m && pair_n && sm_count >= 4) return {2, 2};
   if (pair_m && sm_count >= 2) return {2, 1};
   if (pair_n && sm_count >= 2) return {1, 2};
@@ -109,6 +121,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   if (!math) return {};
   const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = *pr;
   const bool flat_ok = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0;
+  // ROW_TILES: a strided 1x1 unpadded conv whose images' rows make one strided sequence.
+  const bool rows_ok =
+      !linear && !flat_ok && KH == 1 && KW == 1 && PH == 0 && PW == 0 && H == SH * OH && OW <= 128;
   const int64_t es = int64_t(dtype_size(t));
   const int64_t swizzle = row_swizzle(C * es);
   if (swizzle == 0 || H < SH || W < SW || SH * SW > 9) return {};
@@ -140,7 +155,10 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   // a warp (STAGING in conv/hopper/geometry.cuh).
   const bool staged = O % 8 == 0 && (y_pitch > 0 ? y_pitch : O) % 8 == 0;
   std::vector<Variant> out;
-  for (const PixelTile& pt : kPixelTiles)
+  std::vector<PixelTile> tiles_of(std::begin(kPixelTiles), std::end(kPixelTiles));
+  for (const PixelTile& rt : row_tiles(rows_ok, OW))
+    tiles_of.push_back(rt);
+  for (const PixelTile& pt : tiles_of)
     for (int bn : kBns)
       for (bool clustered : {false, true}) {
         // A linear layer's 1x1 images fill a pixel tile's first row only.
@@ -160,7 +178,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
             kMaxStages * 128 / swizzle, (smem_limit - 1024 - staging) / (stage + barriers));
         if (stages < 2) continue;
         const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
-        const int64_t m_tiles = pt.flat ? (M + bm - 1) / bm : N * tiles_p * tiles_q;
+        const int64_t m_tiles = pt.flat   ? (M + bm - 1) / bm
+                                : pt.rows ? (N * OH + pt.tp - 1) / pt.tp
+                                          : N * tiles_p * tiles_q;
         const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
         // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel tiles
         // share their operands by multicast, for loops L2 would starve (128 x 256 at the tensor
@@ -177,8 +197,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         v.name = fmt::format(
             "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
             dtype_tag(t),
-            pt.flat ? std::string(linear ? "flat" : "nhwc_flat")
-                    : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
+            pt.flat   ? std::string(linear ? "flat" : "nhwc_flat")
+            : pt.rows ? fmt::format("nhwc_rows{}x{}", pt.tp, pt.tq)
+                      : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
             bn, stages, pt.consumers, cl.size() > 1 ? fmt::format("_cl{}x{}", cl.m, cl.n) : "",
             shape,
             fmt::format("{}{}{}{}", swizzle < 128 ? fmt::format("_w{}", swizzle) : "",
@@ -209,11 +230,12 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         if (a_tf32) cfg_bool(v, "A_TF32", true);
         if (y_tf32) cfg_bool(v, "Y_TF32", true);
         if (pt.flat) cfg_bool(v, "FLAT", true);
+        if (pt.rows) cfg_bool(v, "ROW_TILES", true);
         if (swizzle < 128) cfg_int(v, "SWIZZLE", swizzle);
         cfg_pitch(v, "y", y_pitch);
         if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
         ep.cfg(v);
-        for (int64_t m = 0; m < SH * SW; ++m)
+        for (int64_t m = 0; m < (pt.rows ? 1 : SH * SW); ++m)
           v.args.push_back(fmt::format("xmap{}", m));
         v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
         ep.add_args(v);
@@ -239,9 +261,9 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
         v.flops = 2.0 * double(M) * double(O) * double(K);
         v.bytes = bytes;
         v.math = *math;
-        const double util = (pt.flat ? double(M) / double(m_tiles * bm)
-                                     : double(OH) / double(tiles_p * pt.tp) * double(OW) /
-                                           double(tiles_q * pt.tq)) *
+        const double util = (pt.flat || pt.rows ? double(M) / double(m_tiles * bm)
+                                                : double(OH) / double(tiles_p * pt.tp) *
+                                                      double(OW) / double(tiles_q * pt.tq)) *
                             double(O) / double(o_blocks * bn);
         v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
                                  int(swizzle), cl);
@@ -251,9 +273,11 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
             "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA stages "
             "({}-byte swizzle), {} x-map(s) + a w-map{}{}",
             linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
-            pt.flat ? fmt::format("{}-row tile of x's rows", bm)
-                    : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
-            pt.consumers, stages, swizzle, SH * SW,
+            pt.flat   ? fmt::format("{}-row tile of x's rows", bm)
+            : pt.rows ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
+                                    pt.tp * pt.tq, bm)
+                      : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
+            pt.consumers, stages, swizzle, pt.rows ? 1 : SH * SW,
             es != 4            ? ""
             : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
             : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
@@ -286,6 +310,9 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
   if (cfg_bool_of(v, "FLAT")) // x as [N * H * W][C], boxes of BM rows (a block's slice)
     maps.push_back({"xmap0", rows_map(xb, N * H * W, C, XP, swizzle, swizzle / es,
                                       64 * cfg_int_of(v, "CONSUMERS") / cn)});
+  else if (cfg_bool_of(v, "ROW_TILES")) // the images' rows SH apart as one sequence
+    maps.push_back({"xmap0", image_rows_map(xb, N, C, H, W, SH, SW, XP, swizzle, swizzle / es,
+                                            cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"))});
   else {
     std::vector<TensorMapEncode> xs = parity_maps(xb, N, C, H, W, SH, SW, XP, swizzle, swizzle / es,
                                                   cfg_int_of(v, "TQ"), cfg_int_of(v, "TP") / cn);

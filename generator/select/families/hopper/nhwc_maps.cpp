@@ -23,6 +23,21 @@ std::vector<TensorMapEncode> parity_maps(const Buffer& b, int64_t N, int64_t C, 
   return maps;
 }
 
+TensorMapEncode image_rows_map(const Buffer& b, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t SH, int64_t SW, int64_t pitch, int64_t swizzle,
+                               int64_t box_c, int64_t tq, int64_t tp) {
+  const int64_t es = int64_t(dtype_size(b.dtype));
+  TensorMapEncode m;
+  m.buffer = b.name;
+  m.dtype = b.dtype;
+  m.swizzle = swizzle;
+  m.dims = {C, (W + SW - 1) / SW, N * (H / SH)};
+  m.strides = {SW * pitch * es, SH * W * pitch * es};
+  m.box = {box_c, tq, tp};
+  m.element_strides = {1, 1, 1};
+  return m;
+}
+
 TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
                          int64_t box_c, int64_t box_rows) {
   TensorMapEncode m;

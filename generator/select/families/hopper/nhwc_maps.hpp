@@ -18,6 +18,13 @@ std::vector<TensorMapEncode> parity_maps(const Buffer& b, int64_t N, int64_t C, 
                                          int64_t W, int64_t SH, int64_t SW, int64_t pitch,
                                          int64_t swizzle, int64_t box_c, int64_t tq, int64_t tp);
 
+// b's rows 0, SH, 2 SH, ... of every image as one sequence of N * H / SH rows (H a multiple
+// of SH: image n's row k is row n * H / SH + k), columns 0, SW, ...: [N * H / SH][ceil(W /
+// SW)][C], boxes of box_c channels x tq columns x tp rows (a strided 1x1 conv's ROW_TILES).
+TensorMapEncode image_rows_map(const Buffer& b, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t SH, int64_t SW, int64_t pitch, int64_t swizzle,
+                               int64_t box_c, int64_t tq, int64_t tp);
+
 // b as `rows` rows of C channels, `pitch` elements apart, boxes of box_c x box_rows: the
 // flat tiles' view of an NHWC activation (its pixels are the rows) or of a [rows, C] matrix.
 TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
