@@ -164,20 +164,21 @@ Variant maxpool_backward_direct(const StepInfo& s, const StepTypes& st, const Po
   return v;
 }
 
-// A dx tile of TC channels x TH rows x TW columns, one element per thread: NCHW tiles are
-// rows of up to 32 columns (coalesced); NHWC tiles take 32 channels (or all) and a squarish
-// patch of positions, so few windows straddle tiles.
+// A dx tile of TC channels x TH rows x TW columns, one element (vec > 1: vec channels) per
+// thread: NCHW tiles are rows of up to 32 columns (coalesced); NHWC tiles take 32 channels
+// (vec > 1: 64) or all and a squarish patch of positions, so few windows straddle tiles.
 struct Tile {
   int64_t TC, TH, TW;
 };
 
-Tile choose_tile(const PoolGeo& g, Layout l) {
+Tile choose_tile(const PoolGeo& g, Layout l, int64_t vec) {
   const int64_t hmax = pow2_ceil(g.H), wmax = pow2_ceil(g.W);
   if (l == Layout::nchw) {
     const int64_t tw = std::min<int64_t>(32, wmax);
     return {1, std::min(hmax, kThreads / tw), tw};
   }
-  const int64_t tc = std::min<int64_t>(32, pow2_ceil(g.C)), positions = kThreads / tc;
+  const int64_t tc = std::min<int64_t>(vec > 1 ? 64 : 32, pow2_ceil(g.C)),
+                positions = kThreads / (tc / vec);
   int64_t th = 1, tw = 1;
   while (th * tw < positions) {
     if (tw < wmax && (tw <= th || th >= hmax))
@@ -190,26 +191,31 @@ Tile choose_tile(const PoolGeo& g, Layout l) {
   return {tc, th, tw};
 }
 
-Variant maxpool_backward_tiled(const StepInfo& s, const StepTypes& st, const PoolGeo& g) {
+// vec: channels per thread (NHWC, a divisor of C: widest_vec), 1 for one element.
+Variant maxpool_backward_tiled(const StepInfo& s, const StepTypes& st, const PoolGeo& g,
+                               int64_t vec) {
   const Attrs& a = s.step.attrs;
-  const Tile t = choose_tile(g, st.layout);
+  const Tile t = choose_tile(g, st.layout, vec);
+  const int64_t threads = t.TC / vec * t.TH * t.TW;
   Variant v = make_variant(
       s, "maxpool2d", "pool/pool2d_backward.cuh", "kiln::pool::maxpool2d_backward_tiled",
       name_stem("maxpool2d_bwd", st.dtype, st.layout, s.shape("dx"), a, false) +
-          fmt::format("_tiled{}x{}x{}{}_t{}", t.TC, t.TH, t.TW, s.step.accumulate ? "_acc" : "",
-                      t.TC * t.TH * t.TW));
+          fmt::format("_tiled{}x{}x{}{}{}_t{}", t.TC, t.TH, t.TW,
+                      vec > 1 ? fmt::format("_v{}", vec) : "", s.step.accumulate ? "_acc" : "",
+                      threads));
   cfg_type(v, "T", cpp_type(st.dtype));
   cfg_geometry(v, g, st.layout);
   cfg_bool(v, "ACCUMULATE", s.step.accumulate);
   cfg_int(v, "TC", t.TC);
   cfg_int(v, "TH", t.TH);
   cfg_int(v, "TW", t.TW);
-  cfg_int(v, "THREADS", t.TC * t.TH * t.TW);
+  if (vec > 1) cfg_int(v, "VEC", vec);
+  cfg_int(v, "THREADS", threads);
   v.args = {"x", "dy", "dx"};
   const int64_t out = g.N * g.C * g.OH * g.OW, in = g.N * g.C * g.H * g.W;
   const int64_t ct = (g.C + t.TC - 1) / t.TC, ht = (g.H + t.TH - 1) / t.TH,
                 wt = (g.W + t.TW - 1) / t.TW;
-  v.block = {t.TC * t.TH * t.TW, 1, 1};
+  v.block = {threads, 1, 1};
   v.grid = {g.N * ct * ht * wt, 1, 1};
   // The windows touching a tile, as the template bounds them.
   const int64_t mh = (t.TH + g.KH - 2) / g.SH + 1, mw = (t.TW + g.KW - 2) / g.SW + 1;
@@ -217,13 +223,22 @@ Variant maxpool_backward_tiled(const StepInfo& s, const StepTypes& st, const Poo
       smem_array(mh * mw * t.TC * index_bytes(std::max(in, out))) + smem_array(mh * mw * t.TC * 4);
   v.registers_per_thread = registers(s, 32, 64);
   v.bytes = double((out + in * (s.step.accumulate ? 3 : 2)) * int64_t(dtype_size(st.dtype)));
-  // Window searches per dx element, and the share of the tile's threads inside the tensor.
+  // Window loads per dx element, and the share of the tile's threads inside the tensor
+  // (vec > 1: of its elements).
   const double reads = double(mh * mw * g.KH * g.KW) / double(t.TH * t.TW);
-  const double used = double(in) / double(v.blocks() * v.threads());
+  const double used = double(in) / double(v.blocks() * v.threads() * vec);
   v.flops = double(in) * reads;
-  v.efficiency = 0.7 * used * std::min(1.0, 8.0 / reads);
-  v.note = "gather per dx tile: each window's first maximum and gradient computed once into "
-           "shared memory, then one dx element per thread";
+  // One element a load, each waited for in turn (loops of run-time trip counts): an H100 ran
+  // resnet50's stem backward (6.75 loads an element) at 14x its DRAM floor
+  // (bench/results/h100_2026-11-27c), 0.7 / reads. A 16-byte pack a load, the window's loads
+  // in flight together: vec times that, unmeasured.
+  v.efficiency = 0.7 * used * std::min(1.0, 0.7 * double(vec) / reads);
+  v.note = vec > 1 ? fmt::format("gather per dx tile, {} channels a thread in 16-byte packs: each "
+                                 "window's first maximum and gradient computed once into shared "
+                                 "memory, then one dx pack per thread",
+                                 vec)
+                   : "gather per dx tile: each window's first maximum and gradient computed once "
+                     "into shared memory, then one dx element per thread";
   require_layout(v, s, st.layout);
   return v;
 }
@@ -250,8 +265,12 @@ std::vector<Variant> pool_candidates(const StepInfo& s, bool max) {
   }
   if (!max) return {avgpool_backward(s, *types, g)};
   std::vector<Variant> r = {maxpool_backward_direct(s, *types, g)};
-  Variant tiled = maxpool_backward_tiled(s, *types, g);
+  Variant tiled = maxpool_backward_tiled(s, *types, g, 1);
   if (tiled.grid[0] <= 2147483647) r.push_back(std::move(tiled));
+  if (const int64_t vec = widest_vec(g, *types); vec > 1) {
+    Variant packed = maxpool_backward_tiled(s, *types, g, vec);
+    if (packed.grid[0] <= 2147483647) r.push_back(std::move(packed));
+  }
   return r;
 }
 
