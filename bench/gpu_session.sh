@@ -3,8 +3,8 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper check bench_ds clusters_ab
-# bench_r50_256 train_ab, about 350 s in one call). The H100 run of 2026-11-27's evening
+# PARTS (default, what the next session should see first: hopper check bench_ds stem_variants
+# clusters_ab bench_r50_256 train_prof train_ab, about 500 s in one call). The H100 run of 2026-11-27's evening
 # (bench/results/h100_2026-11-27c) measured the training step with its weight gradients on
 # wgmma at 15.8-16.2 ms (PyTorch eager 23.8), every kernel of it passing on the GPU; resnet50
 # f16 at b256 at 10.18 ms (0.97x the cuDNN-only plan); the stem's conv over space_to_depth at
@@ -15,7 +15,14 @@
 # 128 rows used), priced 80 and 75 us at b256 against the 135 and 127 us measured for the
 # pixel tiles, unmeasured: bench_ds times them against cuDNN, hopper checks their instances
 # (F16_ROWS9x7_BN128_S3_C1 and three more), bench_r50_256 the whole per-layer table (the
-# issue's geomean target), layers_ds every variant:
+# issue's geomean target), layers_ds every variant. And the stem's conv may read its 4 taps of
+# 16 channels as one 128-byte row through a map of overlapping rows (..._taps4_..., chosen only
+# when measured: whether the driver encodes such a map is unknown; if the 884 us are TMA rows
+# or stages, a quarter of them should show): stem_variants times every variant of it against
+# cuDNN; maxpool's backward gathers 16-byte packs now (0.49 ms of the step before: train_prof):
+#   stem_variants: every variant of resnet50 f16 b256's stem conv (over space_to_depth: the
+#   32-byte-row and folded-taps Hopper tiles, the direct ones) against cuDNN, limit
+#   STEM_VARIANTS_LIMIT, default 150 s;
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -42,7 +49,7 @@
 #   150 s; on the H100 of 2026-11-27 12 of its 26 shapes took 270 s, ~22 s each, most of it
 #   the check's f64 reference of 256 images, which now computes 4: 0.44 s instead of 7.4 for
 #   the 3x3 at 14x14 on a 2-core machine, build/bench/check_host_time), ncu (Nsight Compute on resnet50 f16 b32's Hopper 1x1 C = 64 -> 256 convs, with
-#   and without a residual, and its 3x3 14x14 conv: speed of light, memory, warp stall
+#   and without a residual, its 3x3 14x14 conv and its stem conv: speed of light, memory, warp stall
 #   reasons, issue; `--clock-control none`; ncu_r50_details.txt; limit 120 s),
 #   r50 (resnet50 inference against PyTorch), r50_big
 #   (f16 at batch 32 and 256, 170 s; the H100 run of 2026-11-26 took 100 s), r50_f32
@@ -73,7 +80,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper check bench_ds clusters_ab bench_r50_256 train_ab}
+parts=${*:-hopper check bench_ds stem_variants clusters_ab bench_r50_256 train_prof train_ab}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -119,8 +126,8 @@ ncu_r50() { # where the epilogue-bound Hopper convs spend their time (hardware c
   N=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   $N --version || return 1
   python3 -c 'import numpy as np; np.save("/tmp/x32.npy", np.random.RandomState(0).standard_normal((32,3,224,224)).astype(np.float32))'
-  $N --clock-control none -f -o $W/ncu_r50 -c 6 \
-    -k 'regex:hopper_wgmma.*(c64h56w56_o256k1x1s1x1p0x0_bias_|c256h14w14_o256k3x3)' \
+  $N --clock-control none -f -o $W/ncu_r50 -c 8 \
+    -k 'regex:hopper_wgmma.*(c64h56w56_o256k1x1s1x1p0x0_bias_|c256h14w14_o256k3x3|c16h113w115)' \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
     --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
     $K run resnet50 --device gpu --dtype f16 --input /tmp/x32.npy --bench 2 || return 1
@@ -251,6 +258,8 @@ has bench_train && part bench_train ${BENCH_TRAIN_LIMIT:-200} $K bench resnet50 
 has bench_ds && part bench_ds ${BENCH_DS_LIMIT:-80} $K bench resnet50 --dtype f16 --batch 256 \
   --variants default --layers conv1,layer2.0.downsample.0,layer3.0.downsample.0,layer4.0.downsample.0 \
   --runs 20 -o $W/bench_ds
+has stem_variants && part stem_variants ${STEM_VARIANTS_LIMIT:-150} $K bench resnet50 --dtype f16 \
+  --batch 256 --variants all --layers conv1 --runs 20 -o $W/stem_variants
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \

@@ -36,7 +36,10 @@ std::optional<SpaceToDepthConv> space_to_depth_conv(const Plan& p, const Step& s
   const int64_t A = P / S, f = P % S, KA = ceil_div(K, S);
   const int64_t cz = ceil_div(S * S * C, kChannelAlign) * kChannelAlign;
   // z's rows: as many as a stride-1 conv with padding A needs for y's rows; the A block rows
-  // past them, read as that padding, must lie past x (S Hz - f >= H).
+  // past them, read as that padding, must lie past x (S Hz - f >= H). Its columns: the same,
+  // and the A columns of padding on each side written as zeros, so that the conv is unpadded
+  // across: a row of its KA taps' channels is then KA consecutive pixels of z (the Hopper
+  // family's folded taps, conv_wgmma.cpp).
   const int64_t hz = y.shape[2] + KA - 1 - 2 * A, wz = y.shape[3] + KA - 1 - 2 * A;
   if (A >= KA || hz < 1 || wz < 1 ||
       (A > 0 && (S * hz - f < x.shape[2] || S * wz - f < x.shape[3])))
@@ -55,14 +58,14 @@ std::optional<SpaceToDepthConv> space_to_depth_conv(const Plan& p, const Step& s
   wb.tf32 = false;
   Buffer zb = x;
   zb.name = fresh_buffer_name(p, x.name + ".s2d");
-  zb.shape = {x.shape[0], cz, hz, wz};
+  zb.shape = {x.shape[0], cz, hz, wz + 2 * A};
   zb.role = BufferRole::activation;
   zb.view_of = -1, zb.view_offset = 0, zb.view_pitch = 0;
   zb.layout = y.layout; // the conv's: NHWC where the plan is
   zb.tf32 = false;
   r.buffers = {wb, zb};
 
-  auto s2d = [&](int in, int out, int64_t pad, Int2 size) {
+  auto s2d = [&](int in, int out, Int2 pad, Int2 size) {
     Step t;
     t.kind = StepKind::launch;
     t.fn = Fn::space_to_depth_forward;
@@ -70,18 +73,18 @@ std::optional<SpaceToDepthConv> space_to_depth_conv(const Plan& p, const Step& s
     t.node = s.node;
     t.op = OpKind::space_to_depth;
     t.attrs.factor = S;
-    t.attrs.padding = {pad, pad};
+    t.attrs.padding = pad;
     t.attrs.size = size;
     t.attrs.out_channels = cz;
     t.args = {{"x", in}, {"y", out}};
     return t;
   };
-  r.steps.push_back(s2d(wi, wz_i, 0, {KA, KA}));
-  r.steps.push_back(s2d(xi, z_i, f, {hz, wz}));
+  r.steps.push_back(s2d(wi, wz_i, {0, 0}, {KA, KA}));
+  r.steps.push_back(s2d(xi, z_i, {f, f + S * A}, {hz, wz + 2 * A}));
   Step conv = s; // its epilogue, bias and residual as they were
   conv.attrs.kernel = {KA, KA};
   conv.attrs.stride = {1, 1};
-  conv.attrs.padding = {A, A};
+  conv.attrs.padding = {A, 0};
   conv.attrs.padding_end = {-1, -1};
   for (Arg& g : conv.args)
     if (g.role == "x")

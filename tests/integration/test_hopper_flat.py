@@ -9,7 +9,8 @@ batch 256, vgg16's classifier at batch 256 (both f16 on the h100). And the famil
 through a pitch (Y_PITCH: two 64-channel convs whose outputs are pitched views of their
 concat's, channel_views.cpp) and its x read through one (a channel slice as a pitched view:
 the tensor maps' strides), every tile shape checked the same way. And narrow swizzles
-(SWIZZLE 64 and 32) for channels whose bytes are not a multiple of 128."""
+(SWIZZLE 64 and 32) for channels whose bytes are not a multiple of 128, row tiles for strided
+1x1 convs and folded taps for the space_to_depth stem's conv."""
 import csv
 import json
 import os
@@ -81,6 +82,44 @@ for dtype, w, least in (("f16", "_w32_", 16), ("f32", "_w64_", 9)):
     kt.check(sum(w in r["variant"] for r in hopper) >= least,
              f"narrow {dtype}: {sum(w in r['variant'] for r in hopper)} Hopper variants with {w}")
     print(f"narrow {dtype}: {len(hopper)} Hopper variants of narrow swizzle checked on the emulator")
+
+
+def bench_layer(name, shape, layers, layer):
+    """Every variant of one layer of a small model on the emulator, each checked against the cpu
+    reference: the rows of its sweep, all of which passed."""
+    model = path(f"{name}.json")
+    with open(model, "w") as f:
+        json.dump({"format": "kiln-model/1", "name": name, "input": {"shape": shape}, "layers": layers}, f)
+    out = path(f"{name}_f16")
+    kt.kiln("bench", model, "--gpu", "h100", "--device", "emu", "--dtype", "f16", "--layers", layer, "-o", out)
+    rows = list(csv.DictReader(open(path(out, "sweep.csv"))))
+    kt.check(not [r for r in rows if r["check"] != "pass"], f"{name}: a variant of {layer} failed its check")
+    return rows
+
+
+# Row tiles (ROW_TILES): a strided 1x1 downsample's tiles are whole output rows across images,
+# read as one box of a 3-D map of x's rows SH apart (7x7 outputs at batch 3: 21 rows).
+rows = bench_layer("rows", [3, 64, 14, 14],
+                   [{"name": "c0", "op": "conv2d", "out_channels": 64, "kernel": 1},
+                    {"name": "r0", "op": "relu"},
+                    {"name": "ds", "op": "conv2d", "out_channels": 128, "kernel": 1, "stride": 2}], "ds")
+row_tiled = [r for r in rows if "_rows9x7_" in r["variant"] or "_rows18x7_" in r["variant"]]
+kt.check(len(row_tiled) >= 4, f"{len(row_tiled)} row-tiled Hopper variants checked")
+print(f"strided 1x1 (f16, batch 3, 14x14 -> 7x7): {len(row_tiled)} row-tiled Hopper variants checked on the emulator")
+
+# Folded taps (TAPS_ROW): a stride-1 conv unpadded across, whose 4 taps of 16 f16 channels make
+# one 128-byte row (the space_to_depth stem's conv), read through a map of overlapping rows.
+# Chosen only when measured (whether a driver encodes such a map is untested), so checked here
+# through every variant.
+rows = bench_layer("taps", [3, 16, 10, 13],
+                   [{"name": "c0", "op": "conv2d", "out_channels": 16, "kernel": 1},
+                    {"name": "r0", "op": "relu"},
+                    {"name": "c1", "op": "conv2d", "out_channels": 64, "kernel": 4, "padding": [1, 0]},
+                    {"name": "r1", "op": "relu"}], "c1")
+folded = [r for r in rows if "_taps4_" in r["variant"]]
+kt.check(len(folded) >= 7, f"{len(folded)} folded-taps Hopper variants checked")
+kt.check(all(r["model_choice"] != "1" for r in folded), "a folded-taps variant chosen without a measurement")
+print(f"4x4 conv over 16 channels (f16, batch 3): {len(folded)} folded-taps Hopper variants checked on the emulator")
 
 
 # Two branches concatenated: their convs write into the concat's output through its pitch.

@@ -38,6 +38,21 @@ TensorMapEncode image_rows_map(const Buffer& b, int64_t N, int64_t C, int64_t H,
   return m;
 }
 
+TensorMapEncode overlapping_taps_map(const Buffer& b, int64_t N, int64_t C, int64_t H, int64_t W,
+                                     int64_t taps, int64_t ow, int64_t box_c, int64_t tq,
+                                     int64_t tp) {
+  const int64_t es = int64_t(dtype_size(b.dtype));
+  TensorMapEncode m;
+  m.buffer = b.name;
+  m.dtype = b.dtype;
+  m.swizzle = taps * C * es;
+  m.dims = {taps * C, ow, H, N};
+  m.strides = {C * es, W * C * es, H * W * C * es};
+  m.box = {box_c, tq, tp, 1};
+  m.element_strides = {1, 1, 1, 1};
+  return m;
+}
+
 TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
                          int64_t box_c, int64_t box_rows) {
   TensorMapEncode m;

@@ -25,6 +25,14 @@ TensorMapEncode image_rows_map(const Buffer& b, int64_t N, int64_t C, int64_t H,
                                int64_t SH, int64_t SW, int64_t pitch, int64_t swizzle,
                                int64_t box_c, int64_t tq, int64_t tp);
 
+// An NHWC activation b [N, C, H, W] (unpitched) as rows of `taps` consecutive pixels' channels,
+// a pixel apart: [N][H][ow][taps * C], column q the pixels q .. q + taps - 1 (q + taps - 1 <
+// W), boxes of box_c x tq columns x tp rows x 1 image. The rows overlap: a stride-1 conv
+// unpadded across reads its `taps` taps of a row as one (the Hopper family's TAPS_ROW).
+TensorMapEncode overlapping_taps_map(const Buffer& b, int64_t N, int64_t C, int64_t H, int64_t W,
+                                     int64_t taps, int64_t ow, int64_t box_c, int64_t tq,
+                                     int64_t tp);
+
 // b as `rows` rows of C channels, `pitch` elements apart, boxes of box_c x box_rows: the
 // flat tiles' view of an NHWC activation (its pixels are the rows) or of a [rows, C] matrix.
 TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
