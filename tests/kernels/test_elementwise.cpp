@@ -194,6 +194,54 @@ std::vector<StepSpec> specs() {
                  {},
                  {{"x", xa, DType::f32, l}, {"dy", xa, DType::f32, l}, {"dx", g, DType::f32, l}}});
   }
+  // 16-byte packs (VEC): element counts a multiple of 8 (f16, bf16) or 4 (f32): every packed
+  // op, accumulating or not, with a NaN-free ReLU mask and a 4-input add.
+  const Shape xp{2, 4, 3, 8};
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    const std::string d = std::string(dtype_name(t)) + " packed";
+    s.push_back({"relu " + d, Fn::relu_forward, OpKind::relu, {}, {{"x", xp, t}, {"y", xp, t}}});
+    StepSpec rb{"relu_backward accumulate " + d,
+                Fn::relu_backward,
+                OpKind::relu,
+                {},
+                {{"y", xp, t}, {"dy", xp, t}, {"dx", xp, t}}};
+    rb.accumulate = true;
+    s.push_back(rb);
+    s.push_back({"add4 " + d,
+                 Fn::add_forward,
+                 OpKind::add,
+                 {},
+                 {{"x0", xp, t}, {"x1", xp, t}, {"x2", xp, t}, {"x3", xp, t}, {"y", xp, t}}});
+    s.push_back({"copy " + d, Fn::copy, OpKind::add, {}, {{"src", xp, t}, {"dst", xp, t}}});
+    s.push_back({"fill_zero " + d, Fn::fill_zero, OpKind::relu, {}, {{"dst", xp, t}}});
+    StepSpec sgd{
+        "sgd " + d, Fn::sgd_update, OpKind::conv2d, {}, {{"param", xp, t}, {"grad", xp, t}}};
+    sgd.params = Sgd{.lr = 0.125};
+    s.push_back(sgd);
+    s.push_back({"mul same shape " + d,
+                 Fn::mul_forward,
+                 OpKind::mul,
+                 {},
+                 {{"x0", xp, t}, {"x1", xp, t}, {"y", xp, t}}});
+    StepSpec mb{"mul backward accumulate " + d,
+                Fn::mul_backward,
+                OpKind::mul,
+                {},
+                {{"dy", xp, t}, {"x", xp, t}, {"dx", xp, t}}};
+    mb.accumulate = true;
+    s.push_back(mb);
+    s.push_back({std::string(acts[5].name) + " " + d,
+                 acts[5].forward,
+                 acts[5].op,
+                 acts[5].attrs,
+                 {{"x", xp, t}, {"y", xp, t}}});
+    StepSpec ab{std::string(acts[5].name) + " backward " + d,
+                acts[5].backward,
+                acts[5].op,
+                acts[5].attrs,
+                {{"x", xp, t}, {"dy", xp, t}, {"dx", xp, t}}};
+    s.push_back(ab);
+  }
   s.push_back({"mul gate f16",
                Fn::mul_forward,
                OpKind::mul,

@@ -5,7 +5,7 @@
 // node: layer2.1.conv1+layer2.1.bn1+layer2.1.relu1 (fill_zero)
 // node: layer2.1.conv2+layer2.1.bn2+layer2.1.add+layer2.1.relu2 (fill_zero)
 // variant: elementwise: grid-stride loop, one element per thread per step
-// chosen: cheapest of 1 valid variant: est. 2.0 us (floor 0.0 us), 8 blocks/SM (threads bound), fill 1%
+// chosen: cheapest of 2 valid variants: est. 2.0 us (floor 0.0 us), 8 blocks/SM (threads bound), fill 1%
 #include "elementwise/elementwise.cuh"
 
 struct elementwise_fill_zero_f32_c52_t256_sm90_cfg {

@@ -200,42 +200,68 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
   const Buffer& out = s.plan.buffers[st.need(args.back())];
   const DType t = int_zero ? DType::f32 : out.dtype;
   const int64_t count = numel(out.shape);
-  Variant v;
-  v.family = "elementwise";
-  v.header = "elementwise/elementwise.cuh";
-  v.function = "kiln::elementwise::elementwise";
-  v.name = fmt::format(
-      "elementwise_{}_{}_c{}{}{}_t{}_{}", op, dtype_tag(t), count, st.accumulate ? "_acc" : "",
-      st.fn == Fn::sgd_update ? "_lr" + name_number(st.sgd().lr) : "", kThreads, s.arch_tag());
-  cfg_type(v, "T", cpp_type(t));
-  cfg_int(v, "OP", op_code);
-  cfg_int(v, "COUNT", count);
-  cfg_int(v, "INPUTS", inputs);
-  cfg_bool(v, "ACCUMULATE", st.accumulate);
-  cfg_float(v, "LR", st.fn == Fn::sgd_update ? st.sgd().lr : 0);
-  cfg_int(v, "THREADS", kThreads);
-  if (op_code == 10 || op_code == 11) cfg_activation(v, act);
-  if (op_code >= 12) { // mul's broadcast: the full operand's H * W and C, and the layout
-    const Shape& full = s.plan.buffers[st.need(op_code == 12 ? "x0" : "dy")].shape;
-    const Shape& other = s.plan.buffers[st.need(op_code == 12 ? "x1" : "x")].shape;
-    const bool spread = op_code == 14 || other != full;
-    cfg_int(v, "BCAST_HW", spread ? full[2] * full[3] : 1);
-    cfg_int(v, "BCAST_C", spread ? full[1] : 1);
-    cfg_bool(v, "NHWC", s.layout(args.back()) == Layout::nhwc);
-    if (spread) // the geometry is compiled in: two layers of one size but another C differ
-      v.name += fmt::format("_bc{}x{}{}", full[1], full[2] * full[3],
-                            s.layout(args.back()) == Layout::nhwc ? "_nhwc" : "");
-  }
-  v.args = args;
-  v.block = {kThreads, 1, 1};
-  v.grid = {grid_stride_blocks(s.gpu, count, kThreads), 1, 1};
-  v.registers_per_thread = 24;
   const int64_t esize = int64_t(dtype_size(t));
-  v.bytes = double(count * esize * (inputs + 1 + (st.accumulate ? 1 : 0)));
-  v.flops = double(count * inputs);
-  v.efficiency = 0.8;
-  v.note = "grid-stride loop, one element per thread per step";
-  return {v};
+  // 16-byte packs (the template's VEC) where every argument is a contiguous run starting
+  // 16-byte aligned (the arena aligns buffers to 256 bytes; a view may start anywhere) and the
+  // op is one element out of elements in.
+  bool packable =
+      (op_code <= 5 || op_code == 10 || op_code == 11 || op_code == 12 || op_code == 13) &&
+      count % (16 / esize) == 0;
+  for (const Arg& g : st.args) {
+    const Buffer& b = s.plan.buffers[g.buffer];
+    packable = packable && b.view_pitch == 0 && b.view_offset * esize % 16 == 0;
+  }
+  if (op_code == 12 || op_code == 13) // mul: the operands of one shape (no broadcast)
+    packable = packable &&
+               s.plan.buffers[st.need(args[0])].shape == s.plan.buffers[st.need(args[1])].shape;
+  std::vector<Variant> out_variants;
+  for (int64_t vec : {int64_t(1), packable ? 16 / esize : int64_t(0)}) {
+    if (vec == 0) continue;
+    Variant v;
+    v.family = "elementwise";
+    v.header = "elementwise/elementwise.cuh";
+    v.function = "kiln::elementwise::elementwise";
+    v.name = fmt::format("elementwise_{}_{}_c{}{}{}{}_t{}_{}", op, dtype_tag(t), count,
+                         st.accumulate ? "_acc" : "",
+                         st.fn == Fn::sgd_update ? "_lr" + name_number(st.sgd().lr) : "",
+                         vec > 1 ? fmt::format("_v{}", vec) : "", kThreads, s.arch_tag());
+    cfg_type(v, "T", cpp_type(t));
+    cfg_int(v, "OP", op_code);
+    cfg_int(v, "COUNT", count);
+    cfg_int(v, "INPUTS", inputs);
+    cfg_bool(v, "ACCUMULATE", st.accumulate);
+    cfg_float(v, "LR", st.fn == Fn::sgd_update ? st.sgd().lr : 0);
+    cfg_int(v, "THREADS", kThreads);
+    if (vec > 1) cfg_int(v, "VEC", vec);
+    if (op_code == 10 || op_code == 11) cfg_activation(v, act);
+    if (op_code >= 12) { // mul's broadcast: the full operand's H * W and C, and the layout
+      const Shape& full = s.plan.buffers[st.need(op_code == 12 ? "x0" : "dy")].shape;
+      const Shape& other = s.plan.buffers[st.need(op_code == 12 ? "x1" : "x")].shape;
+      const bool spread = op_code == 14 || other != full;
+      cfg_int(v, "BCAST_HW", spread ? full[2] * full[3] : 1);
+      cfg_int(v, "BCAST_C", spread ? full[1] : 1);
+      cfg_bool(v, "NHWC", s.layout(args.back()) == Layout::nhwc);
+      if (spread) // the geometry is compiled in: two layers of one size but another C differ
+        v.name += fmt::format("_bc{}x{}{}", full[1], full[2] * full[3],
+                              s.layout(args.back()) == Layout::nhwc ? "_nhwc" : "");
+    }
+    v.args = args;
+    v.block = {kThreads, 1, 1};
+    v.grid = {grid_stride_blocks(s.gpu, count / vec, kThreads), 1, 1};
+    v.registers_per_thread = vec > 1 ? 40 : 24;
+    v.bytes = double(count * esize * (inputs + 1 + (st.accumulate ? 1 : 0)));
+    v.flops = double(count * inputs);
+    // One 2-byte element a thread: an H100 ran resnet50's ReLU backward and residual adds at
+    // 0.48 and 0.68 of its DRAM bandwidth (bench/results/h100_2026-11-27c); 16-byte packs
+    // stated, unmeasured.
+    v.efficiency = vec == 1 && esize == 2 ? 0.55 : 0.8;
+    v.note = vec > 1 ? fmt::format("grid-stride loop, {} elements per thread per step as 16-byte "
+                                   "packs",
+                                   vec)
+                     : "grid-stride loop, one element per thread per step";
+    out_variants.push_back(std::move(v));
+  }
+  return out_variants;
 }
 
 std::vector<Variant> RegionCopyFamily::candidates(const StepInfo& s) const {
