@@ -170,7 +170,8 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
     int64_t taps, C, W, KW, PW, swizzle;
   };
   std::vector<Fold> folds = {{1, C, W, KW, PW, swizzle}};
-  if (!linear && SW == 1 && PW == 0 && KW > 1 && KW * C * es == 128 && x_pitch == 0)
+  // (Stride 1 down too: the one map serves every tap row.)
+  if (!linear && SH == 1 && SW == 1 && PW == 0 && KW > 1 && KW * C * es == 128 && x_pitch == 0)
     folds.push_back({KW, KW * C, OW, 1, 0, 128});
   for (const Fold& fo : folds) {
     std::vector<PixelTile> tiles_of(std::begin(kPixelTiles), std::end(kPixelTiles));
