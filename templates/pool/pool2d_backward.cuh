@@ -53,6 +53,28 @@ template <class Cfg> KILN_FN void maxpool2d_backward_direct(const KernelArgs& a)
   }
 }
 
+// The dx tile block blockIdx.x of a tiled gather owns (TC channels x TH rows x TW columns, the
+// tiles of image n channel-block fastest after columns and rows), and the windows touching it:
+// output rows [oh0, oh1) and columns [ow0, ow1), at most MH x MW of them.
+template <class Cfg> struct DxTile {
+  static constexpr int TC = Cfg::TC, TH = Cfg::TH, TW = Cfg::TW;
+  static constexpr int MH = (TH + Cfg::KH - 2) / Cfg::SH + 1, MW = (TW + Cfg::KW - 2) / Cfg::SW + 1;
+  static constexpr int CT = ceil_div(Cfg::C, TC), HT = ceil_div(Cfg::H, TH),
+                       WT = ceil_div(Cfg::W, TW);
+  i64 n;
+  int h0, w0, c0, oh0, oh1, ow0, ow1;
+  KILN_FN DxTile() {
+    const int tile = int(blockIdx.x);
+    const int wt = tile % WT, ht = (tile / WT) % HT, ct = (tile / (WT * HT)) % CT;
+    n = i64(tile / (WT * HT * CT));
+    h0 = ht * TH, w0 = wt * TW, c0 = ct * TC;
+    oh0 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(h0).lo;
+    oh1 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(min_of(h0 + TH, Cfg::H) - 1).hi;
+    ow0 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(w0).lo;
+    ow1 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(min_of(w0 + TW, Cfg::W) - 1).hi;
+  }
+};
+
 // VEC (channels per item): absent, 1.
 template <class Cfg, class = void> struct vec_of { static constexpr int value = 1; };
 template <class Cfg> struct vec_of<Cfg, decltype(void(Cfg::VEC))> {
@@ -72,9 +94,7 @@ template <class Cfg> KILN_FN void maxpool2d_backward_tiled_vec(const KernelArgs&
   using P = Pack<T, V>;
   static_assert(Cfg::NHWC && Cfg::C % V == 0 && TC % V == 0 && sizeof(P) <= 16,
                 "VEC channels of NHWC");
-  constexpr int MH = (TH + Cfg::KH - 2) / Cfg::SH + 1, MW = (TW + Cfg::KW - 2) / Cfg::SW + 1;
-  constexpr int WINDOWS = MH * MW, ITEMS = WINDOWS * TP;
-  constexpr int CT = ceil_div(Cfg::C, TC), HT = ceil_div(Cfg::H, TH), WT = ceil_div(Cfg::W, TW);
+  constexpr int MW = DxTile<Cfg>::MW, WINDOWS = DxTile<Cfg>::MH * MW, ITEMS = WINDOWS * TP;
   static_assert(Cfg::THREADS == TP * TH * TW, "one dx pack per thread");
   KILN_SHARED_ARRAY(I, argmax, ITEMS * V);
   KILN_SHARED_ARRAY(float, grad, ITEMS* V);
@@ -82,14 +102,10 @@ template <class Cfg> KILN_FN void maxpool2d_backward_tiled_vec(const KernelArgs&
   const Global<const P> x = view_as<const P>(arg<const T>(a, 0));
   const Global<const P> dy = view_as<const P>(arg<const T>(a, 1));
   const Global<P> dx = view_as<P>(arg<T>(a, 2));
-  const int tile = int(blockIdx.x);
-  const int wt = tile % WT, ht = (tile / WT) % HT, ct = (tile / (WT * HT)) % CT;
-  const I n = I(tile / (WT * HT * CT));
-  const int h0 = ht * TH, w0 = wt * TW, c0 = ct * TC;
-  const int oh0 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(h0).lo;
-  const int oh1 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(min_of(h0 + TH, Cfg::H) - 1).hi;
-  const int ow0 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(w0).lo;
-  const int ow1 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(min_of(w0 + TW, Cfg::W) - 1).hi;
+  const DxTile<Cfg> tile;
+  const I n = I(tile.n);
+  const int h0 = tile.h0, w0 = tile.w0, c0 = tile.c0, oh0 = tile.oh0, oh1 = tile.oh1,
+            ow0 = tile.ow0, ow1 = tile.ow1;
 
   for (int item = int(threadIdx.x); item < ITEMS; item += Cfg::THREADS) {
     const int pk = item % TP, win = item / TP;
@@ -165,9 +181,7 @@ template <class Cfg> KILN_FN void maxpool2d_backward_tiled_one(const KernelArgs&
   using Y = PoolY<Cfg>;
   using I = typename X::index;
   constexpr int TC = Cfg::TC, TH = Cfg::TH, TW = Cfg::TW;
-  // The most windows that touch TH consecutive rows (TW columns).
-  constexpr int MH = (TH + Cfg::KH - 2) / Cfg::SH + 1, MW = (TW + Cfg::KW - 2) / Cfg::SW + 1;
-  constexpr int CT = ceil_div(Cfg::C, TC), HT = ceil_div(Cfg::H, TH), WT = ceil_div(Cfg::W, TW);
+  constexpr int MH = DxTile<Cfg>::MH, MW = DxTile<Cfg>::MW;
   static_assert(Cfg::THREADS == TC * TH * TW, "one dx element per thread");
   static_assert(Cfg::NHWC || TC == 1, "NCHW tiles are spatial");
   // Per window touching the tile (channel fastest): its maximum's position and gradient.
@@ -177,14 +191,10 @@ template <class Cfg> KILN_FN void maxpool2d_backward_tiled_one(const KernelArgs&
   const Global<const T> x = arg<const T>(a, 0);
   const Global<const T> dy = arg<const T>(a, 1);
   const Global<T> dx = arg<T>(a, 2);
-  const int tile = int(blockIdx.x);
-  const int wt = tile % WT, ht = (tile / WT) % HT, ct = (tile / (WT * HT)) % CT;
-  const I n = I(tile / (WT * HT * CT));
-  const int h0 = ht * TH, w0 = wt * TW, c0 = ct * TC;
-  const int oh0 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(h0).lo;
-  const int oh1 = pool_cover<Cfg::KH, Cfg::SH, Cfg::PH, Cfg::OH>(min_of(h0 + TH, Cfg::H) - 1).hi;
-  const int ow0 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(w0).lo;
-  const int ow1 = pool_cover<Cfg::KW, Cfg::SW, Cfg::PW, Cfg::OW>(min_of(w0 + TW, Cfg::W) - 1).hi;
+  const DxTile<Cfg> tile;
+  const I n = I(tile.n);
+  const int h0 = tile.h0, w0 = tile.w0, c0 = tile.c0, oh0 = tile.oh0, oh1 = tile.oh1,
+            ow0 = tile.ow0, ow1 = tile.ow1;
 
   for (int item = int(threadIdx.x); item < MH * MW * TC; item += Cfg::THREADS) {
     const int c = c0 + item % TC, oh = oh0 + item / (TC * MW), ow = ow0 + (item / TC) % MW;

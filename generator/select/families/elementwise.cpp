@@ -215,8 +215,9 @@ std::vector<Variant> ElementwiseFamily::candidates(const StepInfo& s) const {
     packable = packable &&
                s.plan.buffers[st.need(args[0])].shape == s.plan.buffers[st.need(args[1])].shape;
   std::vector<Variant> out_variants;
-  for (int64_t vec : {int64_t(1), packable ? 16 / esize : int64_t(0)}) {
-    if (vec == 0) continue;
+  std::vector<int64_t> vecs = {1};
+  if (packable) vecs.push_back(16 / esize);
+  for (int64_t vec : vecs) {
     Variant v;
     v.family = "elementwise";
     v.header = "elementwise/elementwise.cuh";
