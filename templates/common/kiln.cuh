@@ -114,6 +114,14 @@ KILN_FN int thread_linear() {
 KILN_FN int lane_id() { return thread_linear() & 31; }
 KILN_FN int warp_id() { return thread_linear() >> 5; }
 
+// One arrival on `bar` for the whole warp, once every lane is past what precedes it (a stage's
+// release after the warp's wgmma wait): one shared-memory atomic where a per-thread arrival
+// makes 32, on the consumer's path between two stages. The barrier counts warps.
+KILN_FN void mbarrier_arrive_warp(Shared<u64> bar) {
+  sync_warp();
+  if (lane_id() == 0) mbarrier_arrive(bar);
+}
+
 // A tensor-core Cfg's B_TF32: its float weights arrive rounded to tf32 (the prepare phase's
 // conversion or batchnorm folding rounded them), so the kernel does not round them again.
 // Absent: false.

@@ -128,17 +128,17 @@ KILN_FN void round_stage(Shared<u8> stage, Shared<u64> rounded, int g, int t, u3
   mbarrier_wait(rounded, parity);
 }
 
-// A consumer thread's release of stage s: alone its own block's (empty's count: every consumer
-// thread); in a cluster, once the whole warp is past its wgmma wait, lane l < CL arrives on
-// block l's barrier where block l shares this block's row or column (writes this stage: the
-// count is every consumer warp of the CM + CN - 1 such blocks).
+// A consumer warp's release of stage s, once the whole warp is past its wgmma wait: alone, one
+// arrival on its own block's barrier; in a cluster, lane l < CL arrives on block l's barrier
+// where block l shares this block's row or column (writes this stage). empty's count: every
+// consumer warp of the CM + CN - 1 blocks that write the stage.
 template <class Cfg> KILN_FN void release(Shared<u64> empty, int s, int rank) {
   using G = Geometry<Cfg>;
   if constexpr (G::CL == 1)
-    mbarrier_arrive(empty + s);
+    mbarrier_arrive_warp(empty + s);
   else {
     sync_warp();
-    const int lane = thread_linear() % 32;
+    const int lane = lane_id();
     if (lane < G::CL && (lane % G::CM == rank % G::CM || lane / G::CM == rank / G::CM))
       mbarrier_arrive_cluster(empty + s, u32(lane));
   }
@@ -202,8 +202,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   if (thread_linear() == 0) {
     for (int s = 0; s < G::STAGES; ++s) {
       mbarrier_init(full + s, 1);
-      mbarrier_init(empty + s,
-                    G::CL == 1 ? 128 * G::CONSUMERS : 4 * G::CONSUMERS * (G::CM + G::CN - 1));
+      mbarrier_init(empty + s, 4 * G::CONSUMERS * (G::CM + G::CN - 1));
       if constexpr (G::ROUND_TF32) mbarrier_init(empty + G::STAGES + s, 128 * G::CONSUMERS);
     }
     fence_barrier_init();

@@ -177,7 +177,7 @@ KILN_FN void mask_rows(Shared<u8> a, const Slice& sl, const PosTile& t, Shared<u
 }
 
 // Consumer warpgroup g: its 64 channels of dy against the stage's BN of x, 4 k16 steps a
-// stage; each stage released once its wgmmas completed.
+// stage; each stage released, one arrival a warp, once its wgmmas completed.
 template <class Cfg>
 KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
                      Shared<u64> mask, int g, const Slice& sl) {
@@ -207,15 +207,15 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     // it), and a second consumer warpgroup covers the drain instead.
     if constexpr (Cfg::PARTIAL) {
       wgmma_wait<1>();
-      if (it > 0) mbarrier_arrive(empty + (it - 1) % G::STAGES);
+      if (it > 0) mbarrier_arrive_warp(empty + (it - 1) % G::STAGES);
     } else {
       wgmma_wait<0>();
-      mbarrier_arrive(empty + s);
+      mbarrier_arrive_warp(empty + s);
     }
   }
   if constexpr (Cfg::PARTIAL) {
     wgmma_wait<0>();
-    mbarrier_arrive(empty + (sl.count - 1) % G::STAGES);
+    mbarrier_arrive_warp(empty + (sl.count - 1) % G::STAGES);
   }
 }
 
@@ -234,7 +234,7 @@ template <class Cfg> KILN_FN void wgrad(const KernelArgs& args) {
   if (thread_linear() == 0) {
     for (int s = 0; s < G::STAGES; ++s) {
       mbarrier_init(full + s, 1);
-      mbarrier_init(empty + s, 128 * G::CONSUMERS);
+      mbarrier_init(empty + s, 4 * G::CONSUMERS); // consumer warps (mbarrier_arrive_warp)
     }
     for (int g = 0; g < G::CONSUMERS; ++g)
       mbarrier_init(mask + g, 128);
