@@ -56,20 +56,34 @@ std::uint32_t group_seen(Block& b, int g, int slot) {
   return least;
 }
 
+// Warpgroup g as one wgmma sees it: group_seen of every barrier, taken once at its issue
+// (nothing else runs while a wgmma reads its operands) rather than per operand byte.
+struct GroupView {
+  Block& b;
+  int g;
+  std::uint32_t least[kMaxMbarriers];
+  GroupView(Block& blk, int grp) : b(blk), g(grp) {
+    for (int slot = 0; slot < kMaxMbarriers; ++slot) // no TMA tags a byte with a later slot
+      least[slot] = slot < b.hop.nbars ? group_seen(b, g, slot) : 0;
+  }
+};
+
 // Whether thread w's ordinary store (its tag: proxy_fences + 1 at the store) is ordered
 // before warpgroup g's reads by an mbarrier: w fenced after the store, then arrived in a
 // phase that every thread of g has seen complete. Only w's last arrival per barrier is kept,
 // so an older release may be missed (a false report, never a missed race).
-bool released_to(Block& b, int w, std::uint32_t tag, int g) {
-  const HopperFiber& h = fiber_at(b, w).hop;
-  for (int slot = 0; slot < b.hop.nbars; ++slot)
-    if (h.arrived_fences[slot] >= tag && group_seen(b, g, slot) > h.arrived_phase[slot])
+bool released_to(const GroupView& v, int w, std::uint32_t tag) {
+  const HopperFiber& h = fiber_at(v.b, w).hop;
+  for (int slot = 0; slot < v.b.hop.nbars; ++slot)
+    if (h.arrived_fences[slot] >= tag && v.least[slot] > h.arrived_phase[slot])
       return true;
   return false;
 }
 
 // Reads `bytes` operand bytes at off for warpgroup g: the async-proxy checks, then the value.
-void read_operand(Block& b, int g, std::size_t off, unsigned bytes, void* out) {
+void read_operand(const GroupView& v, std::size_t off, unsigned bytes, void* out) {
+  Block& b = v.b;
+  const int g = v.g;
   if (off + bytes > kMaxShared) fail("wgmma operand outside shared memory (arena byte %zu)", off);
   if ((b.checks & KILN_EMU_CHECK_SHARED_INIT) || (b.checks & KILN_EMU_CHECK_RACE))
     for (unsigned i = 0; i < bytes; ++i) {
@@ -83,7 +97,7 @@ void read_operand(Block& b, int g, std::size_t off, unsigned bytes, void* out) {
       if (!(b.checks & KILN_EMU_CHECK_RACE) || !b.hop.tag) continue;
       const std::uint32_t tag = b.hop.tag[off + i];
       if (e.writer == kAsyncWriter) {
-        check_async_byte(b, off + i, tag, group_seen(b, g, int((tag >> 24) & 0x3f)),
+        check_async_byte(b, off + i, tag, v.least[(tag >> 24) & 0x3f],
                          "a wgmma of this warpgroup reads");
         continue;
       }
@@ -96,7 +110,7 @@ void read_operand(Block& b, int g, std::size_t off, unsigned bytes, void* out) {
         fail("a wgmma (the async proxy) reads %s, written by ordinary stores of thread %s with no "
              "fence.proxy.async (fence_proxy_async) between the store and the wgmma",
              shared_place(b, off + i).c_str(), thread_name(b, w).c_str());
-      if (e.wstamp == b.epoch && w / kWarpgroup != g && !released_to(b, w, tag, g))
+      if (e.wstamp == b.epoch && w / kWarpgroup != g && !released_to(v, w, tag))
         fail("shared-memory race at %s: a wgmma reads it, thread %s wrote it since the last "
              "__syncthreads",
              shared_place(b, off + i).c_str(), thread_name(b, w).c_str());
@@ -104,14 +118,14 @@ void read_operand(Block& b, int g, std::size_t off, unsigned bytes, void* out) {
   std::memcpy(out, b.arena + off, bytes);
 }
 
-float operand_value(Block& b, int g, const Desc& d, bool mn_major, int r, int k, int kind) {
+float operand_value(const GroupView& v, const Desc& d, bool mn_major, int r, int k, int kind) {
   if (kind == 2) { // tf32: the sign, exponent and top 10 mantissa bits of a float
     std::uint32_t x;
-    read_operand(b, g, element_at(d, mn_major, r, k, 4), 4, &x);
+    read_operand(v, element_at(d, mn_major, r, k, 4), 4, &x);
     return std::bit_cast<float>(x & 0xffffe000u);
   }
   std::uint16_t h;
-  read_operand(b, g, element_at(d, mn_major, r, k, 2), 2, &h);
+  read_operand(v, element_at(d, mn_major, r, k, 2), 2, &h);
   return kind == 0 ? half_bits_to_float(h) : bf16_bits_to_float(h);
 }
 
@@ -166,12 +180,13 @@ void complete_wgmma(Block& b, int g, Fiber* const* t) {
   check_desc(da, "A", ta);
   check_desc(db, "B", tb);
   static thread_local float A[64][16], B[256][16];
+  const GroupView view(b, g);
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < K; ++k)
-      A[m][k] = operand_value(b, g, da, ta, m, k, kind);
+      A[m][k] = operand_value(view, da, ta, m, k, kind);
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < K; ++k)
-      B[n][k] = operand_value(b, g, db, tb, n, k, kind);
+      B[n][k] = operand_value(view, db, tb, n, k, kind);
   const bool acc = f0.in[4] != 0;
   if (b.hop.ninflight[g] == kMaxInflight)
     fail("more than %d wgmma operations of warpgroup %d in flight (no wgmma_wait)", kMaxInflight,
@@ -197,8 +212,11 @@ void complete_wgmma(Block& b, int g, Fiber* const* t) {
 } // namespace
 
 // After a wgmma_wait of f completing groups [done_before, wg_done): the warpgroup's wgmma
-// operations in them must, as this thread sees it, have read until now the bytes they read
-// at issue. An operation is forgotten once all 128 threads have waited for it.
+// operations in them must have read until now the bytes they read at issue. Compared once,
+// at the last of the 128 threads' waits (then the operation is forgotten): a rewrite before
+// any thread's wait is one before the last (its writer and tag differ even where the value
+// does not), and the hash of a 64 x 256 operand pair is ~10K bytes, once a thread was 40% of
+// a Hopper kernel's emulation.
 void wgmma_retire(Fiber& f, unsigned done_before) {
   Block& b = *f.block;
   const int g = f.linear / kWarpgroup;
@@ -209,7 +227,10 @@ void wgmma_retire(Fiber& f, unsigned done_before) {
       b.hop.inflight[g][kept++] = op;
       continue;
     }
-    if (++op.waited < kWarpgroup) b.hop.inflight[g][kept++] = op;
+    if (++op.waited < kWarpgroup) {
+      b.hop.inflight[g][kept++] = op;
+      continue;
+    }
     if (fingerprint(b, decode(op.da), decode(op.db), op.n, op.kind) != op.fingerprint)
       fail("shared memory a wgmma of group %u reads (A at arena byte %u, B at %u) was "
            "rewritten before the wgmma_wait covering it: a stage released to its producer "
