@@ -7,6 +7,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -16,7 +17,10 @@ failures = []
 
 def kiln(*args, expect=0):
     """Runs kiln; checks the exit code; returns (stdout, stderr)."""
+    start = time.monotonic()
     p = subprocess.run([KILN, *map(str, args)], capture_output=True, text=True)
+    # Each call's time in the test's log: what to look at when the suite grows slow.
+    print(f"[{time.monotonic() - start:7.2f} s] kiln {' '.join(map(str, args))}"[:300], flush=True)
     if p.returncode != expect:
         fail(f"kiln {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}\n"
              f"stdout: {p.stdout}\nstderr: {p.stderr}")
