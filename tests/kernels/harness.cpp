@@ -129,12 +129,8 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
 
 int arch_number(const std::string& arch) { return std::stoi(arch.substr(3)); } // "sm_86": 86
 
-// The templates branch on the architecture only at sm_80 (device_cuda.cuh: cp.async, bf16,
-// ldmatrix) and sm_90a (the Hopper family's own instances): a configuration offered for an
-// A100 (sm_80) and an H200 (sm_90) is one source up to its name's arch suffix, compiled once,
-// for the newer. Returns "name less _smNN@class".
-std::string compile_class(const Variant& v, const std::string& arch) {
-  std::string name = v.name;
+std::string compile_class(const std::string& kernel, const std::string& arch) {
+  std::string name = kernel;
   if (const size_t at = name.rfind("_sm"); at != std::string::npos) name.resize(at);
   const std::string cls = arch.ends_with('a') || arch_number(arch) < 80 ? arch : "sm_80+";
   return name + "@" + cls;
@@ -144,7 +140,7 @@ std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int job
   std::map<std::string, const Built*> distinct; // compile_class -> its newest architecture's
   for (const Built& b : built) {
     auto [at, fresh] =
-        distinct.emplace(compile_class(b.variant, instance_arch(b.variant, arch_of(b.gpu))), &b);
+        distinct.emplace(compile_class(b.variant.name, instance_arch(b.variant, arch_of(b.gpu))), &b);
     if (!fresh && arch_number(arch_of(b.gpu)) > arch_number(arch_of(at->second->gpu)))
       at->second = &b;
   }

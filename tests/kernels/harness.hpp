@@ -48,8 +48,15 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
                                 const std::vector<std::string>& gpus,
                                 std::vector<std::string>* unserved = nullptr);
 
-// Compiles every distinct variant with NVRTC for its GPU's architecture; one message per
-// failure, and per variant that promises no spills and spills.
+// The templates branch on the architecture only at sm_80 (device_cuda.cuh: cp.async, bf16,
+// ldmatrix) and sm_90a (the Hopper family's own instances): a configuration offered for an
+// A100 (sm_80) and an H200 (sm_90) is one source up to its name's arch suffix, compiled once,
+// for the newer. Returns "name less _smNN@class".
+std::string compile_class(const std::string& kernel, const std::string& arch);
+int arch_number(const std::string& arch); // "sm_86": 86
+
+// Compiles every distinct variant (compile_class) with NVRTC for its GPU's architecture; one
+// message per failure, and per variant that promises no spills and spills.
 std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs = 2);
 
 // Host-compiles every distinct variant into one emulated library under `dir`, then runs
