@@ -1,4 +1,5 @@
 #include "generator/compile/compile_dir.hpp"
+#include "generator/compile/host_pch.hpp"
 
 #include "generator/compile/cache.hpp"
 #include "generator/compile/nvrtc.hpp"
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unistd.h>
@@ -276,6 +278,11 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
     launcher.source = read_text(launcher.source_path);
     jobs.push_back(launcher);
     std::vector<std::string> objects(jobs.size());
+    // The templates precompiled once, on the first kernel the cache does not have (its
+    // objects are byte-identical to a plain compile's, so the cache key leaves it out); the
+    // launcher compiles without it.
+    std::once_flag pch_once;
+    std::optional<std::string> pch;
     parallel_for(jobs.size(), threads, [&](size_t i) {
       Job& j = jobs[i];
       std::string key_parts = version;
@@ -292,6 +299,10 @@ CompileSummary compile_dir(const std::string& dir, const CompileOptions& o) {
         }
       std::vector<std::string> argv = {cxx, "-x", "c++"};
       argv.insert(argv.end(), flags.begin(), flags.end());
+      if (j.name != launcher.name) {
+        std::call_once(pch_once, [&] { pch = host_pch(cxx, version, flags, include); });
+        if (pch) argv.insert(argv.end(), {"-include", *pch});
+      }
       const std::string tmp = obj + ".tmp";
       argv.insert(argv.end(), {"-c", j.source_path, "-o", tmp});
       const ProcessResult r = run_process(argv);
