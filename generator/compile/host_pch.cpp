@@ -11,9 +11,11 @@
 
 namespace kiln {
 
-std::optional<std::string> host_pch(const std::string& cxx, const std::string& version,
-                                    const std::vector<std::string>& flags,
-                                    const std::string& include) {
+namespace {
+
+std::optional<std::string> build(const std::string& cxx, const std::string& version,
+                                 const std::vector<std::string>& flags,
+                                 const std::string& include) {
   namespace fs = std::filesystem;
   // Every template the host compiler can read: the CUDA-only device API (common/*_cuda.cuh)
   // is what kiln.cuh includes for NVRTC and nvcc instead of the emulator's.
@@ -43,6 +45,18 @@ std::optional<std::string> host_pch(const std::string& cxx, const std::string& v
   fs::rename(tmp, pch, ec);
   if (ec) fs::remove(tmp, ec);
   return fs::exists(pch) ? std::optional<std::string>(name) : std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::string> host_pch(const std::string& cxx, const std::string& version,
+                                    const std::vector<std::string>& flags,
+                                    const std::string& include) {
+  try { // an optimisation: a file it cannot write leaves the kernels to compile as before
+    return build(cxx, version, flags, include);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 } // namespace kiln
