@@ -42,7 +42,8 @@ MemoryPlan plan_memory(std::span<const Lifetime> buffers, int64_t alignment) {
     int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
     for (const Placed& p : placed) {
       if (p.first > b.last || b.first > p.last) continue;
-      if (p.lo - cursor >= need && p.lo - cursor < best_gap) best = cursor, best_gap = p.lo - cursor;
+      if (p.lo - cursor >= need && p.lo - cursor < best_gap)
+        best = cursor, best_gap = p.lo - cursor;
       cursor = std::max(cursor, p.hi);
     }
     plan.offsets[i] = best >= 0 ? best : cursor;

@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 namespace kiln::test {
@@ -129,18 +130,36 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
 
 int arch_number(const std::string& arch) { return std::stoi(arch.substr(3)); } // "sm_86": 86
 
-std::string compile_class(const std::string& kernel, const std::string& arch) {
-  std::string name = kernel;
-  if (const size_t at = name.rfind("_sm"); at != std::string::npos) name.resize(at);
+std::string compile_class(const std::string& kernel, const std::string& source,
+                          const std::string& arch) {
+  // The name's architecture suffix (_sm80, _sm90a), where it has one.
+  std::string suffix;
+  if (const size_t at = kernel.rfind("_sm"); at != std::string::npos) {
+    const std::string tail = kernel.substr(at + 3);
+    const size_t digits = tail.find_first_not_of("0123456789");
+    if (digits > 0 && (digits == std::string::npos || tail.substr(digits) == "a"))
+      suffix = kernel.substr(at);
+  }
+  // The source less its comment lines (which GPU, why chosen) and the suffix: what the
+  // compiler sees, launch bounds included.
+  std::string text;
+  std::istringstream in(source);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("//")) continue;
+    for (size_t at; !suffix.empty() && (at = line.find(suffix)) != std::string::npos;)
+      line.erase(at, suffix.size());
+    text += line + "\n";
+  }
   const std::string cls = arch.ends_with('a') || arch_number(arch) < 80 ? arch : "sm_80+";
-  return name + "@" + cls;
+  return cls + "\n" + text;
 }
 
 std::vector<std::string> nvrtc_failures(const std::vector<Built>& built, int jobs) {
   std::map<std::string, const Built*> distinct; // compile_class -> its newest architecture's
   for (const Built& b : built) {
-    auto [at, fresh] =
-        distinct.emplace(compile_class(b.variant.name, instance_arch(b.variant, arch_of(b.gpu))), &b);
+    const std::string arch = instance_arch(b.variant, arch_of(b.gpu));
+    auto [at, fresh] = distinct.emplace(
+        compile_class(b.variant.name, instance_source(b.variant, origin_for(b)), arch), &b);
     if (!fresh && arch_number(arch_of(b.gpu)) > arch_number(arch_of(at->second->gpu)))
       at->second = &b;
   }

@@ -49,10 +49,12 @@ std::vector<Built> all_variants(const std::vector<StepSpec>& specs,
                                 std::vector<std::string>* unserved = nullptr);
 
 // The templates branch on the architecture only at sm_80 (device_cuda.cuh: cp.async, bf16,
-// ldmatrix) and sm_90a (the Hopper family's own instances): a configuration offered for an
-// A100 (sm_80) and an H200 (sm_90) is one source up to its name's arch suffix, compiled once,
-// for the newer. Returns "name less _smNN@class".
-std::string compile_class(const std::string& kernel, const std::string& arch);
+// ldmatrix) and sm_90a (the Hopper family's own instances): a kernel whose source for an A100
+// (sm_80) and for an H200 (sm_90) is the same but for its name's arch suffix and its comments
+// (launch bounds included: the two GPUs' occupancy often differs) is one compile, for the
+// newer. The key: the architecture's class, then that source.
+std::string compile_class(const std::string& kernel, const std::string& source,
+                          const std::string& arch);
 int arch_number(const std::string& arch); // "sm_86": 86
 
 // Compiles every distinct variant (compile_class) with NVRTC for its GPU's architecture; one

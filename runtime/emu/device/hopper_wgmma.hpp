@@ -75,8 +75,7 @@ struct GroupView {
 bool released_to(const GroupView& v, int w, std::uint32_t tag) {
   const HopperFiber& h = fiber_at(v.b, w).hop;
   for (int slot = 0; slot < v.b.hop.nbars; ++slot)
-    if (h.arrived_fences[slot] >= tag && v.least[slot] > h.arrived_phase[slot])
-      return true;
+    if (h.arrived_fences[slot] >= tag && v.least[slot] > h.arrived_phase[slot]) return true;
   return false;
 }
 
