@@ -3,8 +3,9 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper check bench_ds stem_variants
-# clusters_ab bench_r50_256 train_prof train_ab, about 500 s in one call). The H100 run of 2026-11-27's evening
+# PARTS (default, what the next session should see first: hopper check bench_ds pp_kb
+# stem_variants clusters_ab bench_r50_256 train_prof train_ab, about 600 s in one call: give the
+# limits as 2026-11-27c's call 1 did, or split it in two calls). The H100 run of 2026-11-27's evening
 # (bench/results/h100_2026-11-27c) measured the training step with its weight gradients on
 # wgmma at 15.8-16.2 ms (PyTorch eager 23.8), every kernel of it passing on the GPU; resnet50
 # f16 at b256 at 10.18 ms (0.97x the cuDNN-only plan); the stem's conv over space_to_depth at
@@ -20,6 +21,13 @@
 # when measured: whether the driver encodes such a map is unknown; if the 884 us are TMA rows
 # or stages, a quarter of them should show): stem_variants times every variant of it against
 # cuDNN; maxpool's backward gathers 16-byte packs now (0.49 ms of the step before: train_prof):
+#   pp_kb: the ping-pong Hopper tiles (_pp: the two consumers take turns, a whole tile
+#   each, one's epilogue under the other's wgmmas) and those of several 32-byte rows a stage
+#   (_kb4: the stem's 4 taps a stage, its TMA rows unchanged), measured_only until timed, of
+#   resnet50 f16 b256's stem conv, 3x3 convs at 56, 28 and 14 and layer3.0's strided 1x1,
+#   beside each layer's chosen kernel and cuDNN (kiln bench --match _pp_,_kb; limit
+#   PP_KB_LIMIT, default 150 s): a fit of 27c's tiles puts the epilogue at 16-44% of their
+#   time and ~450 clocks on each stage (epilogue_fit.txt);
 #   stem_variants: every variant of resnet50 f16 b256's stem conv (over space_to_depth: the
 #   32-byte-row and folded-taps Hopper tiles, the direct ones) against cuDNN, limit
 #   STEM_VARIANTS_LIMIT, default 150 s;
@@ -80,7 +88,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper check bench_ds stem_variants clusters_ab bench_r50_256 train_prof train_ab}
+parts=${*:-hopper check bench_ds pp_kb stem_variants clusters_ab bench_r50_256 train_prof train_ab}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -258,6 +266,9 @@ has bench_train && part bench_train ${BENCH_TRAIN_LIMIT:-200} $K bench resnet50 
 has bench_ds && part bench_ds ${BENCH_DS_LIMIT:-80} $K bench resnet50 --dtype f16 --batch 256 \
   --variants default --layers conv1,layer2.0.downsample.0,layer3.0.downsample.0,layer4.0.downsample.0 \
   --runs 20 -o $W/bench_ds
+has pp_kb && part pp_kb ${PP_KB_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 256 \
+  --variants all --match _pp_,_kb --runs 20 -o $W/pp_kb \
+  --layers conv1,layer1.0.conv2,layer2.1.conv2,layer3.1.conv2,layer3.0.downsample.0
 has stem_variants && part stem_variants ${STEM_VARIANTS_LIMIT:-150} $K bench resnet50 --dtype f16 \
   --batch 256 --variants all --layers conv1 --runs 20 -o $W/stem_variants
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \

@@ -50,6 +50,12 @@ void SweepArgs::add_to(CLI::App* cmd, bool required) {
                   "model names them: layer3.1.conv2), every variant of their shapes; a name no "
                   "swept layer has is an error that lists them")
       ->delimiter(',');
+  cmd->add_option("--match", match,
+                  "TEXT[,TEXT...]: of every variant (--variants all), only those whose names "
+                  "contain one of these texts, beside each layer's cost-model pick (the "
+                  "baseline): --match _pp_ times the ping-pong Hopper tiles against the chosen "
+                  "ones; a text no variant has is an error")
+      ->delimiter(',');
   cmd->add_flag("--train", train,
                 "sweep a training step's layers (the plan `kiln generate --train` writes): its "
                 "forward convs and linears, its data gradients (forward convs of dy) and its "
@@ -98,6 +104,7 @@ PreparedSweep prepare_sweep_command(const SweepArgs& a, const std::string& comma
   r.variants = a.variants;
   r.shard = a.shard;
   r.layers = a.layers;
+  r.match = a.match;
   r.train = a.train;
   r.output = a.output;
   r.seed = a.seed;

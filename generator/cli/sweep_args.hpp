@@ -20,6 +20,7 @@ struct SweepArgs {
   std::string variants = "all";
   std::string shard; // "I/N"; "" the whole sweep
   std::vector<std::string> layers; // --layers: only these (SweepRequest::layers)
+  std::vector<std::string> match;  // --match: only these variants (SweepRequest::match)
   bool train = false;              // --train: a training step's layers (SweepRequest::train)
   uint64_t seed = 1;
   int64_t check_images = CheckOptions{}.images;

@@ -50,6 +50,27 @@ std::vector<WorkItem> only_layers(std::vector<WorkItem> items,
   return items;
 }
 
+// Of each shape, the cost model's pick (the baseline) and the variants whose names contain one
+// of `texts`; a text no variant of the swept shapes contains besides the picks is an error.
+std::vector<WorkItem> only_matching(std::vector<WorkItem> items,
+                                    const std::vector<std::string>& texts) {
+  const auto has = [](const WorkItem& it, const std::string& t) {
+    return it.variant.name.find(t) != std::string::npos;
+  };
+  for (const std::string& t : texts)
+    if (std::none_of(items.begin(), items.end(),
+                     [&](const WorkItem& it) { return !it.model_choice && has(it, t); }))
+      throw Error("", "--match",
+                  cat("no variant of the swept layers but the cost model's picks has \"", t,
+                      "\" in its name (", items.size(),
+                      " variants; `kiln generate --variants all` lists them in the manifest)"));
+  std::erase_if(items, [&](const WorkItem& it) {
+    return !it.model_choice && std::none_of(texts.begin(), texts.end(),
+                                            [&](const std::string& t) { return has(it, t); });
+  });
+  return items;
+}
+
 } // namespace
 
 PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bool lock) {
@@ -61,6 +82,9 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   std::vector<std::string> key = {
       model_to_text(p.model), g.identity(), KILN_VERSION, r.device, r.variants, r.shard};
   if (!r.layers.empty()) key.push_back(fmt::format("layers {}", fmt::join(r.layers, ",")));
+  if (!r.match.empty()) key.push_back(fmt::format("match {}", fmt::join(r.match, ",")));
+  if (!r.match.empty() && r.variants != "all")
+    throw Error("", "--match", "selects among every variant of a layer: it needs --variants all");
   if (r.train) key.push_back("train");
   p.dir = r.output.empty() ? KernelCache::default_dir() + "/sweeps/" + cache_key(key) : r.output;
   if (lock) {
@@ -81,6 +105,7 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   p.gen = generate(p.model, g, go);
   p.items = sweep_work(p.gen.plan, p.gen.layout, g, go.all_variants);
   if (!r.layers.empty()) p.items = only_layers(std::move(p.items), r.layers);
+  if (!r.match.empty()) p.items = only_matching(std::move(p.items), r.match);
   if (p.items.empty()) {
     // A layer the cost model splits along K in two steps runs as a partial GEMM plus a sum:
     // two kernels a sweep does not time as one variant (the in-kernel split is one, swept).

@@ -21,6 +21,9 @@ struct SweepRequest {
   // Layers to sweep, by the name of one of their nodes ("layer3.1.conv2"): a shape is swept
   // where one of its layers has a node of that name. Empty: every layer.
   std::vector<std::string> layers;
+  // Variants to sweep besides each shape's cost-model pick, by text their names contain
+  // ("_pp_"). Empty: every variant (with variants "all").
+  std::vector<std::string> match;
   // The training step's plan (forward, loss, backward, update) rather than inference's: its
   // weight gradients are swept too.
   bool train = false;

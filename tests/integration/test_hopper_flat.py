@@ -10,7 +10,8 @@ through a pitch (Y_PITCH: two 64-channel convs whose outputs are pitched views o
 concat's, channel_views.cpp) and its x read through one (a channel slice as a pitched view:
 the tensor maps' strides), every tile shape checked the same way. And narrow swizzles
 (SWIZZLE 64 and 32) for channels whose bytes are not a multiple of 128, row tiles for strided
-1x1 convs and folded taps for the space_to_depth stem's conv."""
+1x1 convs, folded taps for the space_to_depth stem's conv, and the ping-pong consumers and several
+k iterations a stage (both chosen only when measured)."""
 import csv
 import json
 import os
@@ -106,6 +107,8 @@ rows = bench_layer("rows", [3, 64, 14, 14],
 row_tiled = [r for r in rows if "_rows9x7_" in r["variant"] or "_rows18x7_" in r["variant"]]
 kt.check(len(row_tiled) >= 4, f"{len(row_tiled)} row-tiled Hopper variants checked")
 print(f"strided 1x1 (f16, batch 3, 14x14 -> 7x7): {len(row_tiled)} row-tiled Hopper variants checked on the emulator")
+row_pp = [r for r in row_tiled if "_pp_" in r["variant"]]
+kt.check(len(row_pp) >= 1, f"{len(row_pp)} ping-pong row-tiled Hopper variants checked")
 
 # Folded taps (TAPS_ROW): a stride-1 conv unpadded across, whose 4 taps of 16 f16 channels make
 # one 128-byte row (the space_to_depth stem's conv), read through a map of overlapping rows.
@@ -120,6 +123,17 @@ folded = [r for r in rows if "_taps4_" in r["variant"]]
 kt.check(len(folded) >= 7, f"{len(folded)} folded-taps Hopper variants checked")
 kt.check(all(r["model_choice"] != "1" for r in folded), "a folded-taps variant chosen without a measurement")
 print(f"4x4 conv over 16 channels (f16, batch 3): {len(folded)} folded-taps Hopper variants checked on the emulator")
+# Ping-pong consumers (PINGPONG: a whole tile each in turn) and 4 of the 32-byte rows a stage
+# (KBLOCKS), both chosen only when measured: checked here through every variant.
+kblocks = [r for r in rows if "_kb4" in r["variant"]]
+pingpong = [r for r in rows if "_pp_" in r["variant"]]
+kt.check(len(kblocks) >= 7 and len(pingpong) >= 4,
+         f"{len(kblocks)} Hopper variants of 4 k iterations a stage, {len(pingpong)} ping-pong ones checked")
+kt.check(any("_pp_" in r["variant"] and "_kb4" in r["variant"] for r in rows), "no ping-pong variant of 4 k iterations a stage")
+kt.check(all(r["model_choice"] != "1" for r in kblocks + pingpong),
+         "a ping-pong or several-k-iterations variant chosen without a measurement")
+print(f"4x4 conv over 16 channels (f16, batch 3): {len(kblocks)} variants of 4 k iterations a stage and "
+      f"{len(pingpong)} ping-pong ones checked on the emulator")
 
 
 # Two branches concatenated: their convs write into the concat's output through its pitch.

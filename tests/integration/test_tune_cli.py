@@ -197,4 +197,16 @@ kt.check(len(rows) == 2 and any("layer2.0.conv2" in n for n in names) and any("f
          f"--layers layer2.0.conv2,fc: {[r['layers'] for r in rows]}")
 err = kt.expect_error([*RES, "--layers", "layer9.conv1", "-o", path("lay2")], "--layers",
                       "no swept layer has a node named \"layer9.conv1\"", "layer1.0.conv1")
+# --- --match: of every variant, those whose names contain a text, beside the cost model's pick --
+MATCH = ["bench", path("hop.json"), "--gpu", "h100", "--device", "emu", "--variants", "all", "--layers", "c2"]
+kt.kiln(*MATCH, "--match", "_pp_", "-o", path("match"))
+rows = list(csv.DictReader(open(path("match/sweep.csv"))))
+picks = [r for r in rows if r["model_choice"] == "1"]
+pp = [r for r in rows if "_pp_" in r["variant"]]
+kt.check(len(picks) == 1 and "_pp_" not in picks[0]["variant"] and len(pp) >= 2
+         and len(rows) == len(pp) + 1 and all(r["check"] == "pass" for r in rows),
+         f"--match _pp_: {[(r['variant'], r['model_choice'], r['check']) for r in rows]}")
+kt.expect_error([*MATCH, "--match", "_nosuchtile_", "-o", path("match2")], "--match",
+                "no variant of the swept layers but the cost model's picks has \"_nosuchtile_\"")
+kt.expect_error([*RES, "--match", "_pp_", "-o", path("match3")], "--match", "it needs --variants all")
 kt.finish()

@@ -150,7 +150,7 @@ KILN_FN void fetch_slice(const KernelArgs& args, Shared<u8> buf, const Tile& tl,
 // at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
 template <class Cfg>
 KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
-                          Shared<u8> staging) {
+                          Shared<u8> staging, int slot) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
@@ -161,7 +161,7 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
   constexpr int PER_CHUNK = 16 / int(sizeof(T)); // channels in a 16-byte chunk
   constexpr bool LOADS = G::STAGED_LOADS;
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32, q = lane % 4, r = lane / 4;
-  const Shared<u8> mine = staging + (4 * g + w) * G::STAGING_PER_WARP;
+  const Shared<u8> mine = staging + (4 * slot + w) * G::STAGING_PER_WARP;
   // The four rows of the warp's 16 this lane fetches and stores (4j + lane / 8), as y's rows
   // (false past the output: their residual is zero-filled, their pairs never stored); chunk
   // k of a row is this lane's.
@@ -218,13 +218,14 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
   }
 }
 
-// The epilogue for one tile: through shared memory in 16-byte accesses where the groups are
-// aligned, else pairs from registers.
+// The epilogue of rows 64g .. 64g + 63 of a tile: through shared memory in 16-byte accesses
+// where the groups are aligned (in the staging of consumer warpgroup `slot`, the one storing),
+// else pairs from registers.
 template <class Cfg>
 KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
-                   Shared<u8> staging) {
+                   Shared<u8> staging, int slot) {
   if constexpr (Geometry<Cfg>::VECTOR_Y)
-    store_staged<Cfg>(args, acc, g, tl, staging);
+    store_staged<Cfg>(args, acc, g, tl, staging, slot);
   else
     store_registers<Cfg>(args, acc, g, tl);
 }

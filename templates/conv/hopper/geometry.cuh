@@ -31,6 +31,16 @@ template <class Cfg> struct swizzle_of<Cfg, decltype(void(Cfg::SWIZZLE))> {
   static constexpr int value = Cfg::SWIZZLE;
 };
 
+// KBLOCKS (alone, no rounding pass; absent: 1): the k iterations (swizzle rows of channels) a
+// stage brings, each its own A and B boxes side by side (A's KBLOCKS blocks of BM rows, then
+// B's of BN): a 32-byte row's stage of 4 carries the k of a 128-byte row's, with a quarter of
+// the stages, barrier waits and releases per tile (the per-stage time the H100's tiles show:
+// bench/results/h100_2026-11-27c/epilogue_fit.txt).
+template <class Cfg, class = void> struct kblocks_of { static constexpr int value = 1; };
+template <class Cfg> struct kblocks_of<Cfg, decltype(void(Cfg::KBLOCKS))> {
+  static constexpr int value = Cfg::KBLOCKS;
+};
+
 // CLUSTER_M, CLUSTER_N (1 or 2 each; absent: 1): a thread-block cluster of CLUSTER_M x
 // CLUSTER_N blocks computing that many pixel tiles x channel blocks; the blocks of one channel
 // block share its weight tile, each bringing 1 / CLUSTER_M of its rows by a multicast TMA into
@@ -43,6 +53,17 @@ template <class Cfg> struct cluster_m_of<Cfg, decltype(void(Cfg::CLUSTER_M))> {
 template <class Cfg, class = void> struct cluster_n_of { static constexpr int value = 1; };
 template <class Cfg> struct cluster_n_of<Cfg, decltype(void(Cfg::CLUSTER_N))> {
   static constexpr int value = Cfg::CLUSTER_N;
+};
+
+// PINGPONG (two consumers, alone, f16/bf16 or operands that arrive as tf32, BN 64 or 128):
+// consumer warpgroup g computes every other tile of its block whole (its 128 rows as two
+// accumulators of 64), the other its neighbours, so that one's epilogue runs while the other's
+// wgmmas keep the tensor cores busy (CUTLASS's "ping-pong" schedule). The ring is one sequence
+// of stages, the tiles' in turn: a stage is one consumer's. Absent: false (both consumers on
+// one tile, 64 rows each: "cooperative").
+template <class Cfg, class = void> struct pingpong_of { static constexpr bool value = false; };
+template <class Cfg> struct pingpong_of<Cfg, decltype(void(Cfg::PINGPONG))> {
+  static constexpr bool value = Cfg::PINGPONG;
 };
 
 template <class Cfg> struct Geometry {
@@ -60,12 +81,15 @@ template <class Cfg> struct Geometry {
   static constexpr int BKC = SWZ / int(sizeof(T)); // channels per k iteration: one swizzle row
   static constexpr int KSTEPS = SWZ / 32; // wgmma k steps per iteration (k16, tf32 k8: 32 B)
   static constexpr int CB = C / BKC;               // channel blocks per filter tap
-  static constexpr int ITERS = KH * KW * CB;       // k iterations
-  static constexpr int A_BYTES = BM * SWZ, B_BYTES = BN * SWZ;
+  static constexpr int KB = kblocks_of<Cfg>::value;            // k iterations a stage
+  static constexpr int K_ITERS = KH * KW * CB;                 // k iterations (swizzle rows of k)
+  static constexpr int ITERS = K_ITERS / KB;                   // stages a tile
+  static constexpr int A_BLOCK = BM * SWZ, B_BLOCK = BN * SWZ; // one k iteration's
+  static constexpr int A_BYTES = KB * A_BLOCK, B_BYTES = KB * B_BLOCK;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES; // multiples of 1024: atoms aligned
   // The bytes a stage's copies bring: ROW_TILES' box leaves A's last BM - TILE_ROWS rows
   // alone (zeros, written once: conv_fwd).
-  static constexpr int STAGE_TX = TILE_ROWS * SWZ + B_BYTES;
+  static constexpr int STAGE_TX = KB * TILE_ROWS * SWZ + B_BYTES;
   // f32 operands: wgmma reads them as tf32 by dropping 13 mantissa bits (towards zero), a
   // bias of about 2^-11 of each operand that adds up layer by layer (vgg16's seven such layers
   // gave 6.5e-3 on the H200, each within 7e-4). The consumers round each landed stage in
@@ -100,6 +124,9 @@ template <class Cfg> struct Geometry {
   static constexpr int CM = cluster_m_of<Cfg>::value, CN = cluster_n_of<Cfg>::value;
   static constexpr int CL = CM * CN;
   static constexpr int CLUSTER_TILES = TILES / CL;
+  static constexpr bool PINGPONG = pingpong_of<Cfg>::value;
+  // The consumer warpgroups that read (and release) one stage: PINGPONG's one, else all.
+  static constexpr int STAGE_READERS = PINGPONG ? 1 : CONSUMERS;
   static constexpr int B_SLICE = BN / CM, B_SLICE_BYTES = B_SLICE * SWZ;
   static constexpr int A_SLICE = BM / CN, A_SLICE_BYTES = A_SLICE * SWZ;
   static constexpr int TP_SLICE = TP / CN; // a slice of a pixel tile: whole rows of it
@@ -125,6 +152,11 @@ template <class Cfg> struct Geometry {
                           Cfg::PW == 0 && TP == 1),
                 "FLAT: a 1x1, stride-1, unpadded conv (x's rows are the GEMM's), TP = 1");
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
+  static_assert(KB >= 1 && K_ITERS % KB == 0 && (KB == 1 || (CL == 1 && !ROUND_TF32)),
+                "KBLOCKS: divides the k iterations; alone, no rounding pass");
+  static_assert(!PINGPONG || (CONSUMERS == 2 && CL == 1 && !ROUND_TF32 && BN <= 128),
+                "PINGPONG: two consumers, alone, no rounding pass, two 64 x BN accumulators "
+                "(BN <= 128) a consumer");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
   static_assert(STAGES >= 2 && STAGES * STAGE_BYTES + STAGING + 1024 <= 227 * 1024,
                 "shared memory");
@@ -134,10 +166,11 @@ template <class Cfg> struct Geometry {
 };
 
 // Dynamic shared memory a launch needs: the ring (1024-byte aligned), the epilogue's staging
-// and the barriers, in that order.
+// and the barriers (PINGPONG: and the consumers' two turns), in that order.
 template <class Cfg> KILN_CONST int smem_bytes() {
   using G = Geometry<Cfg>;
-  return 1024 + G::STAGES * G::STAGE_BYTES + G::STAGING + 8 * G::BARRIERS * G::STAGES;
+  return 1024 + G::STAGES * G::STAGE_BYTES + G::STAGING + 8 * G::BARRIERS * G::STAGES +
+         (G::PINGPONG ? 16 : 0);
 }
 
 // The output tile block `rank` of its cluster computes for cluster tile `ct` (of

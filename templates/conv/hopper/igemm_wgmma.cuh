@@ -22,6 +22,8 @@
 //    is a plain GEMM over M = N * OH * OW rows of x: A is one 2-D tiled TMA of x as [M][C],
 //    box BKC x BM rows, and a tile is BM consecutive rows, whatever the image or row they
 //    fall in (a 7x7 map fills 128-row tiles where 8x8 pixel tiles leave 23% idle).
+// KBLOCKS (optional, alone, no rounding pass: geometry.cuh): KB k iterations a stage, their A
+// blocks then their B blocks.
 // Each k iteration is one (r, s, block of BKC = SWIZZLE bytes of channels: 128 bytes, 64
 // f16/bf16 or 32 f32, unless C's bytes need a narrower row: 64 or 32): A is TP * TQ rows of
 // SWIZZLE bytes (consumer g takes rows 64g..64g+63), B BN rows of SWIZZLE bytes, both in the
@@ -44,6 +46,8 @@
 // HAS_RESIDUAL, ACT / RELU; B_TF32 and A_TF32 (optional: float weights / activations that
 // arrive rounded to tf32, so that only the other is rounded in shared memory, or neither);
 // Y_TF32 (optional: the epilogue rounds y to tf32 for readers that are all tf32 convs);
+// PINGPONG (optional: the consumers take turns, a tile each, their epilogues overlapping the
+// other's wgmmas; geometry.cuh);
 // FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); ROW_TILES
 // (optional, above; TQ = OW, TP = BM / OW rounded down); SWIZZLE
 // (optional: 128, 64 or 32, above; 128 where absent); Y_PITCH
@@ -69,34 +73,38 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
                      const Tile& tl, int rank, int& ring_it) {
   using G = Geometry<Cfg>;
   const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
-  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+  for (int step = 0; step < G::ITERS; ++step, ++ring_it) {
     const int it = ring_it, s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
-    const int cb = k_it % G::CB, tap = k_it / G::CB;
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_TX));
-    const Shared<u8> a = ring + s * G::STAGE_BYTES, b = a + G::A_BYTES;
-    const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
-    const auto [xmap, cr, ct] =
-        tap_map<G::SH, G::SW, Cfg::PH, Cfg::PW, G::MAPS>(args, tap / G::KW, tap % G::KW);
-    if constexpr (G::CN > 1) { // this block's slice of A, into the blocks of its row
-      if constexpr (G::FLAT)
-        tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
-                           cb * G::BKC, tl.m0 + ai * G::A_SLICE);
+#pragma unroll
+    for (int kb = 0; kb < G::KB; ++kb) {
+      const int k_it = step * G::KB + kb, cb = k_it % G::CB, tap = k_it / G::CB;
+      const Shared<u8> a = ring + s * G::STAGE_BYTES + kb * G::A_BLOCK,
+                       b = ring + s * G::STAGE_BYTES + G::A_BYTES + kb * G::B_BLOCK;
+      const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
+      const auto [xmap, cr, ct] =
+          tap_map<G::SH, G::SW, Cfg::PH, Cfg::PW, G::MAPS>(args, tap / G::KW, tap % G::KW);
+      if constexpr (G::CN > 1) { // this block's slice of A, into the blocks of its row
+        if constexpr (G::FLAT)
+          tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
+                             cb * G::BKC, tl.m0 + ai * G::A_SLICE);
+        else
+          tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
+                             cb * G::BKC, tl.q0 + ct, tl.p0 + cr + ai * G::TP_SLICE, tl.n);
+      } else if constexpr (G::FLAT) // rows past M: the copy's zero fill
+        tma_load(a, xmap, full + s, cb * G::BKC, tl.m0);
+      else if constexpr (G::ROW_TILES) // TP output rows (past the last: zero fill) x OW
+        tma_load(a, xmap, full + s, cb * G::BKC, 0, tl.p0);
       else
-        tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
-                           cb * G::BKC, tl.q0 + ct, tl.p0 + cr + ai * G::TP_SLICE, tl.n);
-    } else if constexpr (G::FLAT) // rows past M: the copy's zero fill
-      tma_load(a, xmap, full + s, cb * G::BKC, tl.m0);
-    else if constexpr (G::ROW_TILES) // TP output rows (past the last: zero fill) x OW
-      tma_load(a, xmap, full + s, cb * G::BKC, 0, tl.p0);
-    else
-      tma_load(a, xmap, full + s, cb * G::BKC, tl.q0 + ct, tl.p0 + cr, tl.n);
-    if constexpr (G::CM > 1) { // this block's slice of the weight rows, into its column
-      const int bi = rank % G::CM;
-      tma_load_multicast(b + bi * G::B_SLICE_BYTES, wmap, full + s, column_mask<Cfg>(rank),
-                         tap * G::C + cb * G::BKC, tl.o0 + bi * G::B_SLICE);
-    } else
-      tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, tl.o0);
+        tma_load(a, xmap, full + s, cb * G::BKC, tl.q0 + ct, tl.p0 + cr, tl.n);
+      if constexpr (G::CM > 1) { // this block's slice of the weight rows, into its column
+        const int bi = rank % G::CM;
+        tma_load_multicast(b + bi * G::B_SLICE_BYTES, wmap, full + s, column_mask<Cfg>(rank),
+                           tap * G::C + cb * G::BKC, tl.o0 + bi * G::B_SLICE);
+      } else
+        tma_load(b, wmap, full + s, tap * G::C + cb * G::BKC, tl.o0);
+    }
   }
 }
 
@@ -163,9 +171,12 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
     const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < G::KSTEPS; ++k) // a swizzle row of channels: k steps of 32 bytes
-      wgmma(acc, wgmma_desc(a + 32 * k, G::SWZ, 16, 8 * G::SWZ),
-            wgmma_desc(b + 32 * k, G::SWZ, 16, 8 * G::SWZ), k_it > 0 || k > 0, T{});
+    for (int kb = 0; kb < G::KB; ++kb)
+#pragma unroll
+      for (int k = 0; k < G::KSTEPS; ++k) // a swizzle row of channels: k steps of 32 bytes
+        wgmma(acc, wgmma_desc(a + kb * G::A_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ),
+              wgmma_desc(b + kb * G::B_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ),
+              k_it > 0 || kb > 0 || k > 0, T{});
     wgmma_commit();
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.
@@ -174,6 +185,44 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
   }
   wgmma_wait<0>();
   release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES, rank);
+}
+
+// PINGPONG: consumer warpgroup g computes a whole tile, its 128 rows as two accumulators (rows
+// 0-63 and 64-127 of the stage's A), one stage at a time as consume() does; its stages are the
+// tile's, the other consumer's tiles' stages lying between them in the ring.
+// The turns: a consumer waits on a stage's full barrier only once the other has waited on all
+// of its previous tile's (it then arrives, per warp, on this one's `next_turn`), so that no
+// barrier's phase is one the waiter's parity cannot tell from two phases earlier (a stage
+// ITERS iterations ahead would be).
+template <class Cfg>
+KILN_FN void consume_tile(WgmmaAcc<Cfg::BN>& lo, WgmmaAcc<Cfg::BN>& hi, Shared<u8> ring,
+                          Shared<u64> full, Shared<u64> empty, Shared<u64> next_turn,
+                          int& ring_it) {
+  using G = Geometry<Cfg>;
+  using T = typename Cfg::T;
+  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+    const int it = ring_it, s = it % G::STAGES;
+    mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
+    const Shared<u8> a = ring + s * G::STAGE_BYTES;
+    const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
+    wgmma_fence();
+#pragma unroll
+    for (int kb = 0; kb < G::KB; ++kb)
+#pragma unroll
+      for (int k = 0; k < G::KSTEPS; ++k) {
+        const Shared<u8> ak = a + kb * G::A_BLOCK + 32 * k;
+        const u64 db = wgmma_desc(b + kb * G::B_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ);
+        const bool acc = k_it > 0 || kb > 0 || k > 0;
+        wgmma(lo, wgmma_desc(ak, G::SWZ, 16, 8 * G::SWZ), db, acc, T{});
+        wgmma(hi, wgmma_desc(ak + 64 * G::SWZ, G::SWZ, 16, 8 * G::SWZ), db, acc, T{});
+      }
+    wgmma_commit();
+    wgmma_wait<1>();
+    if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES, 0);
+  }
+  mbarrier_arrive_warp(next_turn); // the other consumer's turn
+  wgmma_wait<0>();
+  release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES, 0);
 }
 
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
@@ -194,17 +243,22 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     // The A rows no copy writes: zeros for good (the consumers' wgmmas read them; their
     // accumulator rows are not stored), made visible to the async proxy before the barrier.
     constexpr int kWords = (G::BM - G::TILE_ROWS) * G::SWZ / 16;
-    for (int i = thread_linear(); i < G::STAGES * kWords; i += G::THREADS)
-      view_as<Pack<u32, 4>>(ring + i / kWords * G::STAGE_BYTES +
+    for (int i = thread_linear(); i < G::STAGES * G::KB * kWords; i += G::THREADS) {
+      const int blk = i / kWords; // stage blk / KB's k block blk % KB
+      view_as<Pack<u32, 4>>(ring + blk / G::KB * G::STAGE_BYTES + blk % G::KB * G::A_BLOCK +
                             G::TILE_ROWS * G::SWZ)[i % kWords] = Pack<u32, 4>{};
+    }
     fence_proxy_async();
   }
   if (thread_linear() == 0) {
     for (int s = 0; s < G::STAGES; ++s) {
       mbarrier_init(full + s, 1);
-      mbarrier_init(empty + s, 4 * G::CONSUMERS * (G::CM + G::CN - 1));
+      mbarrier_init(empty + s, 4 * G::STAGE_READERS * (G::CM + G::CN - 1));
       if constexpr (G::ROUND_TF32) mbarrier_init(empty + G::STAGES + s, 128 * G::CONSUMERS);
     }
+    if constexpr (G::PINGPONG) // the consumers' turns (consume_tile): one arrival per warp
+      for (int g = 0; g < 2; ++g)
+        mbarrier_init(full + G::BARRIERS * G::STAGES + g, 4);
     fence_barrier_init();
   }
   if constexpr (G::CL > 1)
@@ -224,12 +278,31 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     }
   } else {
     setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
-    WgmmaAcc<G::BN> acc;
-    int ring_it = 0;
-    for (int t = first; t < G::CLUSTER_TILES; t += step) {
-      const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
-      consume<Cfg>(acc, ring, full, empty, wg - 1, rank, ring_it);
-      store<Cfg>(args, acc, wg - 1, tl, staging);
+    const int g = wg - 1;
+    if constexpr (G::PINGPONG) {
+      // The block's tiles alternate between the consumers; each skips the other's stages.
+      const Shared<u64> turn = full + G::BARRIERS * G::STAGES; // consumer g's: turn + g
+      WgmmaAcc<G::BN> lo, hi;
+      int ring_it = 0, j = 0;
+      for (int t = first; t < G::CLUSTER_TILES; t += step, ++j) {
+        if (j % 2 != g) {
+          ring_it += G::ITERS;
+          continue;
+        }
+        if (j > 0) mbarrier_wait(turn + g, u32(((j - 1) / 2) & 1)); // this consumer's (j+1)/2-th
+        const Tile tl = tile_at<Cfg>(t);
+        consume_tile<Cfg>(lo, hi, ring, full, empty, turn + (1 - g), ring_it);
+        store<Cfg>(args, lo, 0, tl, staging, g);
+        store<Cfg>(args, hi, 1, tl, staging, g);
+      }
+    } else {
+      WgmmaAcc<G::BN> acc;
+      int ring_it = 0;
+      for (int t = first; t < G::CLUSTER_TILES; t += step) {
+        const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
+        consume<Cfg>(acc, ring, full, empty, g, rank, ring_it);
+        store<Cfg>(args, acc, g, tl, staging, g);
+      }
     }
   }
   if constexpr (G::CL > 1) cluster_sync(); // no block leaves while its peer may reach it

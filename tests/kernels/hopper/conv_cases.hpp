@@ -149,8 +149,8 @@ struct Problem {
     // instance has a pitched y).
     const int per_warp = in.bias || in.residual ? 2 * (16 * 128 + 128) : 16 * 128;
     const int staging = in.O % 8 == 0 ? 4 * in.CONSUMERS * per_warp : 0;
-    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * in.swizzle + staging +
-                       barriers * in.STAGES);
+    return std::size_t(1024 + in.STAGES * (64 * in.CONSUMERS + in.BN) * in.swizzle * in.kblocks +
+                       staging + barriers * in.STAGES + (in.pingpong ? 16 : 0));
   }
 
   // max |y - ref| / (|ref| + 1) over y, against the float64 convolution; every y finite.

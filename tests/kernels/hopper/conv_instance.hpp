@@ -12,6 +12,8 @@ struct Instance {
   int swizzle = 128;                // SWIZZLE: the bytes of channels a k iteration brings
   int cluster_m = 1, cluster_n = 1; // CLUSTER_M x CLUSTER_N blocks a cluster, operands multicast
   bool row_tiles = false;           // ROW_TILES: TP whole output rows of all images' rows (TQ = OW)
+  bool pingpong = false;            // PINGPONG: the two consumers take turns, a whole tile each
+  int kblocks = 1;                  // KBLOCKS: k iterations (swizzle rows) a stage
   int cluster() const { return cluster_m * cluster_n; }
 };
 

@@ -9,7 +9,7 @@ namespace hopper_test {
 // As conv_instances.cpp declares them, a row each (conv_instance.hpp's fields in order): name,
 // dtype (0 f16, 1 bf16, 2 f32 as tf32), N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN,
 // STAGES, CONSUMERS, bias, residual, relu, and where they differ from their defaults flat,
-// swizzle, cluster_m, cluster_n, row_tiles.
+// swizzle, cluster_m, cluster_n, row_tiles, pingpong, kblocks.
 // clang-format off
 const Instance kInstances[] = {
     {"F16_T8x8_BN64_S3_C1",            0,   2,  64,  10,  10,  64,   3,   3,   1,   1,   1,   1,   8,   8,  64,   3,   1, true, false, true},
@@ -47,6 +47,16 @@ const Instance kInstances[] = {
     {"TF32_ROWS4x14_BN64_S2_C1",       2,   2,  64,   6,  28,  64,   1,   1,   1,   2,   0,   0,   4,  14,  64,   2,   1, true, false, false, false, 128, 1, 1, true},
     // ROW_TILES in a 2 x 1 cluster.
     {"F16_ROWS9x7_BN64_S2_C1_CL2x1",   0,   2,  64,  14,  14, 128,   1,   1,   2,   2,   0,   0,   9,   7,  64,   2,   1, true, true, true, false, 128, 2, 1, true},
+    // PINGPONG: the consumers take turns, a whole tile each.
+    {"F16_T8x16_BN128_S4_C2_PP",       0,   2,  64,  20,  20, 256,   3,   3,   1,   1,   1,   1,   8,  16, 128,   4,   2, true, false, true, false, 128, 1, 1, false, true},
+    {"BF16_FLAT_BN64_S3_C2_PP",        1,   3, 128,   7,   7, 192,   1,   1,   1,   1,   0,   0,   1, 128,  64,   3,   2, false, true, false, true, 128, 1, 1, false, true},
+    {"F16_ROWS9x14_BN128_S2_C2_PP",    0,   2,  64,  28,  28, 128,   1,   1,   2,   2,   0,   0,   9,  14, 128,   2,   2, true, false, true, false, 128, 1, 1, true, true},
+    {"F16_T8x16_BN64_S16_C2_W32_S2D_PP", 0, 2,  16,  17,  17,  64,   4,   4,   1,   1,   1,   1,   8,  16,  64,  16,   2, true, false, true, false, 32, 1, 1, false, true},
+    {"F16_T8x16_BN64_S2_C2_PP_O20",    0,   3,  64,   9,   9,  20,   3,   3,   1,   1,   1,   1,   8,  16,  64,   2,   2, true, true, true, false, 128, 1, 1, false, true},
+    // KBLOCKS: k iterations a stage.
+    {"F16_T8x16_BN64_S4_C2_W32_S2D_KB4", 0, 2,  16,  17,  17,  64,   4,   4,   1,   1,   1,   1,   8,  16,  64,   4,   2, true, false, true, false, 32, 1, 1, false, false, 4},
+    {"F16_T8x16_BN64_S3_C2_W32_S2D_KB4_PP", 0, 2, 16, 17,  17,  64,   4,   4,   1,   1,   1,   1,   8,  16,  64,   3,   2, true, true, true, false, 32, 1, 1, false, true, 4},
+    {"F16_ROWS9x7_BN64_S2_C1_KB2",     0,   3, 128,  14,  14,  64,   1,   1,   2,   2,   0,   0,   9,   7,  64,   2,   1, true, false, true, false, 128, 1, 1, true, false, 2},
 };
 // clang-format on
 

@@ -282,6 +282,86 @@ struct F16_ROWS9x7_BN64_S2_C1_CL2x1 {
   static constexpr Act ACT = Act::relu;
 };
 
+// PINGPONG: the consumers take turns, a whole 128-row tile each (two accumulators), their
+// epilogues overlapping the other's wgmmas. 3x3 over 20x20 at batch 2, 64 -> 256 channels:
+// 24 tiles (persistent blocks alternate their tiles between the consumers), bias + relu.
+struct F16_T8x16_BN128_S4_C2_PP {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 20, W = 20, O = 256, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 20, OW = 20, TP = 8, TQ = 16, BN = 128, STAGES = 4, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, PINGPONG = true;
+  static constexpr Act ACT = Act::relu;
+};
+// Flat, bf16, 147 rows (a partial second tile), 128 -> 192 channels, residual.
+struct BF16_FLAT_BN64_S3_C2_PP {
+  using T = bf16;
+  static constexpr int N = 3, C = 128, H = 7, W = 7, O = 192, KH = 1, KW = 1, SH = 1, SW = 1,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 1, TQ = 128, BN = 64, STAGES = 3, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = true, FLAT = true, PINGPONG = true;
+  static constexpr Act ACT = Act::none;
+};
+// Row tiles of a strided 1x1 (28x28 -> 14x14, 9 rows of 14 a tile), bias + relu.
+struct F16_ROWS9x14_BN128_S2_C2_PP {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 28, W = 28, O = 128, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 14, OW = 14, TP = 9, TQ = 14, BN = 128, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, ROW_TILES = true, PINGPONG = true;
+  static constexpr Act ACT = Act::relu;
+};
+// The space_to_depth stem's conv (32-byte rows, 16 stages: one tile's whole k in the ring).
+struct F16_T8x16_BN64_S16_C2_W32_S2D_PP {
+  using T = f16;
+  static constexpr int N = 2, C = 16, H = 17, W = 17, O = 64, KH = 4, KW = 4, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 16, OW = 16, TP = 8, TQ = 16, BN = 64, STAGES = 16, CONSUMERS = 2,
+                       SWIZZLE = 32;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, PINGPONG = true;
+  static constexpr Act ACT = Act::relu;
+};
+// 20 output channels (no 16-byte groups): the epilogue from registers; 3x3 over 9x9, batch 3.
+struct F16_T8x16_BN64_S2_C2_PP_O20 {
+  using T = f16;
+  static constexpr int N = 3, C = 64, H = 9, W = 9, O = 20, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 9, OW = 9, TP = 8, TQ = 16, BN = 64, STAGES = 2, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true, PINGPONG = true;
+  static constexpr Act ACT = Act::relu;
+};
+
+// KBLOCKS: several k iterations a stage. The stem's conv with 4 of its 32-byte rows a stage (a
+// 128-byte row's k), alone and ping-pong; row tiles of a 2-iteration k (the zeroed rows of
+// each block).
+struct F16_T8x16_BN64_S4_C2_W32_S2D_KB4 {
+  using T = f16;
+  static constexpr int N = 2, C = 16, H = 17, W = 17, O = 64, KH = 4, KW = 4, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 16, OW = 16, TP = 8, TQ = 16, BN = 64, STAGES = 4, CONSUMERS = 2,
+                       SWIZZLE = 32, KBLOCKS = 4;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false;
+  static constexpr Act ACT = Act::relu;
+};
+struct F16_T8x16_BN64_S3_C2_W32_S2D_KB4_PP {
+  using T = f16;
+  static constexpr int N = 2, C = 16, H = 17, W = 17, O = 64, KH = 4, KW = 4, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 16, OW = 16, TP = 8, TQ = 16, BN = 64, STAGES = 3, CONSUMERS = 2,
+                       SWIZZLE = 32, KBLOCKS = 4;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true, PINGPONG = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct F16_ROWS9x7_BN64_S2_C1_KB2 {
+  using T = f16;
+  static constexpr int N = 3, C = 128, H = 14, W = 14, O = 64, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 9, TQ = 7, BN = 64, STAGES = 2, CONSUMERS = 1,
+                       KBLOCKS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, ROW_TILES = true;
+  static constexpr Act ACT = Act::relu;
+};
+
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
@@ -321,3 +401,11 @@ KILN_HOPPER_CONV(F16_ROWS9x7_BN128_S3_C1)
 KILN_HOPPER_CONV(BF16_ROWS9x14_BN256_S2_C2)
 KILN_HOPPER_CONV(TF32_ROWS4x14_BN64_S2_C1)
 KILN_HOPPER_CONV_CLUSTER(F16_ROWS9x7_BN64_S2_C1_CL2x1, 2)
+KILN_HOPPER_CONV(F16_T8x16_BN128_S4_C2_PP)
+KILN_HOPPER_CONV(BF16_FLAT_BN64_S3_C2_PP)
+KILN_HOPPER_CONV(F16_ROWS9x14_BN128_S2_C2_PP)
+KILN_HOPPER_CONV(F16_T8x16_BN64_S16_C2_W32_S2D_PP)
+KILN_HOPPER_CONV(F16_T8x16_BN64_S2_C2_PP_O20)
+KILN_HOPPER_CONV(F16_T8x16_BN64_S4_C2_W32_S2D_KB4)
+KILN_HOPPER_CONV(F16_T8x16_BN64_S3_C2_W32_S2D_KB4_PP)
+KILN_HOPPER_CONV(F16_ROWS9x7_BN64_S2_C1_KB2)

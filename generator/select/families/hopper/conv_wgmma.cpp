@@ -62,6 +62,18 @@ constexpr int kMaxStages = 4; // of 128-byte rows
 constexpr const char* kTapsRowUnmeasured =
     "taps folded into 128-byte rows: a tensor map of overlapping rows, not yet encoded by a "
     "driver";
+// What keeps the ping-pong consumers (PINGPONG) from the price: the epilogue they hide behind
+// the other consumer's wgmmas is not in the cost model (kOutsideLoopEfficiency covers it as a
+// constant). A fit of the H100's 88 lone tiles (bench/results/h100_2026-11-27c,
+// epilogue_fit.txt) puts it at about 16 clocks per 128 bytes of a tile's output, 10-25% of
+// their time; an H100 decides.
+constexpr const char* kPingpongUnmeasured =
+    "ping-pong consumers, each epilogue under the other's wgmmas: the epilogue's time is not "
+    "priced";
+// What keeps several k iterations a stage (KBLOCKS) from the price: the per-stage time it saves
+// is not in the cost model either (the same fit: ~450 clocks a stage beyond its wgmmas).
+constexpr const char* kKBlocksUnmeasured =
+    "several k iterations a stage: the time a stage costs beyond its wgmmas is not priced";
 constexpr const char* kClustersUnpriced =
     "thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as "
     "fast with the clusters this cost model chose as without";
@@ -173,147 +185,174 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   // (Stride 1 down too: the one map serves every tap row.)
   if (!linear && SH == 1 && SW == 1 && PW == 0 && KW > 1 && KW * C * es == 128 && x_pitch == 0)
     folds.push_back({KW, KW * C, OW, 1, 0, 128});
+  // No rounding pass in shared memory (f16, bf16, or tf32 operands that arrive rounded): the
+  // ping-pong consumers and several k iterations a stage assume none.
+  const bool unrounded = es == 2 || (a_tf32 && b_tf32);
   for (const Fold& fo : folds) {
     std::vector<PixelTile> tiles_of(std::begin(kPixelTiles), std::end(kPixelTiles));
     for (const PixelTile& rt : row_tiles(rows_ok, OW))
       tiles_of.push_back(rt);
+    // Several k iterations a stage (KBLOCKS) where a narrow swizzle row brings a fraction of a
+    // 128-byte row's k: the most of them up to that fraction that divide the tile's k.
+    const int64_t k_iters = KH * fo.KW * (fo.C * es / fo.swizzle);
+    std::vector<int64_t> kbs = {1};
+    for (int64_t d = 128 / fo.swizzle; d > 1 && unrounded; --d)
+      if (k_iters % d == 0) {
+        kbs.push_back(d);
+        break;
+      }
     for (const PixelTile& pt : tiles_of)
       for (int bn : kBns)
-        for (bool clustered : {false, true}) {
-          // A linear layer's 1x1 images fill a pixel tile's first row only.
-          if (pt.flat ? !flat_ok : linear) continue;
-          if (fo.taps > 1 && (pt.flat || pt.rows || clustered)) continue;
-          if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
-          const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * fo.swizzle;
-          // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
-          const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
-          // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
-          // bytes of bias (STAGING_PER_WARP).
-          const bool loads = ep.bias || ep.residual;
-          const int64_t staging =
-              staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
-          // A narrower swizzle row brings less k a stage: as many more stages keep the same k in
-          // flight (a 32-byte ring of 4 left a stem's stride-1 conv over 16 channels
-          // latency-bound).
-          const int64_t stages = std::min<int64_t>(
-              kMaxStages * 128 / fo.swizzle, (smem_limit - 1024 - staging) / (stage + barriers));
-          if (stages < 2) continue;
-          const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
-          const int64_t m_tiles = pt.flat   ? (M + bm - 1) / bm
-                                  : pt.rows ? (N * OH + pt.tp - 1) / pt.tp
-                                            : N * tiles_p * tiles_q;
-          const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
-          // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel tiles
-          // share their operands by multicast, for loops L2 would starve (128 x 256 at the tensor
-          // peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile, 7x7 maps' 8x8,
-          // 80 with BN 256). The tiles must pair up.
-          const ClusterShape cl =
-              clustered ? largest_cluster(m_tiles, o_blocks, pt, s.gpu.sm_count) : ClusterShape{};
-          if (clustered && cl.size() == 1) continue;
-          const int64_t threads = 128 * (1 + pt.consumers);
-          Variant v;
-          v.family = std::string(name());
-          v.header = "conv/hopper/igemm_wgmma.cuh";
-          v.function = "kiln::hopper_conv::conv_fwd";
-          v.name = fmt::format(
-              "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
-              dtype_tag(t),
-              pt.flat   ? std::string(linear ? "flat" : "nhwc_flat")
-              : pt.rows ? fmt::format("nhwc_rows{}x{}", pt.tp, pt.tq)
-                        : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
-              bn, stages, pt.consumers, cl.size() > 1 ? fmt::format("_cl{}x{}", cl.m, cl.n) : "",
-              shape,
-              fmt::format("{}{}{}{}{}", fo.taps > 1 ? fmt::format("_taps{}", fo.taps) : "",
-                          fo.swizzle < 128 ? fmt::format("_w{}", fo.swizzle) : "",
-                          a_tf32 ? "_xtf32" : "", b_tf32 ? "_wtf32" : "", y_tf32 ? "_ytf32" : ""));
-          cfg_type(v, "T", cpp_type(t));
-          for (auto [k, val] : {std::pair{"N", N},
-                                {"C", fo.C},
-                                {"H", H},
-                                {"W", fo.W},
-                                {"O", O},
-                                {"KH", KH},
-                                {"KW", fo.KW},
-                                {"SH", SH},
-                                {"SW", SW},
-                                {"PH", PH},
-                                {"PW", fo.PW},
-                                {"OH", OH},
-                                {"OW", OW}})
-            cfg_int(v, k, val);
-          cfg_int(v, "TP", pt.tp);
-          cfg_int(v, "TQ", pt.tq);
-          cfg_int(v, "BN", bn);
-          cfg_int(v, "STAGES", stages);
-          cfg_int(v, "CONSUMERS", pt.consumers);
-          if (cl.m > 1) cfg_int(v, "CLUSTER_M", cl.m);
-          if (cl.n > 1) cfg_int(v, "CLUSTER_N", cl.n);
-          cfg_bool(v, "B_TF32", b_tf32);
-          if (a_tf32) cfg_bool(v, "A_TF32", true);
-          if (y_tf32) cfg_bool(v, "Y_TF32", true);
-          if (pt.flat) cfg_bool(v, "FLAT", true);
-          if (pt.rows) cfg_bool(v, "ROW_TILES", true);
-          if (fo.swizzle < 128) cfg_int(v, "SWIZZLE", fo.swizzle);
-          if (fo.taps > 1) cfg_int(v, "TAPS_ROW", fo.taps);
-          cfg_pitch(v, "y", y_pitch);
-          if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
-          ep.cfg(v);
-          for (int64_t m = 0; m < (pt.rows ? 1 : SH * SW); ++m)
-            v.args.push_back(fmt::format("xmap{}", m));
-          v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
-          ep.add_args(v);
-          if (!linear) { // a linear layer's [N, F] operands have no layout
-            v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
-            if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
-          }
-          v.block = {threads, 1, 1};
-          // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each taking
-          // every SM-count-th tile, so the producer fills the next tile's stages while the
-          // consumers store this one's; priced by its tiles' waves, which are the same.
-          // In clusters: whole clusters, as many as the SMs hold.
-          // (The cuda backend launches no more clusters than can be resident at once.)
-          const int64_t cs = cl.size();
-          v.grid = {cs * std::min<int64_t>(tiles / cs, s.gpu.sm_count / cs), 1, 1};
-          if (cs > 1) v.cluster = {cs, 1, 1};
-          v.work_blocks = tiles;
-          v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages;
-          // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
-          // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
-          // (ptxas' report, NVRTC 13 for sm_90a).
-          v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
-          v.flops = 2.0 * double(M) * double(O) * double(K);
-          v.bytes = bytes;
-          v.math = *math;
-          const double util = (pt.flat || pt.rows ? double(M) / double(m_tiles * bm)
-                                                  : double(OH) / double(tiles_p * pt.tp) *
-                                                        double(OW) / double(tiles_q * pt.tq)) *
-                              double(O) / double(o_blocks * bn);
-          v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
-                                   int(fo.swizzle), cl);
-          v.efficiency = kOutsideLoopEfficiency * util;
-          if (cs > 1) v.measured_only = kClustersUnpriced;
-          if (fo.taps > 1) v.measured_only = kTapsRowUnmeasured;
-          v.note = fmt::format(
-              "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s), {} TMA "
-              "stages "
-              "({}-byte swizzle), {} x-map(s) + a w-map{}{}",
-              linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
-              pt.flat   ? fmt::format("{}-row tile of x's rows", bm)
-              : pt.rows ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
-                                      pt.tp * pt.tq, bm)
-                        : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
-              pt.consumers, stages, fo.swizzle, pt.rows ? 1 : SH * SW,
-              es != 4            ? ""
-              : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
-              : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
-              : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
-                                 : "; operands rounded to tf32 in shared memory",
-              cl.size() == 1 ? ""
-              : cl.n == 1    ? "; clusters of 2 pixel tiles, the weight tile multicast"
-              : cl.m == 1    ? "; clusters of 2 channel blocks, the x tile multicast"
-                             : "; 2 x 2 clusters, both operand tiles multicast");
-          out.push_back(std::move(v));
-        }
+        for (bool clustered : {false, true})
+          for (bool pp : {false, true})
+            for (int64_t kb : kbs) {
+              // A linear layer's 1x1 images fill a pixel tile's first row only.
+              if (pt.flat ? !flat_ok : linear) continue;
+              if (kb > 1 && clustered) continue;
+              // Ping-pong (PINGPONG): two consumers alone, a whole tile each in two 64 x BN
+              // accumulators; 16-bit operands (no rounding pass to share).
+              if (pp && (pt.consumers != 2 || clustered || bn > 128 || !unrounded)) continue;
+              if (fo.taps > 1 && (pt.flat || pt.rows || clustered)) continue;
+              if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
+              const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * fo.swizzle * kb;
+              // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
+              const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
+              // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
+              // bytes of bias (STAGING_PER_WARP).
+              const bool loads = ep.bias || ep.residual;
+              const int64_t staging =
+                  staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
+              // A narrower swizzle row brings less k a stage: as many more stages keep the same k
+              // in flight (a 32-byte ring of 4 left a stem's stride-1 conv over 16 channels
+              // latency-bound).
+              const int64_t turns = pp ? 16 : 0; // PINGPONG's two barriers
+              const int64_t stages =
+                  std::min<int64_t>(kMaxStages * 128 / (fo.swizzle * kb),
+                                    (smem_limit - 1024 - staging - turns) / (stage + barriers));
+              if (stages < 2) continue;
+              const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
+              const int64_t m_tiles = pt.flat   ? (M + bm - 1) / bm
+                                      : pt.rows ? (N * OH + pt.tp - 1) / pt.tp
+                                                : N * tiles_p * tiles_q;
+              const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
+              // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel
+              // tiles share their operands by multicast, for loops L2 would starve (128 x 256 at
+              // the tensor peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile,
+              // 7x7 maps' 8x8, 80 with BN 256). The tiles must pair up.
+              const ClusterShape cl = clustered
+                                          ? largest_cluster(m_tiles, o_blocks, pt, s.gpu.sm_count)
+                                          : ClusterShape{};
+              if (clustered && cl.size() == 1) continue;
+              const int64_t threads = 128 * (1 + pt.consumers);
+              Variant v;
+              v.family = std::string(name());
+              v.header = "conv/hopper/igemm_wgmma.cuh";
+              v.function = "kiln::hopper_conv::conv_fwd";
+              v.name = fmt::format(
+                  "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
+                  dtype_tag(t),
+                  pt.flat   ? std::string(linear ? "flat" : "nhwc_flat")
+                  : pt.rows ? fmt::format("nhwc_rows{}x{}", pt.tp, pt.tq)
+                            : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
+                  bn, stages, pt.consumers,
+                  cl.size() > 1 ? fmt::format("_cl{}x{}", cl.m, cl.n) : "", pp ? "_pp" : "", shape,
+                  fmt::format("{}{}{}{}{}{}", fo.taps > 1 ? fmt::format("_taps{}", fo.taps) : "",
+                              fo.swizzle < 128 ? fmt::format("_w{}", fo.swizzle) : "",
+                              kb > 1 ? fmt::format("_kb{}", kb) : "", a_tf32 ? "_xtf32" : "",
+                              b_tf32 ? "_wtf32" : "", y_tf32 ? "_ytf32" : ""));
+              cfg_type(v, "T", cpp_type(t));
+              for (auto [k, val] : {std::pair{"N", N},
+                                    {"C", fo.C},
+                                    {"H", H},
+                                    {"W", fo.W},
+                                    {"O", O},
+                                    {"KH", KH},
+                                    {"KW", fo.KW},
+                                    {"SH", SH},
+                                    {"SW", SW},
+                                    {"PH", PH},
+                                    {"PW", fo.PW},
+                                    {"OH", OH},
+                                    {"OW", OW}})
+                cfg_int(v, k, val);
+              cfg_int(v, "TP", pt.tp);
+              cfg_int(v, "TQ", pt.tq);
+              cfg_int(v, "BN", bn);
+              cfg_int(v, "STAGES", stages);
+              cfg_int(v, "CONSUMERS", pt.consumers);
+              if (cl.m > 1) cfg_int(v, "CLUSTER_M", cl.m);
+              if (cl.n > 1) cfg_int(v, "CLUSTER_N", cl.n);
+              cfg_bool(v, "B_TF32", b_tf32);
+              if (a_tf32) cfg_bool(v, "A_TF32", true);
+              if (y_tf32) cfg_bool(v, "Y_TF32", true);
+              if (pt.flat) cfg_bool(v, "FLAT", true);
+              if (pt.rows) cfg_bool(v, "ROW_TILES", true);
+              if (pp) cfg_bool(v, "PINGPONG", true);
+              if (kb > 1) cfg_int(v, "KBLOCKS", kb);
+              if (fo.swizzle < 128) cfg_int(v, "SWIZZLE", fo.swizzle);
+              if (fo.taps > 1) cfg_int(v, "TAPS_ROW", fo.taps);
+              cfg_pitch(v, "y", y_pitch);
+              if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
+              ep.cfg(v);
+              for (int64_t m = 0; m < (pt.rows ? 1 : SH * SW); ++m)
+                v.args.push_back(fmt::format("xmap{}", m));
+              v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
+              ep.add_args(v);
+              if (!linear) { // a linear layer's [N, F] operands have no layout
+                v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+                if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+              }
+              v.block = {threads, 1, 1};
+              // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each
+              // taking every SM-count-th tile, so the producer fills the next tile's stages while
+              // the consumers store this one's; priced by its tiles' waves, which are the same. In
+              // clusters: whole clusters, as many as the SMs hold. (The cuda backend launches no
+              // more clusters than can be resident at once.)
+              const int64_t cs = cl.size();
+              v.grid = {cs * std::min<int64_t>(tiles / cs, s.gpu.sm_count / cs), 1, 1};
+              if (cs > 1) v.cluster = {cs, 1, 1};
+              v.work_blocks = tiles;
+              v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages + turns;
+              // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
+              // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
+              // (ptxas' report, NVRTC 13 for sm_90a).
+              v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
+              v.flops = 2.0 * double(M) * double(O) * double(K);
+              v.bytes = bytes;
+              v.math = *math;
+              const double util = (pt.flat || pt.rows ? double(M) / double(m_tiles * bm)
+                                                      : double(OH) / double(tiles_p * pt.tp) *
+                                                            double(OW) / double(tiles_q * pt.tq)) *
+                                  double(O) / double(o_blocks * bn);
+              // A stage of KB rows as the loop's model sees it: one row of KB times the bytes.
+              v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
+                                       int(fo.swizzle * kb), cl);
+              v.efficiency = kOutsideLoopEfficiency * util;
+              if (cs > 1) v.measured_only = kClustersUnpriced;
+              if (kb > 1) v.measured_only = kKBlocksUnmeasured;
+              if (pp) v.measured_only = kPingpongUnmeasured;
+              if (fo.taps > 1) v.measured_only = kTapsRowUnmeasured;
+              v.note = fmt::format(
+                  "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s){}, {} TMA "
+                  "stages of {} ({}-byte swizzle) row(s), {} x-map(s) + a w-map{}{}",
+                  linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
+                  pt.flat   ? fmt::format("{}-row tile of x's rows", bm)
+                  : pt.rows ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
+                                          pt.tp * pt.tq, bm)
+                            : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
+                  pt.consumers, pp ? " taking turns, a whole tile each (ping-pong)" : "", stages,
+                  kb, fo.swizzle, pt.rows ? 1 : SH * SW,
+                  es != 4            ? ""
+                  : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
+                  : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
+                  : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
+                                     : "; operands rounded to tf32 in shared memory",
+                  cl.size() == 1 ? ""
+                  : cl.n == 1    ? "; clusters of 2 pixel tiles, the weight tile multicast"
+                  : cl.m == 1    ? "; clusters of 2 channel blocks, the x tile multicast"
+                                 : "; 2 x 2 clusters, both operand tiles multicast");
+              out.push_back(std::move(v));
+            }
   }
   return out;
 }
