@@ -20,7 +20,10 @@
 # 16 channels as one 128-byte row through a map of overlapping rows (..._taps4_..., chosen only
 # when measured: whether the driver encodes such a map is unknown; if the 884 us are TMA rows
 # or stages, a quarter of them should show): stem_variants times every variant of it against
-# cuDNN; maxpool's backward gathers 16-byte packs now (0.49 ms of the step before: train_prof):
+# cuDNN; maxpool's backward gathers 16-byte packs now (0.49 ms of the step before: train_prof);
+# the training step's 32 copies of add gradients (0.72 ms of 27c's step) are gone (views of dy,
+# or forwarded to the data gradients' residuals: rewrite/copy_forwarding.hpp: train_ab and
+# train_prof show it):
 #   pp_kb: the ping-pong Hopper tiles (_pp: the two consumers take turns, a whole tile
 #   each, one's epilogue under the other's wgmmas) and those of several 32-byte rows a stage
 #   (_kb4: the stem's 4 taps a stage, its TMA rows unchanged), measured_only until timed, of

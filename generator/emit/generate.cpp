@@ -236,6 +236,10 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     for (const BackwardWeightSplitDecision& d : gen.training.backward_weight_splits)
       splits.push_back(backward_weight_split_json(d));
     man["backward_weight_splits"] = splits;
+    ojson forwarded = ojson::array();
+    for (const ForwardedCopy& c : gen.training.forwarded_copies)
+      forwarded.push_back(forwarded_copy_json(c));
+    man["forwarded_copies"] = forwarded;
   }
   if (!gen.transposed_phases.empty()) { // (a model with strided transposed convs)
     ojson phased = ojson::array();

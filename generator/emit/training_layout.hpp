@@ -11,6 +11,7 @@
 #include "generator/rewrite/backward_data_as_conv.hpp"
 #include "generator/rewrite/backward_weight_split.hpp"
 #include "generator/rewrite/batchnorm_chunks.hpp"
+#include "generator/rewrite/copy_forwarding.hpp"
 #include "runtime/plan.hpp"
 
 #include <string>
@@ -27,12 +28,14 @@ struct TrainingLayoutChoice {
 TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, bool budgeted);
 
 // Channels-last batchnorms over chunks, stride-1 data gradients as forward convs and weight
-// gradients split over their positions (on tensor cores), each where it pays; neither under a
-// memory budget (their workspaces are not in the schedule's accounting).
+// gradients split over their positions (on tensor cores), each where it pays, then copies
+// whose readers can read their source; none under a memory budget (their workspaces and
+// lifetimes are not in the schedule's accounting).
 struct TrainingRewrites {
   std::vector<BatchnormChunksDecision> batchnorm_chunks;
   std::vector<BackwardDataConvDecision> backward_data_convs;
   std::vector<BackwardWeightSplitDecision> backward_weight_splits;
+  std::vector<ForwardedCopy> forwarded_copies; // after the others (rewrite/copy_forwarding.hpp)
 };
 TrainingRewrites apply_training_rewrites(Plan& p, const GpuDesc& g, bool budgeted);
 

@@ -58,6 +58,9 @@ struct OpLowering {
   // Emits the contribution of this node to the gradient of its input `k` into `dx`,
   // added to what dx holds when `accumulate`. Null for ops without gradients.
   void (*input_grad)(BackwardSite& site, int k, int dx, bool accumulate) = nullptr;
+  // Every input's gradient is dy unchanged (add): an input that feeds nothing else takes a
+  // view of dy as its gradient, no copy (views alias theirs the same way).
+  bool input_grad_is_dy = false;
   // Emits the gradients of the node's trained parameters (added to them when `accumulate`:
   // tiles sum their contributions in tile order).
   void (*param_grads)(BackwardSite& site, bool accumulate) = nullptr;

@@ -33,7 +33,12 @@ TrainingGraph::TrainingGraph(const Model& m, const LowerOptions& o) : m_(m), o_(
 int TrainingGraph::alias_source(int v) const {
   if (v == logits_) return -1;
   const auto& cs = consumers_[v];
-  if (cs.size() == 1 && op_is_view(m_.nodes[cs[0]].op) && g_op_[cs[0]] >= 0) return cs[0];
+  if (cs.size() != 1 || g_op_[cs[0]] < 0) return -1;
+  const Node& c = m_.nodes[cs[0]];
+  // A view's gradient is its input's, reshaped; an add's is dy itself for each input, which
+  // then feeds nothing else that would add to it (a consumer listed once: v is one input).
+  if (op_is_view(c.op) || (op_lowering(c.op).input_grad_is_dy && c.shape == m_.nodes[v].shape))
+    return cs[0];
   return -1;
 }
 

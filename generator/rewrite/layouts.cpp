@@ -69,11 +69,16 @@ void apply_layout(Plan& p, Layout layout) {
   // Inputs stay NCHW: a first conv reads them in place (its kernels take x in either
   // layout), so does a folded batch's view of them; kernel choice converts one where the
   // chosen kernel needs it (assign_kernels).
-  // Views that reshape an image (flatten) need NCHW order: view a converted copy.
+  // Views that reshape an image (flatten) need NCHW order: view a converted copy. A view of
+  // the image's own shape (an add's input's gradient: dy itself) reads it in its layout.
   for (size_t v = 0; v < p.buffers.size(); ++v) {
     const int base = p.buffers[v].view_of;
     if (base < 0 || p.buffers[base].layout != layout) continue;
     const Shape& s = p.buffers[base].shape;
+    if (p.buffers[v].shape == s && p.buffers[v].view_offset == 0) {
+      p.buffers[v].layout = layout;
+      continue;
+    }
     if (s[2] == 1 && s[3] == 1) continue; // same bytes in either order
     size_t producer = 0;
     for (size_t i = 0; i < steps.size(); ++i)

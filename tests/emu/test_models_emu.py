@@ -27,6 +27,12 @@ families = {k["family"] for k in man["kernels"]}
 for f in ("batchnorm_partials", "batchnorm_forward_train_chunked", "batchnorm_backward_chunked",
           "conv2d_hopper_wgmma", "conv2d_flip_weight", "conv2d_backward_weight_mma"):
     kt.check(f in families, f"the channels-last training plan has no {f} kernel: {sorted(families)}")
+# add's gradient without copies: its inputs' gradients are views of dy, or the data gradient
+# that also feeds one reads dy as its residual (rewrite/copy_forwarding.cpp).
+plan = json.load(open(path("train_nhwc/plan.json")))
+copies = [s for ph in plan["phases"].values() for s in ph if s.get("fn") == "copy"]
+kt.check(not copies and len(man["forwarded_copies"]) == 5,
+         f"copies of add gradients: {len(copies)} steps, {len(man['forwarded_copies'])} forwarded")
 out, _ = kt.kiln("check", path("train_nhwc"), "--device", "emu")
 print(out.splitlines()[-1])
 

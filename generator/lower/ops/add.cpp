@@ -1,4 +1,4 @@
-// add: every input's gradient is dy.
+// add: every input's gradient is dy (a view of it where the input feeds nothing else).
 #include "generator/lower/ops/shared_rules.hpp"
 
 namespace kiln::lowering {
@@ -8,6 +8,7 @@ extern const OpLowering add_lowering{
     .forward = Fn::add_forward,
     .train_forward = Fn::add_forward,
     .input_grad = pass_gradient,
+    .input_grad_is_dy = true,
     .tileable = [](const Node& n, bool) { return n.shape.size() == 4; },
 };
 
