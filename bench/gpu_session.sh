@@ -4,8 +4,14 @@
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
 # PARTS (default, what the next session should see first: hopper check bench_ds pp_kb
-# stem_variants clusters_ab bench_r50_256 train_prof train_ab, about 600 s in one call: give the
-# limits as 2026-11-27c's call 1 did, or split it in two calls). The H100 run of 2026-11-27's evening
+# stem_variants clusters_ab bench_r50_256 train_prof train_ab, about 700 s: more than one call
+# may run, so in two calls, each after `mkdir -p /tmp/d && cp build/bundle/*.tar.gz /tmp/d/ &&`:
+#   HOPPER_LIMIT=60 CHECK_LIMIT=80 BENCH_DS_LIMIT=50 PP_KB_LIMIT=150 TRAIN_PROF_LIMIT=40
+#     TRAIN_AB_LIMIT=65 bash bench/gpu_session.sh /tmp/d $OUT hopper check bench_ds pp_kb
+#     train_prof train_ab                                                     (~400 s)
+#   STEM_VARIANTS_LIMIT=100 CLUSTERS_AB_LIMIT=45 BENCH_R50_256_LIMIT=150 bash
+#     bench/gpu_session.sh /tmp/d $OUT stem_variants clusters_ab bench_r50_256 (~300 s)
+# with timeout_s 590 each, the bundle carried as build/bundle.) The H100 run of 2026-11-27's evening
 # (bench/results/h100_2026-11-27c) measured the training step with its weight gradients on
 # wgmma at 15.8-16.2 ms (PyTorch eager 23.8), every kernel of it passing on the GPU; resnet50
 # f16 at b256 at 10.18 ms (0.97x the cuDNN-only plan); the stem's conv over space_to_depth at

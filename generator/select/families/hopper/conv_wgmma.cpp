@@ -116,27 +116,31 @@ int64_t row_swizzle(int64_t channel_bytes) {
   return 0;
 }
 
-} // namespace
+// What every variant of one step shares (candidates() below): the problem, its element size
+// and math, the step's epilogue and pitches, the tags and bytes of its names and price.
+struct Site {
+  const StepInfo& s;
+  Problem pr;
+  DType t;
+  Math math;
+  int64_t es, x_pitch, y_pitch, M, K, smem_limit, swizzle;
+  KernelEpilogue ep;
+  bool flat_ok, rows_ok, b_tf32, a_tf32, y_tf32, staged, unrounded;
+  std::string shape;
+  double bytes;
+};
 
-bool is_hopper_conv(const Variant& v) {
-  return v.family == "conv2d_hopper_wgmma" || is_hopper_wgrad(v);
-}
-
-std::string instance_arch(const Variant& v, const std::string& gpu_arch) {
-  return is_hopper_conv(v) ? "sm_90a" : gpu_arch;
-}
-
-std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
+std::optional<Site> site_of(const StepInfo& s) {
   const std::optional<Problem> pr = problem_of(s);
-  if (!pr) return {};
+  if (!pr) return std::nullopt;
   const Step& st = s.step;
   const Buffer& xb = s.arg("x");
   const DType t = xb.dtype;
-  if (t != DType::f16 && t != DType::bf16 && t != DType::f32) return {};
+  if (t != DType::f16 && t != DType::bf16 && t != DType::f32) return std::nullopt;
   for (const Arg& arg : st.args)
-    if (s.plan.buffers[arg.buffer].dtype != t) return {};
+    if (s.plan.buffers[arg.buffer].dtype != t) return std::nullopt;
   const std::optional<Math> math = tensor_core_math(t, s.cc());
-  if (!math) return {};
+  if (!math) return std::nullopt;
   const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = *pr;
   const bool flat_ok = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 && PW == 0;
   // ROW_TILES: a strided 1x1 unpadded conv whose images' rows make one strided sequence.
@@ -144,7 +148,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
       !linear && !flat_ok && KH == 1 && KW == 1 && PH == 0 && PW == 0 && H == SH * OH && OW <= 128;
   const int64_t es = int64_t(dtype_size(t));
   const int64_t swizzle = row_swizzle(C * es);
-  if (swizzle == 0 || H < SH || W < SW || SH * SW > 9) return {};
+  if (swizzle == 0 || H < SH || W < SW || SH * SW > 9) return std::nullopt;
   // The template indexes with 32-bit ints.
   // y a channel window of a concat's output (Buffer::view_pitch): its pixels y_pitch apart.
   const int64_t y_pitch = linear ? 0 : s.arg("y").view_pitch;
@@ -153,7 +157,7 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   const int64_t x_pitch = linear ? 0 : xb.view_pitch;
   if (std::max({xb.span_bytes() / es, numel(s.shape("w")), s.arg("y").span_bytes() / es}) >=
       (int64_t(1) << 31))
-    return {};
+    return std::nullopt;
   const KernelEpilogue ep = epilogue_of(s);
   const int64_t M = N * OH * OW, K = KH * KW * C;
   // tf32 weights rounded once in the prepare phase, activations by their producer's epilogue
@@ -172,84 +176,109 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
   // The template's VECTOR_Y: its epilogue stages y through shared memory, 16 rows x 128 bytes
   // a warp (STAGING in conv/hopper/geometry.cuh).
   const bool staged = O % 8 == 0 && (y_pitch > 0 ? y_pitch : O) % 8 == 0;
-  std::vector<Variant> out;
-  // Folded taps (TAPS_ROW): a conv unpadded and of stride 1 across whose KW taps' channels make
-  // one 128-byte swizzle row (the space_to_depth stem's 4 taps x 16 f16 channels) reads that
-  // row, KW consecutive pixels of x, as one: a map whose columns are a pixel apart and whose
-  // rows are KW pixels wide (they overlap), the conv a KH x 1 one over KW * C channels. A stage
-  // then holds 4 times the k of a 32-byte row's.
-  struct Fold {
-    int64_t taps, C, W, KW, PW, swizzle;
-  };
-  std::vector<Fold> folds = {{1, C, W, KW, PW, swizzle}};
-  // (Stride 1 down too: the one map serves every tap row.)
-  if (!linear && SH == 1 && SW == 1 && PW == 0 && KW > 1 && KW * C * es == 128 && x_pitch == 0)
-    folds.push_back({KW, KW * C, OW, 1, 0, 128});
   // No rounding pass in shared memory (f16, bf16, or tf32 operands that arrive rounded): the
   // ping-pong consumers and several k iterations a stage assume none.
   const bool unrounded = es == 2 || (a_tf32 && b_tf32);
-  for (const Fold& fo : folds) {
-    std::vector<PixelTile> tiles_of(std::begin(kPixelTiles), std::end(kPixelTiles));
-    for (const PixelTile& rt : row_tiles(rows_ok, OW))
-      tiles_of.push_back(rt);
-    // Several k iterations a stage (KBLOCKS) where a narrow swizzle row brings a fraction of a
-    // 128-byte row's k: the most of them up to that fraction that divide the tile's k.
-    const int64_t k_iters = KH * fo.KW * (fo.C * es / fo.swizzle);
-    std::vector<int64_t> kbs = {1};
-    for (int64_t d = 128 / fo.swizzle; d > 1 && unrounded; --d)
-      if (k_iters % d == 0) {
-        kbs.push_back(d);
-        break;
-      }
-    for (const PixelTile& pt : tiles_of)
-      for (int bn : kBns)
-        for (bool clustered : {false, true})
-          for (bool pp : {false, true})
-            for (int64_t kb : kbs) {
-              // A linear layer's 1x1 images fill a pixel tile's first row only.
-              if (pt.flat ? !flat_ok : linear) continue;
-              if (kb > 1 && clustered) continue;
-              // Ping-pong (PINGPONG): two consumers alone, a whole tile each in two 64 x BN
-              // accumulators; 16-bit operands (no rounding pass to share).
-              if (pp && (pt.consumers != 2 || clustered || bn > 128 || !unrounded)) continue;
-              if (fo.taps > 1 && (pt.flat || pt.rows || clustered)) continue;
-              if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) continue; // half of it would do
-              const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * fo.swizzle * kb;
-              // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
-              const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
-              // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
-              // bytes of bias (STAGING_PER_WARP).
-              const bool loads = ep.bias || ep.residual;
-              const int64_t staging =
-                  staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
-              // A narrower swizzle row brings less k a stage: as many more stages keep the same k
-              // in flight (a 32-byte ring of 4 left a stem's stride-1 conv over 16 channels
-              // latency-bound).
-              const int64_t turns = pp ? 16 : 0; // PINGPONG's two barriers
-              const int64_t stages =
-                  std::min<int64_t>(kMaxStages * 128 / (fo.swizzle * kb),
-                                    (smem_limit - 1024 - staging - turns) / (stage + barriers));
-              if (stages < 2) continue;
-              const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
-              const int64_t m_tiles = pt.flat   ? (M + bm - 1) / bm
-                                      : pt.rows ? (N * OH + pt.tp - 1) / pt.tp
-                                                : N * tiles_p * tiles_q;
-              const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
-              // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel
-              // tiles share their operands by multicast, for loops L2 would starve (128 x 256 at
-              // the tensor peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile,
-              // 7x7 maps' 8x8, 80 with BN 256). The tiles must pair up.
-              const ClusterShape cl = clustered
-                                          ? largest_cluster(m_tiles, o_blocks, pt, s.gpu.sm_count)
-                                          : ClusterShape{};
-              if (clustered && cl.size() == 1) continue;
-              const int64_t threads = 128 * (1 + pt.consumers);
-              Variant v;
-              v.family = std::string(name());
-              v.header = "conv/hopper/igemm_wgmma.cuh";
-              v.function = "kiln::hopper_conv::conv_fwd";
-              v.name = fmt::format(
-                  "{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
+  return Site{s,      *pr,    t,          *math,   es,        x_pitch, y_pitch,
+              M,      K,      smem_limit, swizzle, ep,        flat_ok, rows_ok,
+              b_tf32, a_tf32, y_tf32,     staged,  unrounded, shape,   bytes};
+}
+
+// Folded taps (TAPS_ROW): a conv unpadded and of stride 1 across whose KW taps' channels make
+// one 128-byte swizzle row (the space_to_depth stem's 4 taps x 16 f16 channels) reads that
+// row, KW consecutive pixels of x, as one: a map whose columns are a pixel apart and whose
+// rows are KW pixels wide (they overlap), the conv a KH x 1 one over KW * C channels. A stage
+// then holds 4 times the k of a 32-byte row's.
+struct Fold {
+  int64_t taps, C, W, KW, PW, swizzle;
+};
+std::vector<Fold> folds_of(const Site& z) {
+  const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = z.pr;
+  std::vector<Fold> folds = {{1, C, W, KW, PW, z.swizzle}};
+  // (Stride 1 down too: the one map serves every tap row.)
+  if (!linear && SH == 1 && SW == 1 && PW == 0 && KW > 1 && KW * C * z.es == 128 && z.x_pitch == 0)
+    folds.push_back({KW, KW * C, OW, 1, 0, 128});
+  return folds;
+}
+
+// Several k iterations a stage (KBLOCKS) where a narrow swizzle row brings a fraction of a
+// 128-byte row's k: the most of them up to that fraction that divide the tile's k.
+std::vector<int64_t> kblocks_of(const Site& z, const Fold& fo) {
+  const int64_t k_iters = z.pr.KH * fo.KW * (fo.C * z.es / fo.swizzle);
+  std::vector<int64_t> kbs = {1};
+  for (int64_t d = 128 / fo.swizzle; d > 1 && z.unrounded; --d)
+    if (k_iters % d == 0) {
+      kbs.push_back(d);
+      break;
+    }
+  return kbs;
+}
+
+// One point of the enumeration: how the taps are read, the tile, BN, in a cluster or alone,
+// ping-pong consumers, k iterations a stage.
+struct Choice {
+  Fold fo;
+  PixelTile pt;
+  int bn;
+  bool clustered, pp;
+  int64_t kb;
+};
+
+// The variant of one choice; none where the choice does not serve the step or fit the SM.
+std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_view family) {
+  const StepInfo& s = z.s;
+  const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = z.pr;
+  const auto& [fo, pt, bn, clustered, pp, kb] = c;
+  const int64_t es = z.es, M = z.M, K = z.K, x_pitch = z.x_pitch, y_pitch = z.y_pitch;
+  const int64_t smem_limit = z.smem_limit;
+  const bool flat_ok = z.flat_ok, b_tf32 = z.b_tf32, a_tf32 = z.a_tf32, y_tf32 = z.y_tf32;
+  const bool staged = z.staged, unrounded = z.unrounded;
+  const DType t = z.t;
+  const KernelEpilogue& ep = z.ep;
+  const std::string& shape = z.shape;
+  const double bytes = z.bytes;
+  // A linear layer's 1x1 images fill a pixel tile's first row only.
+  if (pt.flat ? !flat_ok : linear) return std::nullopt;
+  if (kb > 1 && clustered) return std::nullopt;
+  // Ping-pong (PINGPONG): two consumers alone, a whole tile each in two 64 x BN
+  // accumulators; 16-bit operands (no rounding pass to share).
+  if (pp && (pt.consumers != 2 || clustered || bn > 128 || !unrounded)) return std::nullopt;
+  if (fo.taps > 1 && (pt.flat || pt.rows || clustered)) return std::nullopt;
+  if (bn > 64 && (O + bn / 2 - 1) / (bn / 2) <= 1) return std::nullopt; // half of it would do
+  const int64_t bm = 64 * pt.consumers, stage = (bm + bn) * fo.swizzle * kb;
+  // Per stage: the template's BARRIERS (a third where tf32 operands are rounded).
+  const int64_t barriers = es == 4 && !(a_tf32 && b_tf32) ? 24 : 16;
+  // Per warp 16 rows x 128 bytes; with a bias or residual two buffers, each with 128
+  // bytes of bias (STAGING_PER_WARP).
+  const bool loads = ep.bias || ep.residual;
+  const int64_t staging = staged ? 4 * pt.consumers * (loads ? 2 * (16 * 128 + 128) : 16 * 128) : 0;
+  // A narrower swizzle row brings less k a stage: as many more stages keep the same k
+  // in flight (a 32-byte ring of 4 left a stem's stride-1 conv over 16 channels
+  // latency-bound).
+  const int64_t turns = pp ? 16 : 0; // PINGPONG's two barriers
+  const int64_t stages =
+      std::min<int64_t>(kMaxStages * 128 / (fo.swizzle * kb),
+                        (smem_limit - 1024 - staging - turns) / (stage + barriers));
+  if (stages < 2) return std::nullopt;
+  const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
+  const int64_t m_tiles = pt.flat   ? (M + bm - 1) / bm
+                          : pt.rows ? (N * OH + pt.tp - 1) / pt.tp
+                                    : N * tiles_p * tiles_q;
+  const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
+  // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel
+  // tiles share their operands by multicast, for loops L2 would starve (128 x 256 at
+  // the tensor peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile,
+  // 7x7 maps' 8x8, 80 with BN 256). The tiles must pair up.
+  const ClusterShape cl =
+      clustered ? largest_cluster(m_tiles, o_blocks, pt, s.gpu.sm_count) : ClusterShape{};
+  if (clustered && cl.size() == 1) return std::nullopt;
+  const int64_t threads = 128 * (1 + pt.consumers);
+  Variant v;
+  v.family = std::string(family);
+  v.header = "conv/hopper/igemm_wgmma.cuh";
+  v.function = "kiln::hopper_conv::conv_fwd";
+  v.name =
+      fmt::format("{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
                   dtype_tag(t),
                   pt.flat   ? std::string(linear ? "flat" : "nhwc_flat")
                   : pt.rows ? fmt::format("nhwc_rows{}x{}", pt.tp, pt.tq)
@@ -260,82 +289,82 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
                               fo.swizzle < 128 ? fmt::format("_w{}", fo.swizzle) : "",
                               kb > 1 ? fmt::format("_kb{}", kb) : "", a_tf32 ? "_xtf32" : "",
                               b_tf32 ? "_wtf32" : "", y_tf32 ? "_ytf32" : ""));
-              cfg_type(v, "T", cpp_type(t));
-              for (auto [k, val] : {std::pair{"N", N},
-                                    {"C", fo.C},
-                                    {"H", H},
-                                    {"W", fo.W},
-                                    {"O", O},
-                                    {"KH", KH},
-                                    {"KW", fo.KW},
-                                    {"SH", SH},
-                                    {"SW", SW},
-                                    {"PH", PH},
-                                    {"PW", fo.PW},
-                                    {"OH", OH},
-                                    {"OW", OW}})
-                cfg_int(v, k, val);
-              cfg_int(v, "TP", pt.tp);
-              cfg_int(v, "TQ", pt.tq);
-              cfg_int(v, "BN", bn);
-              cfg_int(v, "STAGES", stages);
-              cfg_int(v, "CONSUMERS", pt.consumers);
-              if (cl.m > 1) cfg_int(v, "CLUSTER_M", cl.m);
-              if (cl.n > 1) cfg_int(v, "CLUSTER_N", cl.n);
-              cfg_bool(v, "B_TF32", b_tf32);
-              if (a_tf32) cfg_bool(v, "A_TF32", true);
-              if (y_tf32) cfg_bool(v, "Y_TF32", true);
-              if (pt.flat) cfg_bool(v, "FLAT", true);
-              if (pt.rows) cfg_bool(v, "ROW_TILES", true);
-              if (pp) cfg_bool(v, "PINGPONG", true);
-              if (kb > 1) cfg_int(v, "KBLOCKS", kb);
-              if (fo.swizzle < 128) cfg_int(v, "SWIZZLE", fo.swizzle);
-              if (fo.taps > 1) cfg_int(v, "TAPS_ROW", fo.taps);
-              cfg_pitch(v, "y", y_pitch);
-              if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
-              ep.cfg(v);
-              for (int64_t m = 0; m < (pt.rows ? 1 : SH * SW); ++m)
-                v.args.push_back(fmt::format("xmap{}", m));
-              v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
-              ep.add_args(v);
-              if (!linear) { // a linear layer's [N, F] operands have no layout
-                v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
-                if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
-              }
-              v.block = {threads, 1, 1};
-              // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each
-              // taking every SM-count-th tile, so the producer fills the next tile's stages while
-              // the consumers store this one's; priced by its tiles' waves, which are the same. In
-              // clusters: whole clusters, as many as the SMs hold. (The cuda backend launches no
-              // more clusters than can be resident at once.)
-              const int64_t cs = cl.size();
-              v.grid = {cs * std::min<int64_t>(tiles / cs, s.gpu.sm_count / cs), 1, 1};
-              if (cs > 1) v.cluster = {cs, 1, 1};
-              v.work_blocks = tiles;
-              v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages + turns;
-              // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
-              // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
-              // (ptxas' report, NVRTC 13 for sm_90a).
-              v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
-              v.flops = 2.0 * double(M) * double(O) * double(K);
-              v.bytes = bytes;
-              v.math = *math;
-              const double util = (pt.flat || pt.rows ? double(M) / double(m_tiles * bm)
-                                                      : double(OH) / double(tiles_p * pt.tp) *
-                                                            double(OW) / double(tiles_q * pt.tq)) *
-                                  double(O) / double(o_blocks * bn);
-              // A stage of KB rows as the loop's model sees it: one row of KB times the bytes.
-              v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
-                                       int(fo.swizzle * kb), cl);
-              v.efficiency = kOutsideLoopEfficiency * util;
-              if (cs > 1) v.measured_only = kClustersUnpriced;
-              if (kb > 1) v.measured_only = kKBlocksUnmeasured;
-              if (pp) v.measured_only = kPingpongUnmeasured;
-              if (fo.taps > 1) v.measured_only = kTapsRowUnmeasured;
-              v.note = fmt::format(
-                  "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s){}, {} TMA "
+  cfg_type(v, "T", cpp_type(t));
+  for (auto [k, val] : {std::pair{"N", N},
+                        {"C", fo.C},
+                        {"H", H},
+                        {"W", fo.W},
+                        {"O", O},
+                        {"KH", KH},
+                        {"KW", fo.KW},
+                        {"SH", SH},
+                        {"SW", SW},
+                        {"PH", PH},
+                        {"PW", fo.PW},
+                        {"OH", OH},
+                        {"OW", OW}})
+    cfg_int(v, k, val);
+  cfg_int(v, "TP", pt.tp);
+  cfg_int(v, "TQ", pt.tq);
+  cfg_int(v, "BN", bn);
+  cfg_int(v, "STAGES", stages);
+  cfg_int(v, "CONSUMERS", pt.consumers);
+  if (cl.m > 1) cfg_int(v, "CLUSTER_M", cl.m);
+  if (cl.n > 1) cfg_int(v, "CLUSTER_N", cl.n);
+  cfg_bool(v, "B_TF32", b_tf32);
+  if (a_tf32) cfg_bool(v, "A_TF32", true);
+  if (y_tf32) cfg_bool(v, "Y_TF32", true);
+  if (pt.flat) cfg_bool(v, "FLAT", true);
+  if (pt.rows) cfg_bool(v, "ROW_TILES", true);
+  if (pp) cfg_bool(v, "PINGPONG", true);
+  if (kb > 1) cfg_int(v, "KBLOCKS", kb);
+  if (fo.swizzle < 128) cfg_int(v, "SWIZZLE", fo.swizzle);
+  if (fo.taps > 1) cfg_int(v, "TAPS_ROW", fo.taps);
+  cfg_pitch(v, "y", y_pitch);
+  if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
+  ep.cfg(v);
+  for (int64_t m = 0; m < (pt.rows ? 1 : SH * SW); ++m)
+    v.args.push_back(fmt::format("xmap{}", m));
+  v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
+  ep.add_args(v);
+  if (!linear) { // a linear layer's [N, F] operands have no layout
+    v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
+    if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+  }
+  v.block = {threads, 1, 1};
+  // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each
+  // taking every SM-count-th tile, so the producer fills the next tile's stages while
+  // the consumers store this one's; priced by its tiles' waves, which are the same. In
+  // clusters: whole clusters, as many as the SMs hold. (The cuda backend launches no
+  // more clusters than can be resident at once.)
+  const int64_t cs = cl.size();
+  v.grid = {cs * std::min<int64_t>(tiles / cs, s.gpu.sm_count / cs), 1, 1};
+  if (cs > 1) v.cluster = {cs, 1, 1};
+  v.work_blocks = tiles;
+  v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages + turns;
+  // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
+  // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
+  // (ptxas' report, NVRTC 13 for sm_90a).
+  v.registers_per_thread = int(std::min<int64_t>(232, 65536 / threads / 8 * 8));
+  v.flops = 2.0 * double(M) * double(O) * double(K);
+  v.bytes = bytes;
+  v.math = z.math;
+  const double util = (pt.flat || pt.rows ? double(M) / double(m_tiles * bm)
+                                          : double(OH) / double(tiles_p * pt.tp) * double(OW) /
+                                                double(tiles_q * pt.tq)) *
+                      double(O) / double(o_blocks * bn);
+  // A stage of KB rows as the loop's model sees it: one row of KB times the bytes.
+  v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
+                           int(fo.swizzle * kb), cl);
+  v.efficiency = kOutsideLoopEfficiency * util;
+  if (cs > 1) v.measured_only = kClustersUnpriced;
+  if (kb > 1) v.measured_only = kKBlocksUnmeasured;
+  if (pp) v.measured_only = kPingpongUnmeasured;
+  if (fo.taps > 1) v.measured_only = kTapsRowUnmeasured;
+  v.note =
+      fmt::format("{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s){}, {} TMA "
                   "stages of {} ({}-byte swizzle) row(s), {} x-map(s) + a w-map{}{}",
-                  linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(*math),
+                  linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(z.math),
                   pt.flat   ? fmt::format("{}-row tile of x's rows", bm)
                   : pt.rows ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
                                           pt.tp * pt.tq, bm)
@@ -351,8 +380,36 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
                   : cl.n == 1    ? "; clusters of 2 pixel tiles, the weight tile multicast"
                   : cl.m == 1    ? "; clusters of 2 channel blocks, the x tile multicast"
                                  : "; 2 x 2 clusters, both operand tiles multicast");
-              out.push_back(std::move(v));
-            }
+  return v;
+}
+
+} // namespace
+
+bool is_hopper_conv(const Variant& v) {
+  return v.family == "conv2d_hopper_wgmma" || is_hopper_wgrad(v);
+}
+
+std::string instance_arch(const Variant& v, const std::string& gpu_arch) {
+  return is_hopper_conv(v) ? "sm_90a" : gpu_arch;
+}
+
+std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
+  const std::optional<Site> z = site_of(s);
+  if (!z) return {};
+  std::vector<Variant> out;
+  for (const Fold& fo : folds_of(*z)) {
+    std::vector<PixelTile> tiles_of(std::begin(kPixelTiles), std::end(kPixelTiles));
+    for (const PixelTile& rt : row_tiles(z->rows_ok, z->pr.OW))
+      tiles_of.push_back(rt);
+    const std::vector<int64_t> kbs = kblocks_of(*z, fo);
+    for (const PixelTile& pt : tiles_of)
+      for (int bn : kBns)
+        for (bool clustered : {false, true})
+          for (bool pp : {false, true})
+            for (int64_t kb : kbs)
+              if (std::optional<Variant> v =
+                      variant_of(*z, {fo, pt, bn, clustered, pp, kb}, name()))
+                out.push_back(std::move(*v));
   }
   return out;
 }
