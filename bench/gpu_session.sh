@@ -28,8 +28,9 @@
 # or stages, a quarter of them should show): stem_variants times every variant of it against
 # cuDNN; maxpool's backward gathers 16-byte packs now (0.49 ms of the step before: train_prof);
 # the training step's 32 copies of add gradients (0.72 ms of 27c's step) are gone (views of dy,
-# or forwarded to the data gradients' residuals: rewrite/copy_forwarding.hpp: train_ab and
-# train_prof show it):
+# or forwarded to the data gradients' residuals: rewrite/copy_forwarding.hpp) and 33 of its 49
+# ReLU forwards (0.68 ms) run in their chunked batchnorms' epilogues
+# (rewrite/batchnorm_activation.hpp): train_ab and train_prof show both:
 #   pp_kb: the ping-pong Hopper tiles (_pp: the two consumers take turns, a whole tile
 #   each, one's epilogue under the other's wgmmas) and those of several 32-byte rows a stage
 #   (_kb4: the stem's 4 taps a stage, its TMA rows unchanged), measured_only until timed, of

@@ -19,41 +19,41 @@ namespace kiln {
 // `y_nnz` are running counts a step adds to (zeroed first by fill_zero); a guarded step reads
 // `nnz` to choose its path (step_params.hpp's SparseDispatch).
 enum class Fn {
-  conv2d_forward,                // x, w, [b], [residual], [nnz] -> y (epilogue), [compacted y]
-  conv2d_fold_bn,                // w, [b], batchnorm's parameters -> w_out, b_out (FoldBn)
-  conv2d_backward_data,          // dy, w -> dx
-  conv2d_backward_weight,        // x, dy, [nnz] -> dw
-  linear_forward,                // x, w, [b] -> y (epilogue)
-  linear_backward_data,          // dy, w -> dx
-  linear_backward_weight,        // x, dy -> dw
-  bias_backward,                 // dy -> db (conv2d or linear)
-  batchnorm_forward,             // x, parameters -> y (inference; epilogue), [compacted y]
-  batchnorm_forward_train,       // x, weight, bias -> y, [mean, invstd] (batch statistics)
-  batchnorm_backward,            // x, dy, weight, [mean, invstd] -> dx, dweight, dbias
-  relu_forward,                  // x -> y, [compacted y]
-  relu_backward,                 // y, dy -> dx
-  maxpool2d_forward,             // x -> y
-  maxpool2d_backward,            // x, dy -> dx
-  avgpool2d_forward,             // x -> y
-  avgpool2d_backward,            // dy -> dx
-  adaptive_avgpool2d_forward,    // x -> y (also global_avgpool)
-  adaptive_avgpool2d_backward,   // dy -> dx
-  add_forward,                   // x0, x1, ... -> y
-  concat_forward,                // x0, x1, ... -> y (ChannelSlice)
-  concat_backward,               // dy -> dx (ChannelSlice)
-  resize_forward,                // x -> y
-  resize_backward,               // dy -> dx
-  softmax_forward,               // x -> y
-  softmax_backward,              // y, dy -> dx
-  softmax_xent_forward,          // logits, target -> probs, loss
-  softmax_xent_backward,         // probs, target -> dlogits
-  copy,                          // src -> dst (add's backward, a view's gradient)
-  convert,                       // src -> dst: same logical shape, another layout or dtype
-  region_copy,                   // src -> dst: a spatial window (Region; tiled segments)
-  fill_zero,                     // -> dst: zeros
-  sgd_update,                    // grad -> param, [velocity] in place (Sgd)
-  sparse_compact,                // x -> values, index, count, [nnz (added to)]
-  conv2d_forward_sparse,         // conv2d.forward from the compacted x
+  conv2d_forward,              // x, w, [b], [residual], [nnz] -> y (epilogue), [compacted y]
+  conv2d_fold_bn,              // w, [b], batchnorm's parameters -> w_out, b_out (FoldBn)
+  conv2d_backward_data,        // dy, w -> dx
+  conv2d_backward_weight,      // x, dy, [nnz] -> dw
+  linear_forward,              // x, w, [b] -> y (epilogue)
+  linear_backward_data,        // dy, w -> dx
+  linear_backward_weight,      // x, dy -> dw
+  bias_backward,               // dy -> db (conv2d or linear)
+  batchnorm_forward,           // x, parameters -> y (inference; epilogue), [compacted y]
+  batchnorm_forward_train,     // x, weight, bias -> y (epilogue), [mean, invstd] (batch statistics)
+  batchnorm_backward,          // x, dy, weight, [mean, invstd] -> dx, dweight, dbias
+  relu_forward,                // x -> y, [compacted y]
+  relu_backward,               // y, dy -> dx
+  maxpool2d_forward,           // x -> y
+  maxpool2d_backward,          // x, dy -> dx
+  avgpool2d_forward,           // x -> y
+  avgpool2d_backward,          // dy -> dx
+  adaptive_avgpool2d_forward,  // x -> y (also global_avgpool)
+  adaptive_avgpool2d_backward, // dy -> dx
+  add_forward,                 // x0, x1, ... -> y
+  concat_forward,              // x0, x1, ... -> y (ChannelSlice)
+  concat_backward,             // dy -> dx (ChannelSlice)
+  resize_forward,              // x -> y
+  resize_backward,             // dy -> dx
+  softmax_forward,             // x -> y
+  softmax_backward,            // y, dy -> dx
+  softmax_xent_forward,        // logits, target -> probs, loss
+  softmax_xent_backward,       // probs, target -> dlogits
+  copy,                        // src -> dst (add's backward, a view's gradient)
+  convert,                     // src -> dst: same logical shape, another layout or dtype
+  region_copy,                 // src -> dst: a spatial window (Region; tiled segments)
+  fill_zero,                   // -> dst: zeros
+  sgd_update,                  // grad -> param, [velocity] in place (Sgd)
+  sparse_compact,              // x -> values, index, count, [nnz (added to)]
+  conv2d_forward_sparse,       // conv2d.forward from the compacted x
   conv2d_backward_weight_sparse, // conv2d.backward_weight from the compacted x, or partials
   partial_sum,                   // partial [S, ...], [b], [residual], [nnz] -> dst (epilogue)
   adam_update,                   // grad, step -> param, m, v in place (Adam)

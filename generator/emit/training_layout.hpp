@@ -10,6 +10,7 @@
 #include "generator/gpu/gpu_desc.hpp"
 #include "generator/rewrite/backward_data_as_conv.hpp"
 #include "generator/rewrite/backward_weight_split.hpp"
+#include "generator/rewrite/batchnorm_activation.hpp"
 #include "generator/rewrite/batchnorm_chunks.hpp"
 #include "generator/rewrite/copy_forwarding.hpp"
 #include "runtime/plan.hpp"
@@ -33,6 +34,7 @@ TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, boo
 // lifetimes are not in the schedule's accounting).
 struct TrainingRewrites {
   std::vector<BatchnormChunksDecision> batchnorm_chunks;
+  std::vector<std::string> batchnorm_activations; // fused into the chunked forwards
   std::vector<BackwardDataConvDecision> backward_data_convs;
   std::vector<BackwardWeightSplitDecision> backward_weight_splits;
   std::vector<ForwardedCopy> forwarded_copies; // after the others (rewrite/copy_forwarding.hpp)

@@ -72,7 +72,8 @@ void check_partial(const StepCheck& c, bool backward) {
                "] with 1 <= R <= ", rows));
 }
 
-// batchnorm.forward_train: x, weight, bias, [partial] -> y, [mean, invstd] (batch statistics).
+// batchnorm.forward_train: x, weight, bias, [partial] -> y, [mean, invstd] (batch statistics;
+// y through the epilogue's activation).
 constexpr sv train_in[] = {"x", "weight", "bias", "partial"}, train_out[] = {"y", "mean", "invstd"};
 constexpr sv stats[] = {"mean", "invstd"}, stats_partial[] = {"mean", "invstd", "partial"};
 
@@ -86,6 +87,7 @@ void check_forward_train(const StepCheck& c) {
 template <class T> void forward_train(const StepArgs<T>& c) {
   cpu::batchnorm_train<T>(c.s.attrs, c.in("x"), c.in("weight").data, c.in("bias").data, c.out("y"),
                           c.opt_out("mean"), c.opt_out("invstd"));
+  cpu::epilogue(c); // an activation fused into the step (rewrite/batchnorm_activation.cpp)
 }
 
 // batchnorm.backward: x, dy, weight, [mean, invstd] -> dx, dweight, dbias; without the saved
@@ -150,6 +152,7 @@ constexpr FnDef fn_defs[] = {
     {.fn = Fn::batchnorm_forward_train,
      .name = "batchnorm.forward_train",
      .signature = {train_in, train_out, stats_partial},
+     .epilogue = true,
      .check = check_forward_train,
      .cpu_f32 = forward_train<float>,
      .cpu_f64 = forward_train<double>},

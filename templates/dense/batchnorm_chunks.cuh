@@ -22,6 +22,7 @@
 // Grid: ceil(C / COLS) x CHUNKS (blockIdx.y: the chunk).
 #pragma once
 
+#include "common/epilogue.cuh"
 #include "dense/batchnorm_train.cuh"
 
 namespace kiln::dense {
@@ -68,6 +69,16 @@ KILN_FN void chunk_totals(const BnChannel<Cfg>& ch, Global<const float> part, fl
   ch.totals(t, scratch);
 }
 
+// The activation fused after the normalisation (a training step's relu whose input nothing
+// else reads: generator/rewrite/batchnorm_activation.cpp): the instance's epilogue constants
+// (HAS_BIAS, HAS_RESIDUAL, RELU or ACT: common/epilogue.cuh) where it has them, else none.
+template <class Cfg, class = void> struct bn_activation {
+  static KILN_FN float apply(float v) { return v; }
+};
+template <class Cfg> struct bn_activation<Cfg, decltype(void(Cfg::HAS_BIAS))> {
+  static KILN_FN float apply(float v) { return epilogue_of<Cfg>::apply(v, 0.f, 0.f); }
+};
+
 template <class Cfg> KILN_FN void batchnorm_forward_train_chunked(const KernelArgs& a) {
   using T = typename Cfg::T;
   using Ch = BnChannel<Cfg>;
@@ -89,7 +100,9 @@ template <class Cfg> KILN_FN void batchnorm_forward_train_chunked(const KernelAr
     arg<T>(a, 6)[ch.c] = from_float<T>(invstd);
   }
   const float scale = to_float(gamma[ch.c]) * invstd, shift = to_float(beta[ch.c]);
-  ch.each([&](I i) { y[i] = from_float<T>((to_float(x[i]) - mean) * scale + shift); });
+  ch.each([&](I i) {
+    y[i] = from_float<T>(bn_activation<Cfg>::apply((to_float(x[i]) - mean) * scale + shift));
+  });
 }
 
 template <class Cfg> KILN_FN void batchnorm_backward_chunked(const KernelArgs& a) {

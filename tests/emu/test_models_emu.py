@@ -33,6 +33,11 @@ plan = json.load(open(path("train_nhwc/plan.json")))
 copies = [s for ph in plan["phases"].values() for s in ph if s.get("fn") == "copy"]
 kt.check(not copies and len(man["forwarded_copies"]) == 5,
          f"copies of add gradients: {len(copies)} steps, {len(man['forwarded_copies'])} forwarded")
+# The stem's relu in its chunked batchnorm's epilogue (rewrite/batchnorm_activation.cpp): the
+# check below compares that kernel with the reference's batchnorm and relu.
+kt.check(man["batchnorm_activations"] == ["bn1+relu"], f"fused batchnorm activations: {man['batchnorm_activations']}")
+kt.check(any(k["name"].startswith("batchnorm_forward_train_chunked") and "_relu_" in k["name"] for k in man["kernels"]),
+         "no chunked batchnorm forward with its relu")
 out, _ = kt.kiln("check", path("train_nhwc"), "--device", "emu")
 print(out.splitlines()[-1])
 

@@ -71,6 +71,9 @@ std::vector<Variant> BatchnormTrainFamily::candidates(const StepInfo& s) const {
   // With chunk sums (partial): BatchnormChunksFamily's.
   if ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) || s.has("partial"))
     return {};
+  // A fused activation only the chunked forward applies (rewrite/batchnorm_activation.cpp
+  // fuses into that one alone).
+  if (s.step.epilogue.activation != Activation::none) return {};
   const auto t = common_dtype(s);
   const auto l = common_layout(s);
   if (!t || !l) return {};

@@ -3,6 +3,7 @@
 // puts them in a plan).
 #include "generator/select/families/dense/batchnorm.hpp"
 
+#include "generator/select/epilogue.hpp"
 #include "generator/select/families/dense/dense_common.hpp"
 #include "runtime/ops/batchnorm_chunks.hpp"
 
@@ -17,6 +18,10 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   if (!partials && ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) ||
                     !s.has("partial") || (fn == Fn::batchnorm_backward && s.has("mean"))))
     return {};
+  // An activation fused after the forward's normalisation (rewrite/batchnorm_activation.cpp):
+  // its epilogue; no other step of this family has one.
+  const KernelEpilogue ep = epilogue_of(s);
+  if (ep.act != Activation::none && fn != Fn::batchnorm_forward_train) return {};
   const auto t = common_dtype(s, "partial");
   const auto l = common_layout(s);
   if (!t || !l || s.dtype("partial") != DType::f32) return {};
@@ -36,9 +41,10 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   const std::string family = partials   ? "batchnorm_partials"
                              : backward ? "batchnorm_backward_chunked"
                                         : "batchnorm_forward_train_chunked";
-  const std::string config = partials ? (backward ? "_dy" : "")
-                                      : fmt::format("_eps{}{}{}", name_number(s.step.attrs.eps),
-                                                    stats ? "_stats" : "", acc ? "_acc" : "");
+  const std::string config = partials
+                                 ? (backward ? "_dy" : "")
+                                 : fmt::format("_eps{}{}{}{}", name_number(s.step.attrs.eps),
+                                               stats ? "_stats" : "", acc ? "_acc" : "", ep.tag());
   std::vector<Variant> out;
   for (int64_t threads : {256, 1024}) {
     // Rows per chunk: 1024 threads only where each would still walk a few of them.
@@ -66,6 +72,7 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
         cfg_bool(v, "ACCUMULATE", acc);
       else
         cfg_bool(v, "STATS", stats);
+      if (ep.act != Activation::none) ep.cfg(v); // HAS_BIAS, HAS_RESIDUAL (false), the activation
     }
     if (partials)
       v.args = backward ? std::vector<std::string>{"x", "dy", "partial"}
