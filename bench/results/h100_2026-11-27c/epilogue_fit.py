@@ -43,6 +43,14 @@ for names in fits:
     if names == fits[2]:
         share = np.array([coef[3] * r["out128"] for r in rows]) / (X @ coef)
         best = names, coef, share
+# The wgmma term held at the tensor peak (coefficient 1): what is left, per stage and per
+# 128 output bytes.
+X = np.array([[r["stages"], r["out128"]] for r in rows])
+m = np.array([r["math"] for r in rows])
+coef2, *_ = np.linalg.lstsq(X / y[:, None], (y - m) / y, rcond=None)
+rel = y / (m + X @ coef2)
+print(f"  1.0 x wgmma clocks (fixed) + {coef2[0]:.1f} x stages + {coef2[1]:.1f} x output / 128 B")
+print(f"    measured / fitted: median {np.median(rel):.2f}, {rel.min():.2f}-{rel.max():.2f}, rms log {math.sqrt(float(np.mean(np.log(rel) ** 2))):.3f}")
 names, coef, share = best
 print("\nThe epilogue's share of each tile's fitted time under the four-term fit (what ping-pong consumers would hide):")
 for i in np.argsort(-share):
