@@ -1,31 +1,25 @@
 #include "generator/rewrite/batchnorm_activation.hpp"
 
+#include "generator/lower/plan_builder.hpp"
+#include "generator/rewrite/readers.hpp"
 #include "runtime/ops/registry.hpp"
-
-#include <algorithm>
 
 namespace kiln {
 
 namespace {
 
-// The one step other than (ph, i) that refers to buffer b, as (phase, step); (-1, -1) where
-// none or several do, or something else holds b (a view, the plan's outputs).
+// The one step other than (ph, i) that names buffer b, as (phase, step); (-1, -1) where none
+// or several do, or something else holds b.
 std::pair<int, int> sole_other(const Plan& p, int b, size_t ph, size_t i) {
-  if (std::any_of(p.buffers.begin(), p.buffers.end(),
-                  [&](const Buffer& v) { return v.view_of == b; }) ||
-      std::find(p.outputs.begin(), p.outputs.end(), b) != p.outputs.end())
-    return {-1, -1};
+  if (held_beyond_steps(p, b)) return {-1, -1};
   std::pair<int, int> found{-1, -1};
-  for (size_t q = 0; q < p.phases.size(); ++q)
-    for (size_t j = 0; j < p.phases[q].steps.size(); ++j) {
-      const Step& s = p.phases[q].steps[j];
-      if ((q == ph && j == i) || s.kind == StepKind::free) continue;
-      for (const Arg& a : s.args)
-        if (a.buffer == b) {
-          if (found.first >= 0 && found != std::pair{int(q), int(j)}) return {-1, -1};
-          found = {int(q), int(j)};
-        }
-    }
+  const std::vector<std::vector<Use>> uses = buffer_uses(p, false); // (alive for the loop)
+  for (const Use& u : uses[size_t(b)]) {
+    if (u.phase == ph && u.step == i) continue;
+    const std::pair<int, int> at{int(u.phase), int(u.step)};
+    if (found.first >= 0 && found != at) return {-1, -1};
+    found = at;
+  }
   return found;
 }
 

@@ -1,34 +1,23 @@
 #include "generator/rewrite/copy_forwarding.hpp"
 
-#include <algorithm>
+#include "generator/lower/plan_builder.hpp"
+#include "generator/rewrite/readers.hpp"
 
 namespace kiln {
 
 namespace {
 
-bool is_plan_value(const Plan& p, int b) {
-  const auto in = [b](const std::vector<int>& v) {
-    return std::find(v.begin(), v.end(), b) != v.end();
-  };
-  return in(p.inputs) || in(p.outputs) || b == p.target || b == p.loss;
-}
-
 // The steps after copy `i` of phase `ph` that read its dst (none writes it, none in another
-// phase, nothing else holds it), the last of them in `last`; empty where that does not hold.
+// phase), the last of them in `last`; empty where that does not hold.
 std::vector<size_t> plain_readers(const Plan& p, size_t ph, size_t i, int dst, size_t& last) {
   std::vector<size_t> out;
-  for (size_t q = 0; q < p.phases.size(); ++q)
-    for (size_t j = 0; j < p.phases[q].steps.size(); ++j) {
-      const Step& s = p.phases[q].steps[j];
-      if ((q == ph && j == i) || s.kind == StepKind::free) continue;
-      bool reads = false;
-      for (const Arg& a : s.args)
-        if (a.buffer == dst) {
-          if (q != ph || j < i || fn_writes(s.fn, a.role) || !fn_reads(s.fn, a.role)) return {};
-          reads = true;
-        }
-      if (reads) out.push_back(j);
-    }
+  const std::vector<std::vector<Use>> uses = buffer_uses(p, false); // (alive for the loop)
+  for (const Use& u : uses[size_t(dst)]) {
+    if (u.phase == ph && u.step == i) continue;
+    const Fn fn = p.phases[u.phase].steps[u.step].fn;
+    if (u.phase != ph || u.step < i || fn_writes(fn, u.role) || !fn_reads(fn, u.role)) return {};
+    if (out.empty() || out.back() != u.step) out.push_back(u.step);
+  }
   if (!out.empty()) last = out.back();
   return out;
 }
@@ -38,9 +27,8 @@ bool written_between(const Plan& p, const std::vector<Step>& steps, size_t i, si
                      int src) {
   const int base = p.base(src);
   for (size_t j = i + 1; j <= last; ++j)
-    if (steps[j].kind != StepKind::free)
-      for (const Arg& a : steps[j].args)
-        if (p.base(a.buffer) == base && fn_writes(steps[j].fn, a.role)) return true;
+    for (const Arg& a : steps[j].args)
+      if (p.base(a.buffer) == base && fn_writes(steps[j].fn, a.role)) return true;
   return false;
 }
 
@@ -56,12 +44,9 @@ std::vector<ForwardedCopy> forward_copies(Plan& p) {
       if (s.kind == StepKind::free || s.fn != Fn::copy || s.accumulate) continue;
       const int src = s.need("src"), dst = s.need("dst");
       const Buffer &bs = p.buffers[size_t(src)], &bd = p.buffers[size_t(dst)];
-      if (bd.view_of >= 0 || is_persistent(bd.role) || is_plan_value(p, dst) ||
+      if (bd.view_of >= 0 || is_persistent(bd.role) || held_beyond_steps(p, dst) ||
           bd.dtype != bs.dtype || bd.shape != bs.shape || bd.layout != bs.layout ||
           bd.view_pitch != 0 || bs.view_pitch != 0)
-        continue;
-      if (std::any_of(p.buffers.begin(), p.buffers.end(),
-                      [&](const Buffer& b) { return b.view_of == dst; }))
         continue;
       size_t last = 0;
       const std::vector<size_t> rs = plain_readers(p, ph, i, dst, last);
@@ -70,27 +55,8 @@ std::vector<ForwardedCopy> forward_copies(Plan& p) {
         for (Arg& a : steps[j].args)
           if (a.buffer == dst) a.buffer = src;
       out.push_back({s.node, bs.name, bd.name, int(rs.size())});
-      // The copy goes; so do frees of dst, and of src where one comes before its new last
-      // reader (one after that reader keeps src alive).
-      const int src_base = p.base(src);
-      bool src_freed_early = false;
-      std::vector<Step> kept;
-      for (size_t j = 0; j < steps.size(); ++j) {
-        const Step& t = steps[j];
-        if (j == i || (t.kind == StepKind::free && t.buffer == dst)) continue;
-        if (t.kind == StepKind::free && t.buffer == src_base && j < last) {
-          src_freed_early = true;
-          continue;
-        }
-        kept.push_back(t);
-        if (j == last && src_freed_early) {
-          Step f;
-          f.kind = StepKind::free;
-          f.buffer = src_base;
-          kept.push_back(f);
-        }
-      }
-      steps = std::move(kept);
+      // The copy goes (the plan's frees are placed after the rewrites: finish_plan).
+      steps.erase(steps.begin() + long(i));
       --i; // the step now at i follows the copy
     }
   }

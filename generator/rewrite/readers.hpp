@@ -4,6 +4,7 @@
 
 #include "runtime/plan.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +24,17 @@ inline std::vector<size_t> readers(const Plan& p, const std::vector<Step>& steps
   for (int o : p.outputs)
     if (o == b) out.push_back(SIZE_MAX);
   return out;
+}
+
+// Whether something besides the plan's steps holds buffer b: a view of it, or b a plan input,
+// output, target or loss (a rewrite that renames or removes b's writer must leave it alone).
+inline bool held_beyond_steps(const Plan& p, int b) {
+  const auto in = [b](const std::vector<int>& v) {
+    return std::find(v.begin(), v.end(), b) != v.end();
+  };
+  return in(p.inputs) || in(p.outputs) || b == p.target || b == p.loss ||
+         std::any_of(p.buffers.begin(), p.buffers.end(),
+                     [b](const Buffer& v) { return v.view_of == b; });
 }
 
 } // namespace kiln

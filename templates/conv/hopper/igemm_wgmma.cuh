@@ -152,12 +152,19 @@ template <class Cfg> KILN_FN void release(Shared<u64> empty, int s, int rank) {
   }
 }
 
-// A consumer warpgroup g, for one output tile: 64 pixel rows x BN channels in registers.
-// Each stage is released once its wgmmas completed; the tile's last one before the epilogue,
-// so the producer can fill it with the next tile's data meanwhile.
+// A consumer warpgroup g, for one output tile: 64 pixel rows x BN channels in `acc` (rows
+// 64g.. of each stage's A). PINGPONG: the whole tile, its rows 0-63 in `acc` and 64-127 in
+// `*hi`, its stages the tile's (the other consumer's tiles' stages lie between them in the
+// ring); it waits on a stage's full barrier only once the other consumer has waited on all of
+// its previous tile's (which then arrives, per warp, on this one's turn: `next_turn` is the
+// other's), so that no barrier's phase is one a parity wait cannot tell from two phases
+// earlier (a stage ITERS iterations ahead would be). Each stage is released once its wgmmas
+// completed; the tile's last one before the epilogue, so the producer can fill it with the
+// next tile's data meanwhile.
 template <class Cfg>
-KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     int g, int rank, int& ring_it) {
+KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, WgmmaAcc<Cfg::BN>* hi, Shared<u8> ring,
+                     Shared<u64> full, Shared<u64> empty, int g, int rank, Shared<u64> next_turn,
+                     int& ring_it) {
   const Shared<u64> rounded = empty + Cfg::STAGES; // tf32 only
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
@@ -173,56 +180,23 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, Shared<u8> ring, Shared<u64> full, 
 #pragma unroll
     for (int kb = 0; kb < G::KB; ++kb)
 #pragma unroll
-      for (int k = 0; k < G::KSTEPS; ++k) // a swizzle row of channels: k steps of 32 bytes
-        wgmma(acc, wgmma_desc(a + kb * G::A_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ),
-              wgmma_desc(b + kb * G::B_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ),
-              k_it > 0 || kb > 0 || k > 0, T{});
+      for (int k = 0; k < G::KSTEPS; ++k) { // a swizzle row of channels: k steps of 32 bytes
+        const Shared<u8> ak = a + kb * G::A_BLOCK + 32 * k;
+        const u64 db = wgmma_desc(b + kb * G::B_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ);
+        const bool accumulate = k_it > 0 || kb > 0 || k > 0;
+        wgmma(acc, wgmma_desc(ak, G::SWZ, 16, 8 * G::SWZ), db, accumulate, T{});
+        if constexpr (G::PINGPONG)
+          wgmma(*hi, wgmma_desc(ak + 64 * G::SWZ, G::SWZ, 16, 8 * G::SWZ), db, accumulate, T{});
+      }
     wgmma_commit();
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.
     wgmma_wait<1>();
     if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES, rank);
   }
+  if constexpr (G::PINGPONG) mbarrier_arrive_warp(next_turn); // the other consumer's turn
   wgmma_wait<0>();
   release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES, rank);
-}
-
-// PINGPONG: consumer warpgroup g computes a whole tile, its 128 rows as two accumulators (rows
-// 0-63 and 64-127 of the stage's A), one stage at a time as consume() does; its stages are the
-// tile's, the other consumer's tiles' stages lying between them in the ring.
-// The turns: a consumer waits on a stage's full barrier only once the other has waited on all
-// of its previous tile's (it then arrives, per warp, on this one's `next_turn`), so that no
-// barrier's phase is one the waiter's parity cannot tell from two phases earlier (a stage
-// ITERS iterations ahead would be).
-template <class Cfg>
-KILN_FN void consume_tile(WgmmaAcc<Cfg::BN>& lo, WgmmaAcc<Cfg::BN>& hi, Shared<u8> ring,
-                          Shared<u64> full, Shared<u64> empty, Shared<u64> next_turn,
-                          int& ring_it) {
-  using G = Geometry<Cfg>;
-  using T = typename Cfg::T;
-  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
-    const int it = ring_it, s = it % G::STAGES;
-    mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
-    const Shared<u8> a = ring + s * G::STAGE_BYTES;
-    const Shared<u8> b = ring + s * G::STAGE_BYTES + G::A_BYTES;
-    wgmma_fence();
-#pragma unroll
-    for (int kb = 0; kb < G::KB; ++kb)
-#pragma unroll
-      for (int k = 0; k < G::KSTEPS; ++k) {
-        const Shared<u8> ak = a + kb * G::A_BLOCK + 32 * k;
-        const u64 db = wgmma_desc(b + kb * G::B_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ);
-        const bool acc = k_it > 0 || kb > 0 || k > 0;
-        wgmma(lo, wgmma_desc(ak, G::SWZ, 16, 8 * G::SWZ), db, acc, T{});
-        wgmma(hi, wgmma_desc(ak + 64 * G::SWZ, G::SWZ, 16, 8 * G::SWZ), db, acc, T{});
-      }
-    wgmma_commit();
-    wgmma_wait<1>();
-    if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES, 0);
-  }
-  mbarrier_arrive_warp(next_turn); // the other consumer's turn
-  wgmma_wait<0>();
-  release<Cfg>(empty, (ring_it + G::STAGES - 1) % G::STAGES, 0);
 }
 
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
@@ -256,7 +230,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
       mbarrier_init(empty + s, 4 * G::STAGE_READERS * (G::CM + G::CN - 1));
       if constexpr (G::ROUND_TF32) mbarrier_init(empty + G::STAGES + s, 128 * G::CONSUMERS);
     }
-    if constexpr (G::PINGPONG) // the consumers' turns (consume_tile): one arrival per warp
+    if constexpr (G::PINGPONG) // the consumers' turns (consume): one arrival per warp
       for (int g = 0; g < 2; ++g)
         mbarrier_init(full + G::BARRIERS * G::STAGES + g, 4);
     fence_barrier_init();
@@ -291,7 +265,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
         }
         if (j > 0) mbarrier_wait(turn + g, u32(((j - 1) / 2) & 1)); // this consumer's (j+1)/2-th
         const Tile tl = tile_at<Cfg>(t);
-        consume_tile<Cfg>(lo, hi, ring, full, empty, turn + (1 - g), ring_it);
+        consume<Cfg>(lo, &hi, ring, full, empty, 0, 0, turn + (1 - g), ring_it);
         store<Cfg>(args, lo, 0, tl, staging, g);
         store<Cfg>(args, hi, 1, tl, staging, g);
       }
@@ -300,7 +274,7 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
       int ring_it = 0;
       for (int t = first; t < G::CLUSTER_TILES; t += step) {
         const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
-        consume<Cfg>(acc, ring, full, empty, g, rank, ring_it);
+        consume<Cfg>(acc, nullptr, ring, full, empty, g, rank, full /* no turns */, ring_it);
         store<Cfg>(args, acc, g, tl, staging, g);
       }
     }
