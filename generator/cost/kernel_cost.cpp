@@ -10,15 +10,18 @@ CostEstimate estimate_kernel(const GpuDesc& g, const KernelWork& w) {
   c.occ = occupancy(g, w.threads, w.registers_per_thread, w.shared_bytes);
   const Roofline r = roofline(g, w.flops, w.bytes, w.math);
   const bool loop = w.loop.mma_flops > 0;
-  double math_us = r.compute_us, smem_us = 0, issue_us = 0, l2_us = 0;
+  double math_us = r.compute_us, smem_us = 0, issue_us = 0, l2_us = 0, serial_us = 0;
   if (loop) { // the loop's limits in time, from its clocks per MMA at each (main_loop.hpp)
     const LoopClocks k = loop_clocks(g, w.math, w.loop);
     math_us = r.compute_us * k.math / k.peak;
     smem_us = r.compute_us * k.smem / k.peak;
     issue_us = r.compute_us * k.issue / k.peak;
     l2_us = r.compute_us * k.l2 / k.peak;
+    serial_us = r.compute_us * k.serial / k.peak;
   }
-  c.floor_micros = std::max({math_us, r.memory_us, smem_us, issue_us, l2_us});
+  // The measured serial clocks add to the math floor; the ceilings below stay static.
+  c.floor_micros = std::max({math_us + serial_us, r.memory_us, smem_us, issue_us, l2_us});
+  c.serial_micros = serial_us;
   const auto share = [&](double us) { return us > 0 ? std::min(1.0, r.compute_us / us) : 1.0; };
   c.ceilings.math = share(math_us);
   c.ceilings.dram = share(r.memory_us);

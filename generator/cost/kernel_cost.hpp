@@ -27,7 +27,8 @@ struct KernelWork {
 
 struct CostEstimate {
   double micros = 0;       // estimated time
-  double floor_micros = 0; // the largest floor: math, DRAM, shared memory, issue
+  double floor_micros = 0; // the largest floor: math (with serial), DRAM, shared memory, issue
+  double serial_micros = 0; // of the math floor, the loop's measured serial clocks
   Occupancy occ;
   double fill = 0;   // fraction of SM block slots the grid keeps busy over its waves
   Ceilings ceilings; // each limit as a fraction of the math peak, at full occupancy

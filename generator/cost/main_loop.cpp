@@ -19,7 +19,7 @@ std::string Ceilings::limiter() const {
   return "latency";
 }
 
-double LoopClocks::binding() const { return std::max({math, smem, issue, l2}); }
+double LoopClocks::binding() const { return std::max({math + serial, smem, issue, l2}); }
 
 LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l) {
   const PeakTflops per_clock = estimate_peaks(g.compute_capability(), 1, 1e6); // per SM
@@ -32,6 +32,7 @@ LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l) {
   LoopClocks c;
   c.peak = l.mma_flops / rate;
   c.math = c.peak / l.peak_fraction;
+  c.serial = l.serial_clocks_per_mma;
   c.smem = l.smem_bytes_per_mma / double(g.shared_memory_bytes_per_clock);
   c.issue = l.issue_per_mma / double(g.issue_slots_per_clock);
   // Every SM loading at once shares L2's bandwidth: its bytes per MMA at the SM's share.

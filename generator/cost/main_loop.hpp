@@ -33,6 +33,11 @@ struct MainLoop {
   // own work does not cover (operands loaded before the first MMA that uses them, barriers).
   double mmas_per_step = 1;
   double exposed_clocks_per_step = 0;
+  // SM clocks per MMA that the MMA issue waits in series beyond the loop's throughput
+  // limits, measured, not static: a Hopper tile's time per swizzle row of k and its epilogue
+  // spread over its MMAs (families/hopper/wgmma_loop.hpp). They add to the math limit in the
+  // price and stay out of the static ceilings (CostEstimate::serial_micros).
+  double serial_clocks_per_mma = 0;
   // Bytes a block keeps in flight from global memory (the pipeline's stages ahead), and the
   // bytes it loads per MMA: the in-flight bytes must cover the global latency at its rate.
   double global_bytes_in_flight_per_block = 0;
@@ -63,7 +68,8 @@ struct Ceilings {
 inline constexpr double kGlobalLatencyClocks = 600;
 // The share of a main-loop variant's time its loop's ceilings do not see (the prologue, the
 // pipeline's fill and drain, the epilogue): the efficiency a tensor-core family multiplies by
-// its tiles' utilisation. Stated, not measured; the same for the mma.sync and wgmma families.
+// its tiles' utilisation. Stated, not measured: the mma.sync family's and the Hopper weight
+// gradient's (the Hopper conv forward's efficiency is measured: families/hopper/wgmma_loop.hpp).
 inline constexpr double kOutsideLoopEfficiency = 0.8;
 // Scheduler sub-partitions per SM (Volta to Hopper): a warp has a quarter of the SM's issue
 // and tensor throughput.
@@ -77,7 +83,8 @@ inline constexpr double kSubPartitions = 4;
 // one clock. `peak` is the unit at its full rate; `math` at the MMA's peak_fraction.
 struct LoopClocks {
   double peak = 0, math = 0, smem = 0, issue = 0, l2 = 0;
-  double binding() const; // the largest: what one MMA costs the SM at steady state
+  double serial = 0;      // MainLoop::serial_clocks_per_mma, in series with `math`
+  double binding() const; // the largest (math with serial): one MMA's cost at steady state
 };
 LoopClocks loop_clocks(const GpuDesc& g, Math math, const MainLoop& l);
 

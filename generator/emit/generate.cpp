@@ -157,6 +157,8 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
     if (r.chosen) k["selected_by"] = r.measured ? "measurement" : "model";
     k["reason"] = r.reason;
     k["estimate_us"] = std::round(r.cost.micros * 1000) / 1000;
+    // Of its floor, the measured clocks in series with its loop (MainLoop::serial_clocks_per_mma).
+    if (r.cost.serial_micros > 0) k["serial_us"] = std::round(r.cost.serial_micros * 1000) / 1000;
     // The cost model's ceilings (cost/main_loop.hpp): each limit as a fraction of the math
     // peak, and the one that binds.
     const Ceilings& cl = r.cost.ceilings;

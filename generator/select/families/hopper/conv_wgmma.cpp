@@ -51,29 +51,18 @@ ClusterShape largest_cluster(int64_t m_tiles, int64_t o_blocks, const PixelTile&
   return {1, 1};
 }
 constexpr int kMaxStages = 4; // of 128-byte rows
+// What keeps several k iterations a stage (KBLOCKS) from the price: measured on an H200
+// (bench/results/h200_2026-11-28), 4 rows of 32 bytes a stage took 2-6% less time than a stage
+// each, where the serial clocks the model prices per row (wgmma_loop.hpp) say the same: a
+// sweep's alternative until one wins by more.
+constexpr const char* kKBlocksUnmeasured =
+    "several k iterations a stage: measured 2-6% faster than a stage each on an H200's stem, "
+    "within the price's error";
 // What the price of a clustered tile leaves out: every stage is released in lockstep with the
 // blocks of its row and column, so the slowest of them (its epilogue, a late TMA) holds the
 // others' producers. Measured on an H100 (bench/results/h100_2026-11-27), resnet50 f16 ran
 // 2.09 ms at batch 32 and 10.95 ms at 256 with the clusters this model chose, 1.71 and 10.39
 // ms without: until a model of that is measured, a cluster is chosen by measurement only.
-// What keeps the folded taps (TAPS_ROW) from the price: the map's rows overlap (a column
-// stride of one pixel under rows of KW pixels), which the driver's encoding of tiled maps may
-// refuse; an H100 decides.
-constexpr const char* kTapsRowUnmeasured =
-    "taps folded into 128-byte rows: a tensor map of overlapping rows, not yet encoded by a "
-    "driver";
-// What keeps the ping-pong consumers (PINGPONG) from the price: the epilogue they hide behind
-// the other consumer's wgmmas is not in the cost model (kOutsideLoopEfficiency covers it as a
-// constant). A fit of the H100's 88 lone tiles (bench/results/h100_2026-11-27c,
-// epilogue_fit.txt) puts it at about 16 clocks per 128 bytes of a tile's output, 10-25% of
-// their time; an H100 decides.
-constexpr const char* kPingpongUnmeasured =
-    "ping-pong consumers, each epilogue under the other's wgmmas: the epilogue's time is not "
-    "priced";
-// What keeps several k iterations a stage (KBLOCKS) from the price: the per-stage time it saves
-// is not in the cost model either (the same fit: ~450 clocks a stage beyond its wgmmas).
-constexpr const char* kKBlocksUnmeasured =
-    "several k iterations a stage: the time a stage costs beyond its wgmmas is not priced";
 constexpr const char* kClustersUnpriced =
     "thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as "
     "fast with the clusters this cost model chose as without";
@@ -356,11 +345,20 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   // A stage of KB rows as the loop's model sees it: one row of KB times the bytes.
   v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
                            int(fo.swizzle * kb), cl);
-  v.efficiency = kOutsideLoopEfficiency * util;
+  // What a tile costs beyond its wgmmas, measured (wgmma_loop.hpp): its rows of k, and its
+  // epilogue, which ping-pong hides under the other consumer's wgmmas but for each block's
+  // last tile; in series with the wgmmas at the tensor peak, as the fit has them. What lies
+  // outside the loop is in those clocks: the tiles' utilisation is all the efficiency keeps
+  // (not kOutsideLoopEfficiency).
+  const double tile_mmas = double(bm * bn) * double(K) * 2 / v.loop.mma_flops;
+  const double epilogue_bytes =
+      double(bm * bn * es) / (pp ? std::ceil(double(tiles) / double(v.grid[0])) : 1);
+  v.loop.peak_fraction = 1;
+  v.loop.serial_clocks_per_mma =
+      wgmma_tile_serial_clocks(double(K * es / fo.swizzle), epilogue_bytes) / tile_mmas;
+  v.efficiency = util;
   if (cs > 1) v.measured_only = kClustersUnpriced;
   if (kb > 1) v.measured_only = kKBlocksUnmeasured;
-  if (pp) v.measured_only = kPingpongUnmeasured;
-  if (fo.taps > 1) v.measured_only = kTapsRowUnmeasured;
   v.note =
       fmt::format("{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s){}, {} TMA "
                   "stages of {} ({}-byte swizzle) row(s), {} x-map(s) + a w-map{}{}",

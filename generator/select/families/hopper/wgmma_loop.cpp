@@ -10,12 +10,11 @@ namespace {
 // wgmma k-steps, which each consumer warpgroup issues on its 64 rows.
 //
 // - Peak fraction: warp-specialised TMA + wgmma kernels reach about 75% of an H100's dense
-//   peak where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2; cuDNN 9's
-//   sm_90a convs are all of this kind). With kOutsideLoopEfficiency (cost/main_loop.hpp: the
-//   0.8 both tensor-core families keep for what lies outside the loop), two consumer warpgroups
-//   (one wgmma group in flight each while the other waits) are taken to run the loop at the peak,
-//   one at 0.875 of it (0.7 overall). Stated, not measured (kiln tune's calibration replaces it on
-//   a GPU).
+//   peak where mma.sync kernels reach about 35-45% (FlashAttention-3 against -2). With
+//   kOutsideLoopEfficiency (cost/main_loop.hpp), two consumer warpgroups are taken to run the
+//   loop at the peak, one at 0.875 of it. Stated, not measured: the weight gradient's
+//   (wgrad_wgmma.cpp). The forward conv prices its tiles by what a GPU measured instead
+//   (wgmma_tile_serial_clocks below).
 // - Shared memory: the TMA's stores of both tiles, and each consumer warpgroup's wgmma
 //   operand reads of its 64 A rows and all BN B rows (assumed read once per warpgroup; if
 //   each warp read B, BN 64 and 128 tiles would be slower still: a GPU's measurements
@@ -59,6 +58,18 @@ MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32,
   l.global_bytes_per_mma = stored / warp_mmas;
   l.l2_bytes_per_mma = (bm / cl.n + double(bn) / cl.m) * row / warp_mmas;
   return l;
+}
+
+// Measured: each swizzle row of k a tile reads costs the consumers about 400 clocks beyond its
+// wgmmas, with one consumer warpgroup or two, a row a stage or several (KBLOCKS), and its
+// epilogue 9.2 clocks per 128 bytes it writes. A least-squares fit of 88 lone pixel tiles on an
+// H100 (bench/results/h100_2026-11-27c/epilogue_fit.txt: the wgmma clocks at the tensor peak +
+// 399 x rows + 9.2 x output bytes / 128, rms log error 0.126) predicts the H200's 15 of
+// 2026-11-28 at rms 0.14 (bench/results/h200_2026-11-28), among them the stem's 32-byte rows
+// (16 a tile: 825 us measured, 830 fitted) and its taps folded into 128-byte rows (4 a tile:
+// 363, 365); 4 rows of 32 bytes a stage took 805.
+double wgmma_tile_serial_clocks(double k_rows, double output_bytes) {
+  return 399.4 * k_rows + 9.2 * output_bytes / 128;
 }
 
 } // namespace kiln

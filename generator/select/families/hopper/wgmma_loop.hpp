@@ -20,4 +20,11 @@ struct ClusterShape {
 MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32, bool a_tf32,
                          int swizzle, ClusterShape cl);
 
+// The clocks a tile's consumers spend in series with its wgmmas (measured, wgmma_loop.cpp):
+// per swizzle row of k it reads (KBLOCKS' narrow rows each count) and for its epilogue's
+// `output_bytes` (those the other consumer's wgmmas hide under ping-pong left out). A family
+// spreads them over the tile's MMAs (MainLoop::serial_clocks_per_mma), with the tensor core at
+// its peak.
+double wgmma_tile_serial_clocks(double k_rows, double output_bytes);
+
 } // namespace kiln

@@ -10,8 +10,11 @@
 
 namespace kiln {
 
-// The share of a Hopper's tensor peak (wgmma's) that mma.sync can reach at all.
-constexpr double kMmaSyncShareOfWgmmaPeak = 0.5;
+// The share of a Hopper's tensor peak (wgmma's) that mma.sync can reach at all. Measured: at
+// 0.5, the math-bound tiles (128x128, 128x64) ran 1.22-1.61x their price on an H100, median
+// 1.38 (bench/results/h100_2026-11-27b/layers_all_sweep.csv, h100_2026-11-27c/layers_ds_sweep.csv:
+// 3x3 convs at 7-28 and a strided 1x1); 0.5 / 1.38.
+constexpr double kMmaSyncShareOfWgmmaPeak = 0.36;
 
 namespace {
 
@@ -301,9 +304,8 @@ std::vector<Variant> ImplicitGemmFamily::candidates(const StepInfo& s) const {
       looped.frag_buffers = frag_buffers;
       v.loop =
           igemm_main_loop({looped, int(es), stages, vec_a, vec_b, kLdmatrix, b_tf32, gate, a_tf32});
-      // On Hopper the descriptor's peak is wgmma's; mma.sync (HMMA) reaches about half of it
-      // (the FlashAttention-2 against -3 on an H100: 35% against 75% of peak).
-      // Stated, not measured: kiln tune's per-family calibration replaces it on a GPU.
+      // On Hopper the descriptor's peak is wgmma's; mma.sync (HMMA) reaches about a third of
+      // it (measured, above; FlashAttention-2 reaches 35% of an H100's peak).
       if (s.gpu.compute_capability() >= 90) v.loop.peak_fraction = kMmaSyncShareOfWgmmaPeak;
       v.efficiency =
           kOutsideLoopEfficiency * tile_utilisation(M, O, (K + S - 1) / S, tile.bm, tile.bn, bk);
