@@ -72,22 +72,25 @@ void check_partial(const StepCheck& c, bool backward) {
                "] with 1 <= R <= ", rows));
 }
 
-// batchnorm.forward_train: x, weight, bias, [partial] -> y, [mean, invstd] (batch statistics;
-// y through the epilogue's activation).
-constexpr sv train_in[] = {"x", "weight", "bias", "partial"}, train_out[] = {"y", "mean", "invstd"};
+// batchnorm.forward_train: x, weight, bias, [partial], [residual] -> y, [mean, invstd] (batch
+// statistics; y through the epilogue: the residual added, then the activation).
+constexpr sv train_in[] = {"x", "weight", "bias", "partial", "residual"},
+             train_out[] = {"y", "mean", "invstd"};
 constexpr sv stats[] = {"mean", "invstd"}, stats_partial[] = {"mean", "invstd", "partial"};
+constexpr sv train_optional[] = {"mean", "invstd", "partial", "residual"};
 
 void check_forward_train(const StepCheck& c) {
   c.expect("y", c.forward(c.shape("x")));
   for (auto r : {"weight", "bias", "mean", "invstd"})
     if (c.has(r)) c.expect(r, c.channels("x"));
+  if (c.has("residual")) c.same("x", "residual");
   check_partial(c, false);
 }
 
 template <class T> void forward_train(const StepArgs<T>& c) {
   cpu::batchnorm_train<T>(c.s.attrs, c.in("x"), c.in("weight").data, c.in("bias").data, c.out("y"),
                           c.opt_out("mean"), c.opt_out("invstd"));
-  cpu::epilogue(c); // an activation fused into the step (rewrite/batchnorm_activation.cpp)
+  cpu::epilogue(c); // a residual and activation fused into it (rewrite/batchnorm_activation.cpp)
 }
 
 // batchnorm.backward: x, dy, weight, [mean, invstd] -> dx, dweight, dbias; without the saved
@@ -151,7 +154,7 @@ constexpr FnDef fn_defs[] = {
      .cpu_f64 = forward<double>},
     {.fn = Fn::batchnorm_forward_train,
      .name = "batchnorm.forward_train",
-     .signature = {train_in, train_out, stats_partial},
+     .signature = {train_in, train_out, train_optional},
      .epilogue = true,
      .check = check_forward_train,
      .cpu_f32 = forward_train<float>,

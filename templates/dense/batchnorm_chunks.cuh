@@ -17,7 +17,8 @@
 // Cfg: T, N, C, S, CHANNELS_LAST (true), COLS, THREADS (as batchnorm_train.cuh), CHUNKS (R);
 //      partials: DY; forward_train_chunked: EPS, STATS; backward_chunked: EPS, ACCUMULATE.
 // Arguments, in order: partials: x, [dy] (DY), partial;
-//   forward_train_chunked: x, weight, bias, partial, y, [mean, invstd] (STATS);
+//   forward_train_chunked: x, weight, bias, partial, y, [mean, invstd] (STATS), [residual]
+//     (HAS_RESIDUAL);
 //   backward_chunked: x, dy, weight, partial, dx, dweight, dbias.
 // Grid: ceil(C / COLS) x CHUNKS (blockIdx.y: the chunk).
 #pragma once
@@ -69,14 +70,17 @@ KILN_FN void chunk_totals(const BnChannel<Cfg>& ch, Global<const float> part, fl
   ch.totals(t, scratch);
 }
 
-// The activation fused after the normalisation (a training step's relu whose input nothing
-// else reads: generator/rewrite/batchnorm_activation.cpp): the instance's epilogue constants
-// (HAS_BIAS, HAS_RESIDUAL, RELU or ACT: common/epilogue.cuh) where it has them, else none.
+// The epilogue fused after the normalisation (a training step's relu whose input nothing else
+// reads, and the residual added before it: generator/rewrite/batchnorm_activation.cpp): the
+// instance's epilogue constants (HAS_BIAS, HAS_RESIDUAL, RELU or ACT: common/epilogue.cuh)
+// where it has them, else none; the residual the last argument, read at y's index.
 template <class Cfg, class = void> struct bn_activation {
-  static KILN_FN float apply(float v) { return v; }
+  template <class I> static KILN_FN float apply(const KernelArgs&, float v, I) { return v; }
 };
 template <class Cfg> struct bn_activation<Cfg, decltype(void(Cfg::HAS_BIAS))> {
-  static KILN_FN float apply(float v) { return epilogue_of<Cfg>::apply(v, 0.f, 0.f); }
+  template <class I> static KILN_FN float apply(const KernelArgs& a, float v, I i) {
+    return epilogue_of<Cfg>::apply(a, 0, Cfg::STATS ? 7 : 5, v, 0, i);
+  }
 };
 
 template <class Cfg> KILN_FN void batchnorm_forward_train_chunked(const KernelArgs& a) {
@@ -101,7 +105,7 @@ template <class Cfg> KILN_FN void batchnorm_forward_train_chunked(const KernelAr
   }
   const float scale = to_float(gamma[ch.c]) * invstd, shift = to_float(beta[ch.c]);
   ch.each([&](I i) {
-    y[i] = from_float<T>(bn_activation<Cfg>::apply((to_float(x[i]) - mean) * scale + shift));
+    y[i] = from_float<T>(bn_activation<Cfg>::apply(a, (to_float(x[i]) - mean) * scale + shift, i));
   });
 }
 

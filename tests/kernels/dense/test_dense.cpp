@@ -209,6 +209,15 @@ std::vector<StepSpec> specs(bool large) {
     s.push_back(bn_partials(t, {2, 40, 6, 5}, nhwc, 3, true));
     s.push_back(chunked(bn_train(t, {2, 40, 6, 5}, nhwc, f32), 3));
     s.push_back(chunked(bn_backward(t, {2, 40, 6, 5}, nhwc, false, !f32), 3));
+    // a resnet block's end, relu(bn(x) + shortcut), in the chunked forward's epilogue
+    // (rewrite/batchnorm_activation.cpp), with and without the saved statistics
+    for (bool stats : {false, true}) {
+      StepSpec fused = chunked(bn_train(t, {2, 40, 6, 5}, nhwc, stats), 3);
+      fused.label += " residual relu";
+      fused.args.push_back({"residual", {2, 40, 6, 5}, t, nhwc});
+      fused.epilogue.activation = Activation::relu;
+      s.push_back(fused);
+    }
     if (f32) {
       s.push_back(bn_partials(t, {300, 5}, nchw, 4, true));
       s.push_back(chunked(bn_train(t, {300, 5}, nchw, false), 4));

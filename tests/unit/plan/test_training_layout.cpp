@@ -182,7 +182,8 @@ TEST_CASE("a training step no tensor core serves stays NCHW; a budgeted one is n
 
 // The step generated channels-last for the H100 and the reference lowering, both run on the
 // cpu backend: every parameter gradient within `tol` (relative, whole tensor).
-static void check_rewritten(int64_t batch, DType dtype, double tol, bool splits, bool phases) {
+static void check_rewritten(int64_t batch, DType dtype, double tol, bool splits, bool phases,
+                            bool fused_adds) {
   const Model m = model_of("resnet18", batch, 64, dtype);
   GenerateOptions go;
   go.train = true;
@@ -191,6 +192,11 @@ static void check_rewritten(int64_t batch, DType dtype, double tol, bool splits,
   REQUIRE(!gen.training.batchnorm_chunks.empty());
   REQUIRE(!gen.training.backward_data_convs.empty());
   CHECK(gen.training.backward_weight_splits.empty() == !splits);
+  // Blocks' relu(bn(x) + shortcut) in the batchnorm's epilogue (rewrite/batchnorm_activation.cpp).
+  const auto& fused = gen.training.batchnorm_activations;
+  CHECK(std::any_of(fused.begin(), fused.end(), [](const std::string& n) {
+          return n.find("add") != std::string::npos;
+        }) == fused_adds);
   int summed = 0; // data gradients added to another path's through the conv's residual
   int interleaved = 0; // strided data gradients' phases copied into dx (adding, some)
   for (const Step& s : gen.plan.phase("backward")->steps) {
@@ -203,18 +209,37 @@ static void check_rewritten(int64_t batch, DType dtype, double tol, bool splits,
   lo.train = true;
   const auto want = gradients(lower_model(m, lo)), got = gradients(gen.plan);
   REQUIRE(want.size() == got.size());
+  // In f16 the two plans round at different steps (a conv of dy for a gather, fp32 slices
+  // summed once, a residual and relu added in a batchnorm's epilogue before rounding), and
+  // the backward through resnet18's batchnorms at this size amplifies a rounding apart to
+  // 10-20%: each f16 step is compared with the f32 reference's gradients instead, the
+  // rewritten one within `tol` of the f16 reference's own distance (15-23% here) times 1.3.
+  const bool half = dtype == DType::f16;
+  std::map<std::string, Tensor> exact;
+  if (half) exact = gradients(lower_model(model_of("resnet18", batch, 64, DType::f32), lo));
+  const auto rel = [](const Tensor& u, const Tensor& t) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      num += (u.get(i) - t.get(i)) * (u.get(i) - t.get(i)), den += t.get(i) * t.get(i);
+    return std::sqrt(num / std::max(den, 1e-300));
+  };
   double worst = 0;
   for (const auto& [name, t] : want) {
     CAPTURE(name);
     const Tensor& u = got.at(name);
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < t.numel(); ++i)
-      num += (u.get(i) - t.get(i)) * (u.get(i) - t.get(i)), den += t.get(i) * t.get(i);
-    const double rel = std::sqrt(num / std::max(den, 1e-300));
-    worst = std::max(worst, rel);
-    CHECK(rel < tol);
+    if (half) {
+      const double e = rel(u, exact.at(name)), e_ref = rel(t, exact.at(name));
+      worst = std::max(worst, e / e_ref);
+      CHECK(e < 1.3 * e_ref + tol);
+      continue;
+    }
+    const double r = rel(u, t);
+    worst = std::max(worst, r);
+    CHECK(r < tol);
   }
-  MESSAGE("worst relative difference of a gradient: " << worst);
+  MESSAGE(std::string(half ? "worst distance from f32 over the f16 reference's: "
+                           : "worst relative difference of a gradient: ")
+          << worst);
 }
 
 TEST_CASE("the rewritten training step computes the reference's gradients") {
@@ -225,6 +250,8 @@ TEST_CASE("the rewritten training step computes the reference's gradients") {
   // phase (at batch 2 in f32 the gathers are priced cheaper); both plans round every step's output
   // to f16, at different steps (a conv of dy for a gather, fp32 slices summed once), so a rounding
   // apart through the backward.
-  SUBCASE("f32") { check_rewritten(2, DType::f32, 1e-5, true, false); }
-  SUBCASE("f16") { check_rewritten(16, DType::f16, 1e-2, true, true); }
+  SUBCASE("f32") { check_rewritten(2, DType::f32, 1e-5, true, false, false); }
+  // At batch 16 the blocks' batchnorms are chunked, and their adds and relus fused into them.
+  SUBCASE("f32, adds fused") { check_rewritten(16, DType::f32, 1e-4, true, false, true); }
+  SUBCASE("f16") { check_rewritten(16, DType::f16, 1e-2, true, true, true); }
 }

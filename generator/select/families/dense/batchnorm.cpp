@@ -73,7 +73,7 @@ std::vector<Variant> BatchnormTrainFamily::candidates(const StepInfo& s) const {
     return {};
   // A fused activation only the chunked forward applies (rewrite/batchnorm_activation.cpp
   // fuses into that one alone).
-  if (s.step.epilogue.activation != Activation::none) return {};
+  if (s.step.epilogue.activation != Activation::none || s.has("residual")) return {};
   const auto t = common_dtype(s);
   const auto l = common_layout(s);
   if (!t || !l) return {};

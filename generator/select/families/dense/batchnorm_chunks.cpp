@@ -18,10 +18,11 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   if (!partials && ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) ||
                     !s.has("partial") || (fn == Fn::batchnorm_backward && s.has("mean"))))
     return {};
-  // An activation fused after the forward's normalisation (rewrite/batchnorm_activation.cpp):
-  // its epilogue; no other step of this family has one.
+  // A residual and activation fused after the forward's normalisation
+  // (rewrite/batchnorm_activation.cpp): its epilogue; no other step of this family has one.
   const KernelEpilogue ep = epilogue_of(s);
-  if (ep.act != Activation::none && fn != Fn::batchnorm_forward_train) return {};
+  const bool fused = ep.act != Activation::none || ep.residual;
+  if (ep.bias || (fused && fn != Fn::batchnorm_forward_train)) return {};
   const auto t = common_dtype(s, "partial");
   const auto l = common_layout(s);
   if (!t || !l || s.dtype("partial") != DType::f32) return {};
@@ -72,7 +73,7 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
         cfg_bool(v, "ACCUMULATE", acc);
       else
         cfg_bool(v, "STATS", stats);
-      if (ep.act != Activation::none) ep.cfg(v); // HAS_BIAS, HAS_RESIDUAL (false), the activation
+      if (fused) ep.cfg(v); // HAS_BIAS (false), HAS_RESIDUAL, the activation
     }
     if (partials)
       v.args = backward ? std::vector<std::string>{"x", "dy", "partial"}
@@ -82,6 +83,7 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
     else
       v.args = {"x", "weight", "bias", "partial", "y"};
     if (stats) v.args.insert(v.args.end(), {"mean", "invstd"});
+    if (ep.residual) v.args.push_back("residual");
     v.block = {threads, 1, 1};
     v.grid = {groups, chunks, 1};
     v.static_smem = int64_t(4 * threads * int64_t(nv));
@@ -94,7 +96,10 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
       v.flops = (backward ? 6.0 : 3.0) * double(numel(x));
     } else {
       v.bytes = reread_bytes(s.gpu, part_bytes, double(chunks)) +
-                xbytes * (backward ? (acc ? 4 : 3) : 2) + 5.0 * double(g.c) * esize;
+                xbytes * (backward      ? (acc ? 4 : 3)
+                          : ep.residual ? 3
+                                        : 2) +
+                5.0 * double(g.c) * esize;
       v.flops = (backward ? 9.0 : 4.0) * double(numel(x));
     }
     v.efficiency = 0.7 * double(std::min<int64_t>(cols, 8)) / 8.0;
