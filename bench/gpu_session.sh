@@ -3,44 +3,40 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper check bench_ds pp_kb
-# stem_variants clusters_ab bench_r50_256 train_prof train_ab, about 700 s: more than one call
-# may run, so in two calls, each after `mkdir -p /tmp/d && cp build/bundle/*.tar.gz /tmp/d/ &&`:
-#   HOPPER_LIMIT=60 CHECK_LIMIT=80 BENCH_DS_LIMIT=50 PP_KB_LIMIT=150 TRAIN_PROF_LIMIT=40
-#     TRAIN_AB_LIMIT=65 bash bench/gpu_session.sh /tmp/d $OUT hopper check bench_ds pp_kb
-#     train_prof train_ab                                                     (~400 s)
-#   STEM_VARIANTS_LIMIT=100 CLUSTERS_AB_LIMIT=45 BENCH_R50_256_LIMIT=150 bash
-#     bench/gpu_session.sh /tmp/d $OUT stem_variants clusters_ab bench_r50_256 (~300 s)
-# with timeout_s 590 each, the bundle carried as build/bundle.) The H100 run of 2026-11-27's evening
-# (bench/results/h100_2026-11-27c) measured the training step with its weight gradients on
-# wgmma at 15.8-16.2 ms (PyTorch eager 23.8), every kernel of it passing on the GPU; resnet50
-# f16 at b256 at 10.18 ms (0.97x the cuDNN-only plan); the stem's conv over space_to_depth at
-# 884 us (4x its price; cuDNN's same conv 713); the strided 1x1 downsamples at 1.39-2.41x
-# cuDNN's time, layer4.0's best Hopper tile an 8x8 pixel tile using 49 of its 64 rows on the
-# 7x7 map; torch.compile beside the mobile nets. Since then the strided 1x1 downsamples run
-# as tiles of whole output rows across images (..._nhwc_rows18x7_... and _rows9x14_: 126 of
-# 128 rows used), priced 80 and 75 us at b256 against the 135 and 127 us measured for the
-# pixel tiles, unmeasured: bench_ds times them against cuDNN, hopper checks their instances
-# (F16_ROWS9x7_BN128_S3_C1 and three more), bench_r50_256 the whole per-layer table (the
-# issue's geomean target), layers_ds every variant. And the stem's conv may read its 4 taps of
-# 16 channels as one 128-byte row through a map of overlapping rows (..._taps4_..., chosen only
-# when measured: whether the driver encodes such a map is unknown; if the 884 us are TMA rows
-# or stages, a quarter of them should show): stem_variants times every variant of it against
-# cuDNN; maxpool's backward gathers 16-byte packs now (0.49 ms of the step before: train_prof);
-# the training step's 32 copies of add gradients (0.72 ms of 27c's step) are gone (views of dy,
-# or forwarded to the data gradients' residuals: rewrite/copy_forwarding.hpp) and 33 of its 49
-# ReLU forwards (0.68 ms) run in their chunked batchnorms' epilogues
-# (rewrite/batchnorm_activation.hpp): train_ab and train_prof show both:
-#   pp_kb: the ping-pong Hopper tiles (_pp: the two consumers take turns, a whole tile
-#   each, one's epilogue under the other's wgmmas) and those of several 32-byte rows a stage
-#   (_kb4: the stem's 4 taps a stage, its TMA rows unchanged), measured_only until timed, of
-#   resnet50 f16 b256's stem conv, 3x3 convs at 56, 28 and 14 and layer3.0's strided 1x1,
-#   beside each layer's chosen kernel and cuDNN (kiln bench --match _pp_,_kb; limit
-#   PP_KB_LIMIT, default 150 s): a fit of 27c's tiles puts the epilogue at 16-44% of their
-#   time and ~450 clocks on each stage (epilogue_fit.txt);
-#   stem_variants: every variant of resnet50 f16 b256's stem conv (over space_to_depth: the
-#   32-byte-row and folded-taps Hopper tiles, the direct ones) against cuDNN, limit
+# PARTS (default, what the next session should see first: hopper check bench_r50_256
+# clusters_ab pp_flat stem_variants train_ab train_prof, about 650 s: more than one call may
+# run, so in two calls, each after `mkdir -p /tmp/d && cp build/bundle/*.tar.gz /tmp/d/ &&`:
+#   HOPPER_LIMIT=60 CHECK_LIMIT=80 BENCH_R50_256_LIMIT=200 CLUSTERS_AB_LIMIT=45
+#     bash bench/gpu_session.sh /tmp/d $OUT hopper check bench_r50_256 clusters_ab  (~330 s)
+#   PP_FLAT_LIMIT=120 STEM_VARIANTS_LIMIT=60 TRAIN_AB_LIMIT=65 TRAIN_PROF_LIMIT=40
+#     bash bench/gpu_session.sh /tmp/d $OUT pp_flat stem_variants train_ab train_prof (~260 s)
+# with timeout_s 590 each, the bundle carried as build/bundle.) The H200 run of 2026-11-28
+# (bench/results/h200_2026-11-28) measured resnet50 f16 b256's convs at 0.91x cuDNN's speed as
+# a per-layer geomean, the whole plan 0.99x the cuDNN-only plan (8.68 ms), the training step
+# at 12.1-12.9 ms (PyTorch eager 17.2); the stem's conv with its taps folded into 128-byte rows
+# (_taps4) at 358 us (871 as then chosen, cuDNN 644); ping-pong consumers (_pp) 4-12% faster
+# on full 3x3 tiles. The cost model now prices the Hopper conv by the fit of those tiles (399
+# clocks a swizzle row of k, 9.2 per 128 bytes of output, the latter hidden by ping-pong) and
+# chooses _taps4_pp for the stem and _pp tiles for most 1x1 and 3x3 convs at b256, unmeasured
+# as a plan: bench_r50_256 times every chosen kernel against cuDNN (the issue's geomean),
+# clusters_ab the whole plan against cuDNN-only, pp_flat the 1x1 convs' ping-pong picks
+# against the non-ping-pong tiles chosen before; train_ab and train_prof the training step
+# with 13 of its 16 block ends' adds and relus in the chunked batchnorms' epilogues
+# (rewrite/batchnorm_activation.hpp: the H200's 16 adds took 0.26 ms, the relus after them
+# 0.19):
+#   pp_flat: resnet50 f16 b256's 1x1 convs at 56, 28, 14 and 7 (layer1.0.conv3,
+#   layer1.0.downsample.0, layer2.0.conv1, layer3.0.conv3, layer4.1.conv1) and layer3.0's
+#   downsample, the flat ping-pong tiles of BN 64 and 128 and the flat or row tiles of BN 256
+#   chosen before, beside each layer's pick and cuDNN (kiln bench --match
+#   flat_bn64_s4_c2_pp,flat_bn128_s4_c2_pp,flat_bn256_s3_c2_n,rows9x14_bn256_s3_c2_n: 16
+#   kernels; limit PP_FLAT_LIMIT, default 150 s);
+#   stem_variants: the folded-taps Hopper tiles of resnet50 f16 b256's stem conv (over
+#   space_to_depth; 8 of them, alone and ping-pong) against cuDNN (--match _taps4: 17 of its
+#   40 Hopper tiles took 150 s on the H200, its direct variants 9-17 ms each), limit
 #   STEM_VARIANTS_LIMIT, default 150 s;
+#   pp_kb (the run of 2026-11-28): the ping-pong and k-block tiles of the stem, 3x3 convs at
+#   56, 28 and 14 and layer3.0's strided 1x1 (kiln bench --match _pp_,_kb; limit PP_KB_LIMIT,
+#   default 150 s);
 #   train_check: resnet50 f16 training at batch 8, 112x112: every kernel against the CPU
 #   (kiln check --device gpu; TRAIN_CHECK_KERNELS=0 skips it), the step's gradients against
 #   the CPU's f32 step beside the CPU's own f16 step (limit TRAIN_CHECK_LIMIT, default 120 s);
@@ -98,7 +94,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper check bench_ds pp_kb stem_variants clusters_ab bench_r50_256 train_prof train_ab}
+parts=${*:-hopper check bench_r50_256 clusters_ab pp_flat stem_variants train_ab train_prof}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -280,7 +276,11 @@ has pp_kb && part pp_kb ${PP_KB_LIMIT:-150} $K bench resnet50 --dtype f16 --batc
   --variants all --match _pp_,_kb --runs 20 -o $W/pp_kb \
   --layers conv1,layer1.0.conv2,layer2.1.conv2,layer3.1.conv2,layer3.0.downsample.0
 has stem_variants && part stem_variants ${STEM_VARIANTS_LIMIT:-150} $K bench resnet50 --dtype f16 \
-  --batch 256 --variants all --layers conv1 --runs 20 -o $W/stem_variants
+  --batch 256 --variants all --match _taps4 --layers conv1 --runs 20 -o $W/stem_variants
+has pp_flat && part pp_flat ${PP_FLAT_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 256 \
+  --variants all --match flat_bn64_s4_c2_pp,flat_bn128_s4_c2_pp,flat_bn256_s3_c2_n,rows9x14_bn256_s3_c2_n \
+  --runs 20 -o $W/pp_flat \
+  --layers layer1.0.conv3,layer1.0.downsample.0,layer2.0.conv1,layer3.0.conv3,layer4.1.conv1,layer3.0.downsample.0
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \
