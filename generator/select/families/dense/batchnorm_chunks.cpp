@@ -22,7 +22,7 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   // (rewrite/batchnorm_activation.cpp): its epilogue; no other step of this family has one.
   const KernelEpilogue ep = epilogue_of(s);
   const bool fused = ep.act != Activation::none || ep.residual;
-  if (ep.bias || (fused && fn != Fn::batchnorm_forward_train)) return {};
+  if (fused && fn != Fn::batchnorm_forward_train) return {};
   const auto t = common_dtype(s, "partial");
   const auto l = common_layout(s);
   if (!t || !l || s.dtype("partial") != DType::f32) return {};

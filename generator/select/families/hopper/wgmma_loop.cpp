@@ -64,10 +64,11 @@ MainLoop wgmma_main_loop(int consumers, int bn, int es, int stages, bool b_tf32,
 // wgmmas, with one consumer warpgroup or two, a row a stage or several (KBLOCKS), and its
 // epilogue 9.2 clocks per 128 bytes it writes. A least-squares fit of 88 lone pixel tiles on an
 // H100 (bench/results/h100_2026-11-27c/epilogue_fit.txt: the wgmma clocks at the tensor peak +
-// 399 x rows + 9.2 x output bytes / 128, rms log error 0.126) predicts the H200's 15 of
-// 2026-11-28 at rms 0.14 (bench/results/h200_2026-11-28), among them the stem's 32-byte rows
-// (16 a tile: 825 us measured, 830 fitted) and its taps folded into 128-byte rows (4 a tile:
-// 363, 365); 4 rows of 32 bytes a stage took 805.
+// 399 x rows + 9.2 x output bytes / 128, rms log error 0.126) predicts the H200's 15 lone tiles
+// of 2026-11-28 at rms 0.11 and 32 ping-pong ones (without their epilogue) at 0.19
+// (bench/results/h200_2026-11-28/fit_check.py), among them the stem's 32-byte rows (16 a tile:
+// 825 us measured, 829 fitted) and its taps folded into 128-byte rows (4 a tile: 363, 367);
+// 4 rows of 32 bytes a stage took 805.
 double wgmma_tile_serial_clocks(double k_rows, double output_bytes) {
   return 399.4 * k_rows + 9.2 * output_bytes / 128;
 }
