@@ -3,27 +3,28 @@
 # tries together: each part has a time limit, the most telling first).
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
-# PARTS (default, what the next session should see first: hopper check bench_r50_256
-# clusters_ab pp_flat stem_variants train_ab train_prof, about 650 s: more than one call may
-# run, so in two calls, each after `mkdir -p /tmp/d && cp build/bundle/*.tar.gz /tmp/d/ &&`:
-#   HOPPER_LIMIT=60 CHECK_LIMIT=80 BENCH_R50_256_LIMIT=200 CLUSTERS_AB_LIMIT=45
-#     bash bench/gpu_session.sh /tmp/d $OUT hopper check bench_r50_256 clusters_ab  (~330 s)
-#   PP_FLAT_LIMIT=120 STEM_VARIANTS_LIMIT=60 TRAIN_AB_LIMIT=65 TRAIN_PROF_LIMIT=40
-#     bash bench/gpu_session.sh /tmp/d $OUT pp_flat stem_variants train_ab train_prof (~260 s)
-# with timeout_s 590 each, the bundle carried as build/bundle.) The H200 run of 2026-11-28
-# (bench/results/h200_2026-11-28) measured resnet50 f16 b256's convs at 0.91x cuDNN's speed as
-# a per-layer geomean, the whole plan 0.99x the cuDNN-only plan (8.68 ms), the training step
-# at 12.1-12.9 ms (PyTorch eager 17.2); the stem's conv with its taps folded into 128-byte rows
-# (_taps4) at 358 us (871 as then chosen, cuDNN 644); ping-pong consumers (_pp) 4-12% faster
-# on full 3x3 tiles. The cost model now prices the Hopper conv by the fit of those tiles (399
-# clocks a swizzle row of k, 9.2 per 128 bytes of output, the latter hidden by ping-pong) and
-# chooses _taps4_pp for the stem and _pp tiles for most 1x1 and 3x3 convs at b256, unmeasured
-# as a plan: bench_r50_256 times every chosen kernel against cuDNN (the issue's geomean),
-# clusters_ab the whole plan against cuDNN-only, pp_flat the 1x1 convs' ping-pong picks
-# against the non-ping-pong tiles chosen before; train_ab and train_prof the training step
-# with 13 of its 16 block ends' adds and relus in the chunked batchnorms' epilogues
-# (rewrite/batchnorm_activation.hpp: the H200's 16 adds took 0.26 ms, the relus after them
-# 0.19):
+# PARTS (default, what the next session should see first: hopper im2col check bench_r50_256
+# clusters_ab, about 520 s: more than one call may run, so in two calls, each after
+# `mkdir -p /tmp/d && cp build/bundle/*.tar.gz /tmp/d/ &&`:
+#   HOPPER_LIMIT=90 IM2COL_LIMIT=170 bash bench/gpu_session.sh /tmp/d $OUT hopper im2col (~260 s)
+#   CHECK_LIMIT=80 BENCH_R50_256_LIMIT=200 CLUSTERS_AB_LIMIT=45
+#     bash bench/gpu_session.sh /tmp/d $OUT check bench_r50_256 clusters_ab  (~260 s)
+# with timeout_s 590 each, the bundle carried as build/bundle.) The H200 runs of 2026-11-28
+# (bench/results/h200_2026-11-28b) measured resnet50 f16 b256's convs at 0.963x cuDNN's speed
+# as a per-layer geomean, the whole plan 1.07x the cuDNN-only plan (7.98 ms), the stem's
+# _taps4_pp 1.80x cuDNN, the training step 11.6-12.2 ms (PyTorch eager 14.8); its 3x3 convs
+# lose (0.72-0.89x), their pixel tiles computing 12-23% idle rows (t8x16 over 14x14: 256 rows
+# of 196). im2col tiles (IM2COL: BM consecutive output pixels of all rows and images, each
+# tap one im2col-mode TMA copy, as cuDNN's UTMALDG.IM2COL) have none; the emulator runs them,
+# no GPU has yet (a first try ran the generator's variants before they set IM2COL: illegal
+# instruction), so they are chosen only when measured:
+#   hopper: the Hopper family's instances against float64 on the GPU, the 6 im2col ones
+#   (_I2C_: stride 1 and 2, a 3x1 filter striding 2 across, tf32, ping-pong, a cluster) among
+#   them: the driver's cuTensorMapEncodeIm2col and the hardware's traversal against the
+#   emulator's (limit HOPPER_LIMIT, default 90 s: 45 s did not reach them on the H200);
+#   im2col: resnet50 f16 b256's 3x3 convs at 56, 28, 14 and 7 and its strided 3x3 at 14: the
+#   im2col tiles against each layer's pick and cuDNN (kiln bench --match ...; limit
+#   IM2COL_LIMIT, default 170 s); a win is the reason to price them (kIm2colUnmeasured);
 #   pp_flat: resnet50 f16 b256's 1x1 convs at 56, 28, 14 and 7 (layer1.0.conv3,
 #   layer1.0.downsample.0, layer2.0.conv1, layer3.0.conv3, layer4.1.conv1) and layer3.0's
 #   downsample, the flat ping-pong tiles of BN 64 and 128 and the flat or row tiles of BN 256
@@ -94,7 +95,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper check bench_r50_256 clusters_ab pp_flat stem_variants train_ab train_prof}
+parts=${*:-hopper im2col check bench_r50_256 clusters_ab}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -277,6 +278,10 @@ has pp_kb && part pp_kb ${PP_KB_LIMIT:-150} $K bench resnet50 --dtype f16 --batc
   --layers conv1,layer1.0.conv2,layer2.1.conv2,layer3.1.conv2,layer3.0.downsample.0
 has stem_variants && part stem_variants ${STEM_VARIANTS_LIMIT:-150} $K bench resnet50 --dtype f16 \
   --batch 256 --variants all --match _taps4 --layers conv1 --runs 20 -o $W/stem_variants
+has im2col && part im2col ${IM2COL_LIMIT:-170} $K bench resnet50 --dtype f16 --batch 256 \
+  --variants all --runs 20 -o $W/im2col \
+  --match nhwc_im2col_bn64_s4_c2_pp,nhwc_im2col_bn128_s4_c2_pp,nhwc_im2col_bn256_s3_c2_n,nhwc_im2col_bn128_s4_c2_n,t8x16_bn64_s4_c2_pp_n256c64h56w56_o64k3x3,t4x32_bn128_s4_c2_pp_n256c128h28w28_o128k3x3,t8x16_bn256_s3_c2_n256c256h14w14_o256k3x3,t8x8_bn256_s4_c1_n256c512h7w7_o512k3x3,t8x8_bn256_s4_c1_n256c512h14w14_o512k3x3s2 \
+  --layers layer1.0.conv2,layer2.1.conv2,layer3.1.conv2,layer4.1.conv2,layer4.0.conv2
 has pp_flat && part pp_flat ${PP_FLAT_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 256 \
   --variants all --match flat_bn64_s4_c2_pp,flat_bn128_s4_c2_pp,flat_bn256_s3_c2_n,rows9x14_bn256_s3_c2_n \
   --runs 20 -o $W/pp_flat \

@@ -192,7 +192,8 @@ const ParamsJson params_json[] = {
          ju::expect_object(*j, mp);
          ju::reject_unknown_keys(*j, mp,
                                  {"buffer", "offset", "dtype", "dims", "strides", "box",
-                                  "element_strides", "swizzle", "oob_fill"});
+                                  "element_strides", "swizzle", "oob_fill", "mode", "lower",
+                                  "upper"});
          p.buffer = ju::get_string(ju::require(*j, "buffer", mp), mp + "/buffer");
          p.offset = ju::get_int(ju::require(*j, "offset", mp), mp + "/offset");
          const std::string t = ju::get_string(ju::require(*j, "dtype", mp), mp + "/dtype");
@@ -205,6 +206,10 @@ const ParamsJson params_json[] = {
          p.element_strides = read_ints(*j, mp, "element_strides");
          p.swizzle = ju::get_int(ju::require(*j, "swizzle", mp), mp + "/swizzle");
          p.oob_fill = ju::get_string(ju::require(*j, "oob_fill", mp), mp + "/oob_fill");
+         if (const auto m = j->find("mode"); m != j->end()) // absent: tiled
+           p.mode = ju::get_string(*m, mp + "/mode");
+         if (j->contains("lower")) p.lower = read_ints(*j, mp, "lower");
+         if (j->contains("upper")) p.upper = read_ints(*j, mp, "upper");
        }
        return p;
      },
@@ -219,6 +224,11 @@ const ParamsJson params_json[] = {
                           {"element_strides", p.element_strides},
                           {"swizzle", p.swizzle},
                           {"oob_fill", p.oob_fill}};
+       if (p.mode != "tiled") {
+         o["tensor_map"]["mode"] = p.mode;
+         o["tensor_map"]["lower"] = p.lower;
+         o["tensor_map"]["upper"] = p.upper;
+       }
      }},
     {taps_keys,
      [](const In& in) -> FnParams {

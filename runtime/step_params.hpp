@@ -91,10 +91,15 @@ struct TensorMapEncode {
   DType dtype = DType::f32;     // element type (the buffer's)
   std::vector<int64_t> dims;    // elements per dimension, dimension 0 fastest (rank 1..5)
   std::vector<int64_t> strides; // bytes between elements of dimensions 1.. (rank - 1 values)
-  std::vector<int64_t> box;     // elements per dimension of one copy (1..256)
-  std::vector<int64_t> element_strides; // traversal strides (1 only: what the emulator reads)
+  std::vector<int64_t> box;     // tiled: elements per dimension of one copy (1..256); im2col:
+                                // {channels per pixel (1..256), pixels per copy (1..1024)}
+  std::vector<int64_t> element_strides; // traversal strides (tiled: 1; im2col: 1..8, [0] = 1)
   int64_t swizzle = 0;                  // bytes: 0 (none), 32, 64, 128
   std::string oob_fill = "zero";        // out-of-bounds elements read as zeros (the only mode kept)
+  // "tiled" (cuTensorMapEncodeTiled) or "im2col" (cuTensorMapEncodeIm2col: rank 4, C W H N,
+  // with the bounding box's corners per spatial dimension, W first; runtime/emu/tensor_map.h)
+  std::string mode = "tiled";
+  std::vector<int64_t> lower, upper; // im2col: rank - 2 values each
   bool operator==(const TensorMapEncode&) const = default;
 };
 

@@ -110,6 +110,19 @@ KILN_FN void tma_load(Shared<T> dst, const TensorMap* map, Shared<u64> bar, C...
                  : "memory");
 }
 
+// Im2col mode (a 4-D map encoded by cuTensorMapEncodeIm2col: C, W, H, N): the map's pixels
+// per column from position (c, w, h, n) in its bounding box, each read at the filter offsets
+// (w_off, h_off) (runtime/emu/tensor_map.h).
+template <class T>
+KILN_FN void tma_load_im2col(Shared<T> dst, const TensorMap* map, Shared<u64> bar, int c, int w,
+                             int h, int n, u16 w_off, u16 h_off) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};" ::"r"(smem_address(dst)),
+               "l"(reinterpret_cast<u64>(map)), "r"(smem_address(bar)), "r"(c), "r"(w), "r"(h),
+               "r"(n), "h"(w_off), "h"(h_off)
+               : "memory");
+}
+
 // ---- clusters (sm_90) -------------------------------------------------------------------------
 // A kernel runs in clusters when its entry says so (KILN_KERNEL_CLUSTER, kiln.cuh) and its
 // launch is a multiple of that (Kernel::cluster). The CTAs of a cluster are co-scheduled;

@@ -90,7 +90,98 @@ void run_tma(const TmaCase& tc) {
   CHECK(oob > 0); // every case reaches outside the tensor
 }
 
+// An im2col copy (PTX ISA, "im2col mode"): a 4-D NHWC tensor (dims C, W, H, N), its bounding
+// box's corners, traversal strides, the copy's position and offsets.
+struct Im2colCase {
+  unsigned W, e;
+  std::array<unsigned long long, 4> dims;
+  int lower_w, lower_h, upper_w, upper_h, stride_w, stride_h;
+  unsigned channels, pixels;
+  std::array<int, 4> at; // c, w, h, n: on the box's grid
+  unsigned off_w, off_h;
+};
+
+void run_im2col(const Im2colCase& tc) {
+  CAPTURE(tc.W);
+  CAPTURE(tc.pixels);
+  std::size_t elems = 1;
+  for (auto d : tc.dims)
+    elems *= d;
+  std::vector<std::uint8_t> src(elems * tc.e);
+  std::mt19937 rng(tc.W * 11 + tc.pixels);
+  for (auto& b : src)
+    b = std::uint8_t(rng() | 1);
+  std::vector<KilnTensorMap> map(1);
+  KilnTensorMap& m = map[0];
+  std::memset(&m, 0, sizeof m);
+  m.global = src.data();
+  m.rank = 4;
+  m.elem_bytes = tc.e;
+  m.swizzle = tc.W;
+  m.mode = KILN_TMA_IM2COL;
+  unsigned long long stride = tc.e;
+  for (unsigned d = 0; d < 4; ++d) {
+    m.dims[d] = tc.dims[d];
+    m.strides[d] = stride;
+    stride *= tc.dims[d];
+  }
+  m.im2col.channels = (unsigned short)tc.channels;
+  m.im2col.pixels = (unsigned short)tc.pixels;
+  m.im2col.lower[0] = (signed char)tc.lower_w;
+  m.im2col.lower[1] = (signed char)tc.lower_h;
+  m.im2col.upper[0] = (signed char)tc.upper_w;
+  m.im2col.upper[1] = (signed char)tc.upper_h;
+  const unsigned char es[4] = {1, (unsigned char)tc.stride_w, (unsigned char)tc.stride_h, 1};
+  std::memcpy(m.im2col.element_strides, es, 4);
+  const std::size_t n_elems = std::size_t(tc.channels) * tc.pixels;
+  const int words = int(n_elems * tc.e / 4);
+  std::vector<int> p = {tc.at[0],      tc.at[1],      tc.at[2], tc.at[3],
+                        int(tc.off_w), int(tc.off_h), words};
+  std::vector<std::uint32_t> out(std::size_t(words), 0xdeadbeefu);
+  launch("tma_im2col_load", config({1, 1, 1}, {64, 1, 1}, KILN_EMU_CHECK_ALL, 1, n_elems * tc.e),
+         {buf(map, "map"), buf(src, "tensor"), buf(out, "out"), buf(p, "params")});
+  // Pixel i in closed form: the box holds cw x ch positions an image, the copy's first at
+  // grid index (iw0, ih0) of image n0; pixel i is grid position i further, row-major.
+  const long long cw = (tc.dims[1] - 1 + tc.upper_w - tc.lower_w) / tc.stride_w + 1,
+                  ch = (tc.dims[2] - 1 + tc.upper_h - tc.lower_h) / tc.stride_h + 1;
+  const long long first = (tc.at[3] * ch + (tc.at[2] - tc.lower_h) / tc.stride_h) * cw +
+                          (tc.at[1] - tc.lower_w) / tc.stride_w;
+  const auto* got = reinterpret_cast<const std::uint8_t*>(out.data());
+  std::size_t oob = 0, wrapped = 0;
+  for (std::size_t i = 0; i < tc.pixels; ++i) {
+    const long long g = first + (long long)i, n = g / (cw * ch);
+    const long long h = tc.lower_h + (g / cw) % ch * tc.stride_h + tc.off_h,
+                    w = tc.lower_w + g % cw * tc.stride_w + tc.off_w;
+    wrapped += g % cw == 0;
+    for (unsigned k = 0; k < tc.channels; ++k) {
+      const long long c = tc.at[0] + k;
+      const bool inside = n < (long long)tc.dims[3] && h >= 0 && h < (long long)tc.dims[2] &&
+                          w >= 0 && w < (long long)tc.dims[1] && c < (long long)tc.dims[0];
+      oob += !inside;
+      const std::size_t at = std::size_t(((n * tc.dims[2] + h) * tc.dims[1] + w) * tc.dims[0] + c);
+      for (unsigned b = 0; b < tc.e; ++b) {
+        const std::uint8_t want = inside ? src[at * tc.e + b] : 0;
+        REQUIRE(got[swizzled(tc.W, (i * tc.channels + k) * tc.e + b)] == want);
+      }
+    }
+  }
+  CHECK(oob > 0);     // padding, or past the last image
+  CHECK(wrapped > 0); // the traversal crosses rows
+}
+
 } // namespace
+
+TEST_CASE("TMA im2col loads: bounding box, traversal strides, offsets, out-of-bounds fill") {
+  // 3x3 pad 1 over 5x6 (W 5, H 6), 64 f16 channels, tap (2, 1), across two images.
+  run_im2col({128, 2, {64, 5, 6, 2}, -1, -1, -1, -1, 1, 1, 64, 64, {0, 3, 4, 0}, 2, 1});
+  // Stride 2 over W 9, H 7 (box corners -1, -2 across and -1, -1 down), 32 f16 channels from
+  // channel 32, the copy running past the last image.
+  run_im2col({64, 2, {64, 9, 7, 2}, -1, -1, -2, -1, 2, 2, 32, 40, {32, 1, 1, 1}, 0, 2});
+  // A 3x1 filter: pad 1 down only, stride 2 across; f32 rows of 16 channels, no swizzle.
+  run_im2col({0, 4, {16, 7, 5, 3}, 0, -1, -1, -1, 2, 1, 16, 30, {0, 2, -1, 0}, 0, 2});
+  // 128-byte rows of 32 f32 channels, 128 pixels, offsets past the box's far corner.
+  run_im2col({128, 4, {32, 4, 4, 9}, -1, -1, -1, -1, 1, 1, 32, 128, {0, -1, 2, 1}, 2, 2});
+}
 
 TEST_CASE("TMA tiled loads: every swizzle mode, ranks 1 to 5, out-of-bounds zero fill") {
   // W, element bytes, rank, dims, box, coordinates (some outside the tensor).
@@ -403,4 +494,45 @@ TEST_CASE("planted bug: a stage released to the producer before its wgmmas compl
   const std::string early = run("wgmma_ring_early_release");
   INFO(early);
   CHECK(contains(early, "rewritten before the wgmma_wait covering it"));
+}
+
+TEST_CASE("planted bugs: an im2col copy from outside its bounding box; a map of the wrong mode") {
+  std::vector<std::uint8_t> src(64 * 5 * 5 * 2 * 2, 1);
+  std::vector<KilnTensorMap> map(1);
+  KilnTensorMap& m = map[0];
+  std::memset(&m, 0, sizeof m);
+  m.global = src.data();
+  m.rank = 4;
+  m.elem_bytes = 2;
+  m.swizzle = 128;
+  m.mode = KILN_TMA_IM2COL;
+  const unsigned long long dims[4] = {64, 5, 5, 2};
+  unsigned long long stride = 2;
+  for (int d = 0; d < 4; ++d) {
+    m.dims[d] = dims[d];
+    m.strides[d] = stride;
+    stride *= dims[d];
+    m.im2col.element_strides[d] = 1;
+  }
+  m.im2col.channels = 64;
+  m.im2col.pixels = 16;
+  m.im2col.lower[0] = m.im2col.lower[1] = -1; // a 3x3 pad 1: positions -1 .. 3
+  m.im2col.upper[0] = m.im2col.upper[1] = -1;
+  std::vector<std::uint32_t> out(64 * 16 / 2);
+  // w = 4: past the box's last position across (3).
+  std::vector<int> p = {0, 4, 0, 0, 1, 1, 64 * 16 / 2};
+  std::string r =
+      try_launch("tma_im2col_load", config({1, 1, 1}, {32, 1, 1}, KILN_EMU_CHECK_ALL, 1, 2048),
+                 {buf(map, "map"), buf(src, "tensor"), buf(out, "out"), buf(p, "params")});
+  INFO(r);
+  CHECK(contains(r, "lies outside the bounding box"));
+  p[1] = 3; // the box's last position: clean
+  launch("tma_im2col_load", config({1, 1, 1}, {32, 1, 1}, KILN_EMU_CHECK_ALL, 1, 2048),
+         {buf(map, "map"), buf(src, "tensor"), buf(out, "out"), buf(p, "params")});
+  // A tiled copy through an im2col map.
+  std::vector<int> q = {4, 0, 0, 0, 0, 0, 64 * 16 / 2};
+  r = try_launch("tma_box_load", config({1, 1, 1}, {32, 1, 1}, KILN_EMU_CHECK_ALL, 1, 2048),
+                 {buf(map, "map"), buf(src, "tensor"), buf(out, "out"), buf(q, "params")});
+  INFO(r);
+  CHECK(contains(r, "on an im2col tensor map"));
 }

@@ -85,14 +85,16 @@ for dtype, w, least in (("f16", "_w32_", 16), ("f32", "_w64_", 9)):
     print(f"narrow {dtype}: {len(hopper)} Hopper variants of narrow swizzle checked on the emulator")
 
 
-def bench_layer(name, shape, layers, layer):
-    """Every variant of one layer of a small model on the emulator, each checked against the cpu
-    reference: the rows of its sweep, all of which passed."""
+def bench_layer(name, shape, layers, layer, match=None):
+    """Every variant of one layer of a small model on the emulator (those whose names hold one
+    of `match`'s strings, where given), each checked against the cpu reference: the rows of
+    its sweep, all of which passed."""
     model = path(f"{name}.json")
     with open(model, "w") as f:
         json.dump({"format": "kiln-model/1", "name": name, "input": {"shape": shape}, "layers": layers}, f)
     out = path(f"{name}_f16")
-    kt.kiln("bench", model, "--gpu", "h100", "--device", "emu", "--dtype", "f16", "--layers", layer, "-o", out)
+    kt.kiln("bench", model, "--gpu", "h100", "--device", "emu", "--dtype", "f16", "--layers", layer, "-o", out,
+            *(["--match", match] if match else []))
     rows = list(csv.DictReader(open(path(out, "sweep.csv"))))
     kt.check(not [r for r in rows if r["check"] != "pass"], f"{name}: a variant of {layer} failed its check")
     return rows
@@ -109,6 +111,23 @@ kt.check(len(row_tiled) >= 4, f"{len(row_tiled)} row-tiled Hopper variants check
 print(f"strided 1x1 (f16, batch 3, 14x14 -> 7x7): {len(row_tiled)} row-tiled Hopper variants checked on the emulator")
 row_pp = [r for r in row_tiled if "_pp_" in r["variant"]]
 kt.check(len(row_pp) >= 1, f"{len(row_pp)} ping-pong row-tiled Hopper variants checked")
+
+# im2col tiles (IM2COL): 64 or 128 consecutive output pixels of all rows and images a tile, each
+# tap's A one im2col-mode copy: a 3x3 over 16x16 at batch 8 (2048 rows, tiles across images)
+# and a strided one over 32x32 (smaller shapes go to split-K, which the family does not serve).
+# Chosen only when measured (no GPU has run one yet).
+i2c = []
+for name, shape, conv in (("im2col", [8, 64, 16, 16], {"kernel": 3, "padding": 1}),
+                          ("im2col_s2", [8, 64, 32, 32], {"kernel": 3, "padding": 1, "stride": 2})):
+    rows = bench_layer(name, shape,
+                       [{"name": "c0", "op": "conv2d", "out_channels": 64, "kernel": 1},
+                        {"name": "r0", "op": "relu"},
+                        {"name": "c1", "op": "conv2d", "out_channels": 128, **conv}], "c1", "im2col")
+    i2c += [r for r in rows if "_im2col_" in r["variant"]]
+kt.check(len(i2c) >= 16, f"{len(i2c)} im2col Hopper variants checked")
+kt.check(any("k3x3s2x2p1x1" in r["variant"] for r in i2c), "no strided im2col variant checked")
+kt.check(all(r["model_choice"] != "1" for r in i2c), "an im2col variant chosen without a measurement")
+print(f"3x3 convs (f16, batch 8, 16x16, and 32x32 stride 2): {len(i2c)} im2col Hopper variants checked on the emulator")
 
 # Folded taps (TAPS_ROW): a stride-1 conv unpadded across, whose 4 taps of 16 f16 channels make
 # one 128-byte row (the space_to_depth stem's conv), read through a map of overlapping rows.

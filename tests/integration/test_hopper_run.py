@@ -90,7 +90,8 @@ for dtype, image, batch, least in (("f16", 96, 8, 8), ("bf16", 96, 8, 8), ("f32"
     for field, value, says in (("swizzle", 96, "swizzle 96"), ("box", [300, 8, 8, 1], "box[0] = 300"),
                                ("strides", [24, 2048, 65536], "not a multiple of 16"),
                                ("buffer", "nothing", "no buffer"),
-                               ("oob_fill", "nan", "oob_fill")):
+                               ("oob_fill", "nan", "oob_fill"), ("mode", "gather", "mode \"gather\""),
+                               ("lower", [-1, -1], "not a tiled one")):
         bad = path(f"bad_{field}")
         shutil.copytree(out, bad)
         broken = json.loads(json.dumps(plan))

@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer3.0.downsample.0+layer3.0.downsample.1 (conv2d.forward)
 // variant: conv2d_implicit_gemm: implicit GEMM M=196 N=256 K=128: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments (double-buffered) from swizzled rows
-// chosen: cheapest of 46 valid variants: est. 3.1 us (floor 0.1 us), 6 blocks/SM (registers bound), fill 24%; 27 more chosen only when measured (thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as fast with the clusters this cost model chose as without)
+// chosen: cheapest of 46 valid variants: est. 3.1 us (floor 0.1 us), 6 blocks/SM (registers bound), fill 24%; 41 more chosen only when measured (thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as fast with the clusters this cost model chose as without)
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm2_swz_n1c128h28w28_o256k1x1s2x2p0x0d1x1_bias_xtf32_wtf32_sm90_cfg {

@@ -75,6 +75,15 @@ KILN_FN void tma_load(Shared<T> dst, const TensorMap* map, Shared<u64> bar, C...
   const int c[] = {int(coords)...};
   emu::tma_load(dst.p, map, bar.p, c, int(sizeof...(C)));
 }
+// Im2col mode (4-D map: C, W, H, N): pixels from position (c, w, h, n), read at the filter
+// offsets (w_off, h_off) (runtime/emu/tensor_map.h).
+template <class T>
+KILN_FN void tma_load_im2col(Shared<T> dst, const TensorMap* map, Shared<u64> bar, int c, int w,
+                             int h, int n, u16 w_off, u16 h_off) {
+  const int pos[] = {c, w, h, n};
+  const unsigned off[] = {w_off, h_off};
+  emu::tma_load_im2col(dst.p, map, bar.p, pos, off, 4);
+}
 
 // ---- clusters (sm_90; machinery in cluster.hpp) ---------------------------------------------
 // Without a cluster launch a block is a cluster of one: rank 0, size 1.

@@ -143,32 +143,31 @@ inline bool mbar_wait_over(Block& b, const Fiber& f) {
   return phase_done(b.hop.bars[f.param], unsigned(f.width));
 }
 
-// ---- TMA tiled load ---------------------------------------------------------------------------
-// The box of map m at coordinates c, written at arena offset d0 of block t (the issuer's, or
-// a peer CTA's for a multicast), completing its bytes on t's mbarrier at offset bar_off.
-void tma_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_off, const int* c,
-              int rank, const char* what) {
-  check_pointer(map_p, 8, false, "tma_load's tensor map");
-  const KilnTensorMap& m = *static_cast<const KilnTensorMap*>(map_p);
-  if (int(m.rank) != rank)
-    fail("%s with %d coordinates on a tensor map of rank %u", what, rank, m.rank);
+// ---- TMA loads -------------------------------------------------------------------------------
+// A map's element size and swizzle, checked, and the bytes of one row it lands (box[0] or
+// im2col.channels elements: a multiple of 16 bytes, the swizzle span where it swizzles).
+static std::size_t landed_row(const KilnTensorMap& m, unsigned row_elems) {
   const unsigned e = m.elem_bytes, W = m.swizzle;
   if (e != 1 && e != 2 && e != 4 && e != 8) fail("tensor map: element size %u", e);
-  const std::size_t row = std::size_t(m.box[0]) * e;
+  const std::size_t row = std::size_t(row_elems) * e;
   if (W != 0 && W != 32 && W != 64 && W != 128) fail("tensor map: swizzle %u", W);
   if (W ? row != W : row % 16)
     fail("tensor map: a box row of %zu bytes (emulated: a multiple of 16 without swizzle, "
          "the swizzle width with one)",
          row);
+  return row;
+}
+
+// `total` elements of map m landing densely from arena offset d0 of block t (the issuer's, or
+// a peer CTA's for a multicast), swizzled, element n read from src(n) (nullptr: out of
+// bounds, a zero), completing their bytes on t's mbarrier at offset bar_off.
+template <class Src>
+void land(Block& t, std::uint32_t d0, const KilnTensorMap& m, std::uint32_t bar_off,
+          std::size_t total, Src src, const char* what) {
+  const unsigned e = m.elem_bytes, W = m.swizzle;
   const std::size_t align = W ? 8 * W : 128;
   if (d0 % align)
     fail("%s: shared destination at arena byte %u is not %zu-byte aligned", what, d0, align);
-  std::size_t total = 1;
-  for (int d = 0; d < rank; ++d) {
-    if (m.box[d] == 0 || m.box[d] > 256)
-      fail("tensor map: box[%d] = %u outside 1..256", d, m.box[d]);
-    total *= m.box[d];
-  }
   const std::size_t bytes = total * e;
   if (d0 + bytes > kMaxShared || (d0 < t.dyn_bytes && d0 + bytes > t.dyn_bytes))
     fail("%s: %zu bytes at %s overrun its shared array", what, bytes, shared_place(t, d0).c_str());
@@ -177,21 +176,11 @@ void tma_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_o
   const unsigned checks = self()->block->checks;
   const bool track = (checks & KILN_EMU_CHECK_RACE) && t.hop.tag;
   const std::uint32_t tag = kTagAsync | std::uint32_t(slot) << 24 | (mb.phases & 0xffffffu);
-  int idx[KILN_TMA_MAX_RANK] = {};
   for (std::size_t n = 0; n < total; ++n) {
-    // Element n of the box: coordinates c + idx, dimension 0 fastest.
-    bool in = true;
-    long long goff = 0;
-    for (int d = 0; d < rank; ++d) {
-      const long long x = (long long)c[d] + idx[d];
-      if (x < 0 || (unsigned long long)x >= m.dims[d]) in = false;
-      goff += x * (long long)(d == 0 ? e : m.strides[d]);
-    }
     unsigned char v[8] = {};
-    if (in) {
-      const char* src = static_cast<const char*>(m.global) + goff;
-      if (checks & KILN_EMU_CHECK_BOUNDS) check_pointer(src, e, false, "TMA load");
-      std::memcpy(v, src, e);
+    if (const char* from = src(n)) {
+      if (checks & KILN_EMU_CHECK_BOUNDS) check_pointer(from, e, false, "TMA load");
+      std::memcpy(v, from, e);
     }
     const std::size_t a = d0 + n * e; // dense position; the swizzle permutes 16-byte chunks
     const std::size_t phys = W ? a ^ (((a >> 7) & (W / 16 - 1)) << 4) : a;
@@ -202,8 +191,6 @@ void tma_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_o
         t.shadow[phys + i].writer = kAsyncWriter;
         if (track) t.hop.tag[phys + i] = tag;
       }
-    for (int d = 0; d < rank && ++idx[d] == int(m.box[d]); ++d)
-      idx[d] = 0;
   }
   if (&t != self()->block) { // a peer's multicast: to be waited for before t exits
     t.hop.remote_need[slot] = mb.phases + 1;
@@ -216,6 +203,109 @@ void tma_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_o
          "expected fewer bytes",
          what, bytes);
   complete_phase_if_done(mb);
+}
+
+// The box of tiled map m at coordinates c into block t (land).
+void tma_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_off, const int* c,
+              int rank, const char* what) {
+  check_pointer(map_p, 8, false, "tma_load's tensor map");
+  const KilnTensorMap& m = *static_cast<const KilnTensorMap*>(map_p);
+  if (m.mode != KILN_TMA_TILED) fail("%s (tiled) on an im2col tensor map", what);
+  if (int(m.rank) != rank)
+    fail("%s with %d coordinates on a tensor map of rank %u", what, rank, m.rank);
+  landed_row(m, m.box[0]);
+  std::size_t total = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (m.box[d] == 0 || m.box[d] > 256)
+      fail("tensor map: box[%d] = %u outside 1..256", d, m.box[d]);
+    total *= m.box[d];
+  }
+  int idx[KILN_TMA_MAX_RANK] = {};
+  const char* g = static_cast<const char*>(m.global);
+  // Elements in order, dimension 0 fastest: element n's coordinates are c + idx.
+  land(
+      t, d0, m, bar_off, total,
+      [&](std::size_t) {
+        bool in = true;
+        long long goff = 0;
+        for (int d = 0; d < rank; ++d) {
+          const long long x = (long long)c[d] + idx[d];
+          if (x < 0 || (unsigned long long)x >= m.dims[d]) in = false;
+          goff += x * (long long)(d == 0 ? m.elem_bytes : m.strides[d]);
+        }
+        for (int d = 0; d < rank && ++idx[d] == int(m.box[d]); ++d)
+          idx[d] = 0;
+        return in ? g + goff : nullptr;
+      },
+      what);
+}
+
+// Im2col map m's pixels from position c (c, w, h[, d], n), read at the im2col offsets `off`
+// (w, h[, d]), into block t: the PTX ISA's im2col mode (tensor_map.h). A first position
+// outside the bounding box is an error (the hardware's behaviour there is not specified).
+void tma_im2col_into(Block& t, std::uint32_t d0, const void* map_p, std::uint32_t bar_off,
+                     const int* c, const unsigned* off, int rank, const char* what) {
+  check_pointer(map_p, 8, false, "tma_load_im2col's tensor map");
+  const KilnTensorMap& m = *static_cast<const KilnTensorMap*>(map_p);
+  if (m.mode != KILN_TMA_IM2COL) fail("%s on a tiled tensor map", what);
+  if (int(m.rank) != rank || rank < 4)
+    fail("%s with %d coordinates on an im2col tensor map of rank %u (4 or 5)", what, rank, m.rank);
+  const KilnIm2col& i2 = m.im2col;
+  landed_row(m, i2.channels);
+  if (i2.channels == 0 || i2.channels > 256 || i2.pixels == 0 || i2.pixels > 1024)
+    fail("tensor map: %u channels x %u pixels (1..256 x 1..1024)", i2.channels, i2.pixels);
+  const int S = rank - 2; // spatial dimensions 1..S: W, H[, D]
+  long long pos[KILN_TMA_MAX_RANK], lo[3], hi[3];
+  for (int d = 0; d < rank; ++d)
+    pos[d] = c[d];
+  for (int s = 0; s < S; ++s) {
+    lo[s] = i2.lower[s];
+    hi[s] = (long long)m.dims[1 + s] - 1 + i2.upper[s];
+    if (pos[1 + s] < lo[s] || pos[1 + s] > hi[s])
+      fail("%s: the first pixel's coordinate %lld in dimension %d lies outside the bounding "
+           "box [%lld, %lld]",
+           what, pos[1 + s], 1 + s, lo[s], hi[s]);
+  }
+  const char* g = static_cast<const char*>(m.global);
+  const unsigned C = i2.channels;
+  long long at[KILN_TMA_MAX_RANK]; // the pixel's read position but for the channel
+  bool pixel_in = false;
+  land(
+      t, d0, m, bar_off, std::size_t(C) * i2.pixels,
+      [&](std::size_t n) {
+        const unsigned ch = unsigned(n % C);
+        if (ch == 0) { // a new pixel: pos, moved along its traversal after the first
+          if (n > 0) {
+            int d = 1;
+            for (; d <= S; ++d) {
+              pos[d] += i2.element_strides[d];
+              if (pos[d] <= hi[d - 1]) break;
+              pos[d] = lo[d - 1];
+            }
+            if (d > S) pos[rank - 1] += i2.element_strides[rank - 1];
+          }
+          pixel_in = pos[rank - 1] >= 0 && (unsigned long long)pos[rank - 1] < m.dims[rank - 1];
+          at[rank - 1] = pos[rank - 1];
+          for (int s = 0; s < S; ++s) {
+            at[1 + s] = pos[1 + s] + off[s];
+            if (at[1 + s] < 0 || (unsigned long long)at[1 + s] >= m.dims[1 + s]) pixel_in = false;
+          }
+        }
+        const long long x = (long long)c[0] + ch;
+        if (!pixel_in || x < 0 || (unsigned long long)x >= m.dims[0]) return (const char*)nullptr;
+        long long goff = x * (long long)m.elem_bytes;
+        for (int d = 1; d < rank; ++d)
+          goff += at[d] * (long long)m.strides[d];
+        return g + goff;
+      },
+      what);
+}
+
+void tma_load_im2col(void* dst, const void* map_p, void* bar, const int* c, const unsigned* off,
+                     int rank) {
+  Block& b = *self()->block;
+  tma_im2col_into(b, arena_offset(b, dst), map_p, arena_offset(b, bar), c, off, rank,
+                  "tma_load_im2col");
 }
 
 void tma_load(void* dst, const void* map_p, void* bar, const int* c, int rank) {

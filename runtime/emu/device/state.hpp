@@ -216,6 +216,8 @@ void mbar_init(void* bar, unsigned count);
 void mbar_arrive(void* bar, long long tx);
 void mbar_wait(void* bar, unsigned parity, Site where);
 void tma_load(void* dst, const void* map, void* bar, const int* coords, int rank);
+void tma_load_im2col(void* dst, const void* map, void* bar, const int* coords,
+                     const unsigned* offsets, int rank);
 // Clusters (cluster.hpp): an arrival on CTA `cta`'s mbarrier at bar's offset; a TMA load
 // multicast to the CTAs of `mask`.
 void mbar_arrive_remote(void* bar, unsigned cta);

@@ -12,7 +12,7 @@ namespace kiln::hopper_conv {
 // Row m (0 .. BM - 1) of tile tl as y's NHWC row (the GEMM row); false past the output.
 template <class Cfg> KILN_FN bool row_of(const Tile& tl, int m, i64& row) {
   using G = Geometry<Cfg>;
-  if constexpr (G::FLAT || G::ROW_TILES) {
+  if constexpr (G::ROWS_TILED || G::ROW_TILES) {
     row = i64(tl.m0) + m;
     return m < G::TILE_ROWS && row < G::ROWS;
   } else {

@@ -24,6 +24,17 @@ template <class Cfg> struct row_tiles_of<Cfg, decltype(void(Cfg::ROW_TILES))> {
   static constexpr bool value = Cfg::ROW_TILES;
 };
 
+// IM2COL: a tile is BM consecutive GEMM rows (output pixels of all rows and images, as FLAT's),
+// a filter tap's A one im2col-mode TMA copy of those BM pixels (a 4-D map C, W, H, N whose
+// bounding box is the taps' first positions, traversed with the conv's strides; the tap is
+// the copy's offset: runtime/emu/tensor_map.h). No pixel tile rounds the output up: a 3x3 over
+// 14x14 computes 196 rows an image where 8x16 tiles compute 256. TP = 1, TQ = BM. Absent:
+// false.
+template <class Cfg, class = void> struct im2col_of { static constexpr bool value = false; };
+template <class Cfg> struct im2col_of<Cfg, decltype(void(Cfg::IM2COL))> {
+  static constexpr bool value = Cfg::IM2COL;
+};
+
 // SWIZZLE (bytes: 128, 64 or 32): the width of the operands' rows in shared memory, each one
 // row of a swizzle atom; a k iteration brings that many bytes of channels. Absent: 128.
 template <class Cfg, class = void> struct swizzle_of { static constexpr int value = 128; };
@@ -72,6 +83,8 @@ template <class Cfg> struct Geometry {
   static constexpr int BN = Cfg::BN, STAGES = Cfg::STAGES;
   static constexpr int CONSUMERS = Cfg::CONSUMERS, BM = 64 * CONSUMERS;
   static constexpr bool FLAT = flat_of<Cfg>::value, ROW_TILES = row_tiles_of<Cfg>::value;
+  static constexpr bool IM2COL = im2col_of<Cfg>::value;
+  static constexpr bool ROWS_TILED = FLAT || IM2COL; // a tile is BM consecutive GEMM rows
   static constexpr int TP = Cfg::TP, TQ = Cfg::TQ;
   static constexpr int TILE_ROWS = TP * TQ; // GEMM rows a tile uses (BM but for ROW_TILES)
   static constexpr int IMAGE_ROWS = Cfg::N * Cfg::OH;     // ROW_TILES: output rows, all images
@@ -113,7 +126,7 @@ template <class Cfg> struct Geometry {
   static constexpr int STAGING = VECTOR_Y ? 4 * CONSUMERS * STAGING_PER_WARP : 0;
   static constexpr int TILES_P = ceil_div(Cfg::OH, TP), TILES_Q = ceil_div(Cfg::OW, TQ);
   static constexpr int O_BLOCKS = ceil_div(O, BN);
-  static constexpr int M_TILES = FLAT        ? ceil_div(ROWS, BM)
+  static constexpr int M_TILES = ROWS_TILED  ? ceil_div(ROWS, BM)
                                  : ROW_TILES ? ceil_div(IMAGE_ROWS, TP)
                                              : Cfg::N * TILES_P * TILES_Q;
   static constexpr int TILES = M_TILES * O_BLOCKS; // output tiles
@@ -134,7 +147,9 @@ template <class Cfg> struct Geometry {
   static_assert(M_TILES % CM == 0 && O_BLOCKS % CN == 0, "clusters: the tiles pair up");
   static_assert(B_SLICE % 8 == 0 && A_SLICE % 8 == 0, "clusters: whole swizzle atoms a slice");
   static_assert(FLAT || TP % CN == 0, "CLUSTER_N: a pixel tile's rows split evenly");
-  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = ROW_TILES ? 1 : SH * SW;
+  static_assert(!IM2COL || (!FLAT && !ROW_TILES && TP == 1 && TQ == BM && CN == 1),
+                "IM2COL: tiles of BM GEMM rows (TP 1, TQ = BM), A not split over a cluster");
+  static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = ROW_TILES || IM2COL ? 1 : SH * SW;
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
@@ -219,8 +234,8 @@ KILN_FN TapMap tap_map(const KernelArgs& args, int r, int t) {
   return TapMap{map, (dr - ph) / SH, (dt - pw) / SW};
 }
 
-// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT:
-// then blocks of BM rows; ROW_TILES: of TP output rows; m0 is the tile's first GEMM row
+// Output tile `tile` of TILES: channel block fastest, then pixel tiles, then images (FLAT,
+// IM2COL: then blocks of BM rows; ROW_TILES: of TP output rows; m0 is the tile's first GEMM row
 // either way).
 struct Tile {
   int n, p0, q0, o0, m0;
@@ -228,7 +243,7 @@ struct Tile {
 template <class Cfg> KILN_FN Tile tile_at(int tile) {
   using G = Geometry<Cfg>;
   const int ob = tile % G::O_BLOCKS, mt = tile / G::O_BLOCKS;
-  if constexpr (G::FLAT) return Tile{0, 0, 0, ob * G::BN, mt * G::BM};
+  if constexpr (G::ROWS_TILED) return Tile{0, 0, 0, ob * G::BN, mt * G::BM};
   if constexpr (G::ROW_TILES) // p0: the tile's first output row of all images' rows
     return Tile{0, mt * G::TP, 0, ob * G::BN, mt * G::TILE_ROWS};
   const int pt = mt % (G::TILES_P * G::TILES_Q), n = mt / (G::TILES_P * G::TILES_Q);

@@ -22,6 +22,8 @@
 //    is a plain GEMM over M = N * OH * OW rows of x: A is one 2-D tiled TMA of x as [M][C],
 //    box BKC x BM rows, and a tile is BM consecutive rows, whatever the image or row they
 //    fall in (a 7x7 map fills 128-row tiles where 8x8 pixel tiles leave 23% idle).
+//  - IM2COL (optional; geometry.cuh): any conv's tiles of BM consecutive GEMM rows, as FLAT's,
+//    each tap's A one im2col-mode TMA copy of the tile's BM pixels.
 // KBLOCKS (optional, alone, no rounding pass: geometry.cuh): KB k iterations a stage, their A
 // blocks then their B blocks.
 // Each k iteration is one (r, s, block of BKC = SWIZZLE bytes of channels: 128 bytes, 64
@@ -73,6 +75,14 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
                      const Tile& tl, int rank, int& ring_it) {
   using G = Geometry<Cfg>;
   const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
+  // IM2COL: the tile's first pixel (n, p, q) as its first tap position (h, w) in x.
+  int i2c_n = 0, i2c_h = 0, i2c_w = 0;
+  if constexpr (G::IM2COL) {
+    const int per_image = Cfg::OH * Cfg::OW, pq = tl.m0 % per_image;
+    i2c_n = tl.m0 / per_image;
+    i2c_h = pq / Cfg::OW * G::SH - Cfg::PH;
+    i2c_w = pq % Cfg::OW * G::SW - Cfg::PW;
+  }
   for (int step = 0; step < G::ITERS; ++step, ++ring_it) {
     const int it = ring_it, s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
@@ -85,7 +95,10 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
       const int ai = rank / G::CM; // the A slice this block brings (CN > 1)
       const auto [xmap, cr, ct] =
           tap_map<G::SH, G::SW, Cfg::PH, Cfg::PW, G::MAPS>(args, tap / G::KW, tap % G::KW);
-      if constexpr (G::CN > 1) { // this block's slice of A, into the blocks of its row
+      if constexpr (G::IM2COL) // BM pixels from the tile's first, read at the tap's offsets
+        tma_load_im2col(a, xmap, full + s, cb * G::BKC, i2c_w, i2c_h, i2c_n, u16(tap % G::KW),
+                        u16(tap / G::KW));
+      else if constexpr (G::CN > 1) { // this block's slice of A, into the blocks of its row
         if constexpr (G::FLAT)
           tma_load_multicast(a + ai * G::A_SLICE_BYTES, xmap, full + s, row_mask<Cfg>(rank),
                              cb * G::BKC, tl.m0 + ai * G::A_SLICE);

@@ -1,18 +1,21 @@
 // Test kernels for Hopper's asynchronous machinery (hopper_emu.hpp / hopper_cuda.cuh): a TMA
 // tiled load of one box into shared memory, copied out raw; wgmma over a shared-memory image
 // the test lays out; a warp-specialised pipeline on full/empty mbarriers; and planted bugs
-// the emulator must report. Also compiled by nvcc for sm_90a (tests/emu/test_hopper_sass.py).
+// the emulator must report. Also compiles with nvcc for sm_90a (-gencode
+// arch=compute_90a,code=sm_90a -I templates -I .): one UTMALDG.4D.IM2COL for the im2col copy.
 #include "common/kiln.cuh"
 
 using namespace kiln;
 
-// args: 0 tensor map, 1 its global tensor (read through the map), 2 out (the box's shared
-// bytes, raw), 3 int[6]: rank, coordinates. kSkipWait: reads the box without waiting.
-template <bool kSkipWait> KILN_FN void tma_box(const KernelArgs& args) {
+// One TMA copy (`copy(dst, map, bar, p)`, issued by thread 0) into dynamic shared memory,
+// completing on an mbarrier, then copied out raw. args: 0 tensor map, 1 its global tensor
+// (read through the map), 2 out, 3 int[7]: the copy's parameters, p[6] its 32-bit words.
+// kSkipWait: reads the box without waiting.
+template <bool kSkipWait, class Copy> KILN_FN void tma_copy_out(const KernelArgs& args, Copy copy) {
   const TensorMap* map = tensor_map_arg(args, 0);
   const auto out = arg<u32>(args, 2);
   const auto p = arg<const int>(args, 3);
-  const int rank = p[0], words = p[6];
+  const int words = p[6];
   const auto box = dynamic_shared<u32>(0);
   KILN_SHARED_ARRAY(u64, bar, 1);
   if (threadIdx.x == 0) {
@@ -22,20 +25,32 @@ template <bool kSkipWait> KILN_FN void tma_box(const KernelArgs& args) {
   sync_threads();
   if (threadIdx.x == 0) {
     mbarrier_arrive_expect_tx(bar, u32(words * 4));
-    switch (rank) {
+    copy(box, map, bar, p);
+  }
+  if (!kSkipWait) mbarrier_wait(bar, 0);
+  for (int i = int(threadIdx.x); i < words; i += int(blockDim.x))
+    out[i] = box[i];
+}
+// A tiled box: p = rank, coordinates.
+template <bool kSkipWait> KILN_FN void tma_box(const KernelArgs& args) {
+  tma_copy_out<kSkipWait>(args, [](auto box, const TensorMap* map, auto bar, auto p) {
+    switch (p[0]) {
     case 1: tma_load(box, map, bar, p[1]); break;
     case 2: tma_load(box, map, bar, p[1], p[2]); break;
     case 3: tma_load(box, map, bar, p[1], p[2], p[3]); break;
     case 4: tma_load(box, map, bar, p[1], p[2], p[3], p[4]); break;
     default: tma_load(box, map, bar, p[1], p[2], p[3], p[4], p[5]); break;
     }
-  }
-  if (!kSkipWait) mbarrier_wait(bar, 0);
-  for (int i = int(threadIdx.x); i < words; i += int(blockDim.x))
-    out[i] = box[i];
+  });
 }
 extern "C" __global__ void tma_box_load(KernelArgs args) { tma_box<false>(args); }
 extern "C" __global__ void tma_box_no_wait(KernelArgs args) { tma_box<true>(args); }
+// An im2col copy (a 4-D map: C, W, H, N): p = c, w, h, n, the offsets w, h.
+extern "C" __global__ void tma_im2col_load(KernelArgs args) {
+  tma_copy_out<false>(args, [](auto box, const TensorMap* map, auto bar, auto p) {
+    tma_load_im2col(box, map, bar, p[0], p[1], p[2], p[3], u16(p[4]), u16(p[5]));
+  });
+}
 
 // One warpgroup: copies a shared-memory image (args 0, u32 words) into dynamic shared memory
 // with ordinary stores, then D = A B^T (+ C) over two k steps through descriptors.

@@ -97,6 +97,23 @@ struct Problem {
       return {map_of(x0, elem(), 2, {c, (unsigned long long)in.N * in.H * in.W},
                      {unsigned(in.swizzle) / elem(), unsigned(64 * in.CONSUMERS / in.cluster_n)},
                      in.swizzle)};
+    if (in.im2col) { // one im2col map, C W H N: the taps' first positions, traversed by stride
+      KilnTensorMap m =
+          map_of(x0, elem(), 4,
+                 {c, (unsigned long long)in.W, (unsigned long long)in.H, (unsigned long long)in.N},
+                 {}, in.swizzle);
+      m.mode = KILN_TMA_IM2COL;
+      m.im2col.channels = (unsigned short)(in.swizzle / elem());
+      m.im2col.pixels = (unsigned short)(64 * in.CONSUMERS);
+      m.im2col.lower[0] = (signed char)-in.PW;
+      m.im2col.lower[1] = (signed char)-in.PH;
+      m.im2col.upper[0] = (signed char)(-in.PW + (OW - 1) * in.SW - (in.W - 1));
+      m.im2col.upper[1] = (signed char)(-in.PH + (OH - 1) * in.SH - (in.H - 1));
+      const int es[4] = {1, in.SW, in.SH, 1};
+      for (int d = 0; d < 4; ++d)
+        m.im2col.element_strides[d] = (unsigned char)es[d];
+      return {m};
+    }
     if (in.row_tiles) { // one 3-D map: rows 0, SH, ... of every image as one sequence
       KilnTensorMap m = map_of(
           x0, elem(), 3,
@@ -134,7 +151,7 @@ struct Problem {
   }
   // Output tiles (the template's TILES); a launch of fewer blocks is persistent.
   unsigned tiles(const Instance& in) const {
-    if (in.flat)
+    if (in.flat || in.im2col)
       return unsigned((in.N * OH * OW + 64 * in.CONSUMERS - 1) / (64 * in.CONSUMERS) *
                       ((in.O + in.BN - 1) / in.BN));
     if (in.row_tiles)

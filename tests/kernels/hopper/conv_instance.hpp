@@ -14,6 +14,7 @@ struct Instance {
   bool row_tiles = false;           // ROW_TILES: TP whole output rows of all images' rows (TQ = OW)
   bool pingpong = false;            // PINGPONG: the two consumers take turns, a whole tile each
   int kblocks = 1;                  // KBLOCKS: k iterations (swizzle rows) a stage
+  bool im2col = false;              // IM2COL: tiles of GEMM rows, each tap an im2col copy
   int cluster() const { return cluster_m * cluster_n; }
 };
 

@@ -9,7 +9,7 @@ namespace hopper_test {
 // As conv_instances.cpp declares them, a row each (conv_instance.hpp's fields in order): name,
 // dtype (0 f16, 1 bf16, 2 f32 as tf32), N, C, H, W, O, KH, KW, SH, SW, PH, PW, TP, TQ, BN,
 // STAGES, CONSUMERS, bias, residual, relu, and where they differ from their defaults flat,
-// swizzle, cluster_m, cluster_n, row_tiles, pingpong, kblocks.
+// swizzle, cluster_m, cluster_n, row_tiles, pingpong, kblocks, im2col.
 // clang-format off
 const Instance kInstances[] = {
     {"F16_T8x8_BN64_S3_C1",            0,   2,  64,  10,  10,  64,   3,   3,   1,   1,   1,   1,   8,   8,  64,   3,   1, true, false, true},
@@ -57,6 +57,20 @@ const Instance kInstances[] = {
     {"F16_T8x16_BN64_S4_C2_W32_S2D_KB4", 0, 2,  16,  17,  17,  64,   4,   4,   1,   1,   1,   1,   8,  16,  64,   4,   2, true, false, true, false, 32, 1, 1, false, false, 4},
     {"F16_T8x16_BN64_S3_C2_W32_S2D_KB4_PP", 0, 2, 16, 17,  17,  64,   4,   4,   1,   1,   1,   1,   8,  16,  64,   3,   2, true, true, true, false, 32, 1, 1, false, true, 4},
     {"F16_ROWS9x7_BN64_S2_C1_KB2",     0,   3, 128,  14,  14,  64,   1,   1,   2,   2,   0,   0,   9,   7,  64,   2,   1, true, false, true, false, 128, 1, 1, true, false, 2},
+    // IM2COL: tiles of GEMM rows, a tap's A one im2col copy. 3x3 pad 1 over 10x10 at batch 2
+    // (200 rows: four 64-row tiles, the last partial, across the images).
+    {"F16_I2C_BN64_S3_C1",             0,   2,  64,  10,  10,  64,   3,   3,   1,   1,   1,   1,   1,  64,  64,   3,   1, true, false, true, false, 128, 1, 1, false, false, 1, true},
+    // IM2COL, stride 2 over 13x11 (odd: the last taps' rows past the image), residual.
+    {"BF16_I2C_BN128_S3_C2_STRIDE2",   1,   2, 128,  13,  11, 128,   3,   3,   2,   2,   1,   1,   1, 128, 128,   3,   2, false, true, false, false, 128, 1, 1, false, false, 1, true},
+    // IM2COL with ping-pong consumers: 3x3 over 14x14 at batch 3 (588 rows: 5 tiles).
+    {"F16_I2C_BN128_S4_C2_PP",         0,   3,  64,  14,  14, 256,   3,   3,   1,   1,   1,   1,   1, 128, 128,   4,   2, true, false, true, false, 128, 1, 1, false, true, 1, true},
+    // IM2COL in tf32.
+    {"TF32_I2C_BN64_S2_C1",            2,   1,  64,   9,   6,  64,   3,   3,   1,   1,   1,   1,   1,  64,  64,   2,   1, true, true, true, false, 128, 1, 1, false, false, 1, true},
+    // IM2COL, a 3x1 filter, stride 1 down and 2 across, padding down only: the offsets and
+    // the bounding box's corners W first, the traversal strides per dimension.
+    {"F16_I2C_BN64_S2_C1_K3x1",        0,   2,  64,   9,   7,  64,   3,   1,   1,   2,   1,   0,   1,  64,  64,   2,   1, true, false, false, false, 128, 1, 1, false, false, 1, true},
+    // IM2COL, a strided 1x1 (a downsample) in a 2 x 1 cluster (the weights multicast).
+    {"F16_I2C_BN64_S2_C1_CL2x1",       0,   4,  64,  14,  14, 128,   1,   1,   2,   2,   0,   0,   1,  64,  64,   2,   1, true, false, false, false, 128, 2, 1, false, false, 1, true},
 };
 // clang-format on
 

@@ -364,6 +364,57 @@ struct F16_ROWS9x7_BN64_S2_C1_KB2 {
 
 // As KILN_KERNEL (one block per SM: setmaxnreg needs that register cap at entry), with
 // __global__ so that the emulated library, built with hidden visibility, exports it.
+// IM2COL: tiles of GEMM rows, each tap's A one im2col copy (geometry.cuh).
+struct F16_I2C_BN64_S3_C1 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 10, W = 10, O = 64, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 10, OW = 10, TP = 1, TQ = 64, BN = 64, STAGES = 3, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, IM2COL = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct BF16_I2C_BN128_S3_C2_STRIDE2 {
+  using T = bf16;
+  static constexpr int N = 2, C = 128, H = 13, W = 11, O = 128, KH = 3, KW = 3, SH = 2, SW = 2,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 7, OW = 6, TP = 1, TQ = 128, BN = 128, STAGES = 3, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = false, HAS_RESIDUAL = true, IM2COL = true;
+  static constexpr Act ACT = Act::none;
+};
+struct F16_I2C_BN128_S4_C2_PP {
+  using T = f16;
+  static constexpr int N = 3, C = 64, H = 14, W = 14, O = 256, KH = 3, KW = 3, SH = 1, SW = 1,
+                       PH = 1, PW = 1;
+  static constexpr int OH = 14, OW = 14, TP = 1, TQ = 128, BN = 128, STAGES = 4, CONSUMERS = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, IM2COL = true, PINGPONG = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct TF32_I2C_BN64_S2_C1 {
+  using T = float;
+  static constexpr int N = 1, C = 64, H = 9, W = 6, O = 64, KH = 3, KW = 3, SH = 1, SW = 1, PH = 1,
+                       PW = 1;
+  static constexpr int OH = 9, OW = 6, TP = 1, TQ = 64, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = true, IM2COL = true;
+  static constexpr Act ACT = Act::relu;
+};
+struct F16_I2C_BN64_S2_C1_K3x1 {
+  using T = f16;
+  static constexpr int N = 2, C = 64, H = 9, W = 7, O = 64, KH = 3, KW = 1, SH = 1, SW = 2, PH = 1,
+                       PW = 0;
+  static constexpr int OH = 9, OW = 4, TP = 1, TQ = 64, BN = 64, STAGES = 2, CONSUMERS = 1;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, IM2COL = true;
+  static constexpr Act ACT = Act::none;
+};
+struct F16_I2C_BN64_S2_C1_CL2x1 {
+  using T = f16;
+  static constexpr int N = 4, C = 64, H = 14, W = 14, O = 128, KH = 1, KW = 1, SH = 2, SW = 2,
+                       PH = 0, PW = 0;
+  static constexpr int OH = 7, OW = 7, TP = 1, TQ = 64, BN = 64, STAGES = 2, CONSUMERS = 1,
+                       CLUSTER_M = 2;
+  static constexpr bool HAS_BIAS = true, HAS_RESIDUAL = false, IM2COL = true;
+  static constexpr Act ACT = Act::none;
+};
+
 #define KILN_HOPPER_CONV(Cfg)                                                                      \
   extern "C" __global__ void __launch_bounds__(hopper_conv::Geometry<Cfg>::THREADS, 1)             \
       conv_hopper_##Cfg(KernelArgs args) {                                                         \
@@ -409,3 +460,9 @@ KILN_HOPPER_CONV(F16_T8x16_BN64_S2_C2_PP_O20)
 KILN_HOPPER_CONV(F16_T8x16_BN64_S4_C2_W32_S2D_KB4)
 KILN_HOPPER_CONV(F16_T8x16_BN64_S3_C2_W32_S2D_KB4_PP)
 KILN_HOPPER_CONV(F16_ROWS9x7_BN64_S2_C1_KB2)
+KILN_HOPPER_CONV(F16_I2C_BN64_S3_C1)
+KILN_HOPPER_CONV(BF16_I2C_BN128_S3_C2_STRIDE2)
+KILN_HOPPER_CONV(F16_I2C_BN128_S4_C2_PP)
+KILN_HOPPER_CONV(TF32_I2C_BN64_S2_C1)
+KILN_HOPPER_CONV(F16_I2C_BN64_S2_C1_K3x1)
+KILN_HOPPER_CONV_CLUSTER(F16_I2C_BN64_S2_C1_CL2x1, 2)

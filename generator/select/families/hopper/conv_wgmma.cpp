@@ -20,14 +20,26 @@ namespace {
 // small feature maps (a tile covers one image's pixels only). `flat`: BM consecutive rows of
 // the GEMM (the template's FLAT: 1x1 stride-1 unpadded convs and linear layers), whatever
 // images they fall in. `rows`: tp whole output rows of all images' rows (ROW_TILES: strided
-// 1x1 unpadded convs), tq the output's width, made per problem (row_tiles).
+// 1x1 unpadded convs), tq the output's width, made per problem (row_tiles). `im2col`: BM
+// consecutive rows of the GEMM as `flat`'s, for any conv, each tap's A one im2col-mode copy
+// (the template's IM2COL): no pixel tile rounds the output up (a 14x14 map's 8x16 tiles
+// compute 256 rows of its 196).
 struct PixelTile {
   int tp, tq, consumers;
-  bool flat = false, rows = false;
+  bool flat = false, rows = false, im2col = false;
+  bool gemm_rows() const { return flat || im2col; } // a tile is BM consecutive GEMM rows
 };
-constexpr PixelTile kPixelTiles[] = {{8, 16, 2}, {16, 8, 2},        {4, 32, 2},
-                                     {32, 4, 2}, {8, 8, 1},         {4, 16, 1},
-                                     {16, 4, 1}, {1, 128, 2, true}, {1, 64, 1, true}};
+constexpr PixelTile kPixelTiles[] = {{8, 16, 2},
+                                     {16, 8, 2},
+                                     {4, 32, 2},
+                                     {32, 4, 2},
+                                     {8, 8, 1},
+                                     {4, 16, 1},
+                                     {16, 4, 1},
+                                     {1, 128, 2, true},
+                                     {1, 64, 1, true},
+                                     {1, 128, 2, false, false, true},
+                                     {1, 64, 1, false, false, true}};
 constexpr int kBns[] = {256, 128, 64};
 // The template's ROW_TILES for a problem they serve (`ok`): per consumer count, as many whole
 // output rows of width OW as a tile's 64 * consumers GEMM rows hold.
@@ -42,9 +54,9 @@ std::vector<PixelTile> row_tiles(bool ok, int64_t OW) {
 // pair up in; 1 x 1 where none.
 ClusterShape largest_cluster(int64_t m_tiles, int64_t o_blocks, const PixelTile& pt,
                              int64_t sm_count) {
-  // A row tile's A is one box: not split over a cluster's row.
+  // A row tile's A is one box, an im2col tile's one copy: not split over a cluster's row.
   const bool pair_m = m_tiles % 2 == 0,
-             pair_n = o_blocks % 2 == 0 && !pt.rows && (pt.flat || pt.tp % 2 == 0);
+             pair_n = o_blocks % 2 == 0 && !pt.rows && !pt.im2col && (pt.flat || pt.tp % 2 == 0);
   if (pair_m && pair_n && sm_count >= 4) return {2, 2};
   if (pair_m && sm_count >= 2) return {2, 1};
   if (pair_n && sm_count >= 2) return {1, 2};
@@ -66,6 +78,14 @@ constexpr const char* kKBlocksUnmeasured =
 constexpr const char* kClustersUnpriced =
     "thread-block clusters: resnet50 f16 on an H100 ran 0.82x (batch 32) and 0.95x (256) as "
     "fast with the clusters this cost model chose as without";
+
+// What keeps im2col tiles from the price: the emulator runs their copies as the PTX ISA
+// describes im2col mode, but no GPU has yet run one (the driver's cuTensorMapEncodeIm2col, the
+// hardware's traversal of the bounding box): a sweep's alternative until one is checked and
+// timed there (bench/gpu_session.sh's part im2col). Priced, they take every 3x3 conv of
+// resnet50 f16 b256 on the h200, whose pixel tiles compute 12-23% idle rows.
+constexpr const char* kIm2colUnmeasured =
+    "im2col-mode TMA copies: run on the emulator, not yet on a GPU";
 
 // The GEMM a step is, as the template's constants: a conv forward as it is, a linear layer
 // (x [N, F], w [K, F]) as a 1x1 conv over 1x1 images, which only the flat tiles serve.
@@ -228,6 +248,11 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   const double bytes = z.bytes;
   // A linear layer's 1x1 images fill a pixel tile's first row only.
   if (pt.flat ? !flat_ok : linear) return std::nullopt;
+  // im2col: convs whose A a tiled box cannot read as rows (flat's serve the others), the
+  // bounding box's corners in the driver's range (hopper_conv_maps).
+  if (pt.im2col && (flat_ok || fo.taps > 1 ||
+                    !im2col_map(s.arg("x"), N, C, H, W, SH, SW, PH, PW, OH, OW, C, 128, 64, 64)))
+    return std::nullopt;
   if (kb > 1 && clustered) return std::nullopt;
   // Ping-pong (PINGPONG): two consumers alone, a whole tile each in two 64 x BN
   // accumulators; 16-bit operands (no rounding pass to share).
@@ -250,9 +275,9 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
                         (smem_limit - 1024 - staging - turns) / (stage + barriers));
   if (stages < 2) return std::nullopt;
   const int64_t tiles_p = (OH + pt.tp - 1) / pt.tp, tiles_q = (OW + pt.tq - 1) / pt.tq;
-  const int64_t m_tiles = pt.flat   ? (M + bm - 1) / bm
-                          : pt.rows ? (N * OH + pt.tp - 1) / pt.tp
-                                    : N * tiles_p * tiles_q;
+  const int64_t m_tiles = pt.gemm_rows() ? (M + bm - 1) / bm
+                          : pt.rows      ? (N * OH + pt.tp - 1) / pt.tp
+                                         : N * tiles_p * tiles_q;
   const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
   // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel
   // tiles share their operands by multicast, for loops L2 would starve (128 x 256 at
@@ -269,9 +294,10 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   v.name =
       fmt::format("{}_hopper_wgmma_{}_{}_bn{}_s{}_c{}{}{}_{}{}_sm90a", linear ? "linear" : "conv2d",
                   dtype_tag(t),
-                  pt.flat   ? std::string(linear ? "flat" : "nhwc_flat")
-                  : pt.rows ? fmt::format("nhwc_rows{}x{}", pt.tp, pt.tq)
-                            : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
+                  pt.flat     ? std::string(linear ? "flat" : "nhwc_flat")
+                  : pt.im2col ? std::string("nhwc_im2col")
+                  : pt.rows   ? fmt::format("nhwc_rows{}x{}", pt.tp, pt.tq)
+                              : fmt::format("nhwc_t{}x{}", pt.tp, pt.tq),
                   bn, stages, pt.consumers,
                   cl.size() > 1 ? fmt::format("_cl{}x{}", cl.m, cl.n) : "", pp ? "_pp" : "", shape,
                   fmt::format("{}{}{}{}{}{}", fo.taps > 1 ? fmt::format("_taps{}", fo.taps) : "",
@@ -305,6 +331,7 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   if (y_tf32) cfg_bool(v, "Y_TF32", true);
   if (pt.flat) cfg_bool(v, "FLAT", true);
   if (pt.rows) cfg_bool(v, "ROW_TILES", true);
+  if (pt.im2col) cfg_bool(v, "IM2COL", true);
   if (pp) cfg_bool(v, "PINGPONG", true);
   if (kb > 1) cfg_int(v, "KBLOCKS", kb);
   if (fo.swizzle < 128) cfg_int(v, "SWIZZLE", fo.swizzle);
@@ -312,7 +339,7 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   cfg_pitch(v, "y", y_pitch);
   if (x_pitch > 0) v.pitched.push_back("x"); // in the maps, not the kernel's constants
   ep.cfg(v);
-  for (int64_t m = 0; m < (pt.rows ? 1 : SH * SW); ++m)
+  for (int64_t m = 0; m < (pt.rows || pt.im2col ? 1 : SH * SW); ++m)
     v.args.push_back(fmt::format("xmap{}", m));
   v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
   ep.add_args(v);
@@ -338,9 +365,9 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   v.flops = 2.0 * double(M) * double(O) * double(K);
   v.bytes = bytes;
   v.math = z.math;
-  const double util = (pt.flat || pt.rows ? double(M) / double(m_tiles * bm)
-                                          : double(OH) / double(tiles_p * pt.tp) * double(OW) /
-                                                double(tiles_q * pt.tq)) *
+  const double util = (pt.gemm_rows() || pt.rows ? double(M) / double(m_tiles * bm)
+                                                 : double(OH) / double(tiles_p * pt.tp) *
+                                                       double(OW) / double(tiles_q * pt.tq)) *
                       double(O) / double(o_blocks * bn);
   // A stage of KB rows as the loop's model sees it: one row of KB times the bytes.
   v.loop = wgmma_main_loop(pt.consumers, bn, int(es), int(stages), b_tf32, a_tf32,
@@ -359,25 +386,27 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   v.efficiency = util;
   if (cs > 1) v.measured_only = kClustersUnpriced;
   if (kb > 1) v.measured_only = kKBlocksUnmeasured;
-  v.note =
-      fmt::format("{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s){}, {} TMA "
-                  "stages of {} ({}-byte swizzle) row(s), {} x-map(s) + a w-map{}{}",
-                  linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(z.math),
-                  pt.flat   ? fmt::format("{}-row tile of x's rows", bm)
-                  : pt.rows ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
-                                          pt.tp * pt.tq, bm)
-                            : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
-                  pt.consumers, pp ? " taking turns, a whole tile each (ping-pong)" : "", stages,
-                  kb, fo.swizzle, pt.rows ? 1 : SH * SW,
-                  es != 4            ? ""
-                  : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
-                  : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
-                  : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
-                                     : "; operands rounded to tf32 in shared memory",
-                  cl.size() == 1 ? ""
-                  : cl.n == 1    ? "; clusters of 2 pixel tiles, the weight tile multicast"
-                  : cl.m == 1    ? "; clusters of 2 channel blocks, the x tile multicast"
-                                 : "; 2 x 2 clusters, both operand tiles multicast");
+  if (pt.im2col) v.measured_only = kIm2colUnmeasured;
+  v.note = fmt::format(
+      "{} M={} N={} K={} on wgmma m64n{}k{} {}: {}, {} consumer warpgroup(s){}, {} TMA "
+      "stages of {} ({}-byte swizzle) row(s), {} x-map(s) + a w-map{}{}",
+      linear ? "GEMM" : "implicit GEMM", M, O, K, bn, 32 / es, math_name(z.math),
+      pt.flat     ? fmt::format("{}-row tile of x's rows", bm)
+      : pt.im2col ? fmt::format("{}-pixel tile of all rows and images, a tap an im2col copy", bm)
+      : pt.rows   ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
+                                pt.tp * pt.tq, bm)
+                  : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
+      pt.consumers, pp ? " taking turns, a whole tile each (ping-pong)" : "", stages, kb,
+      fo.swizzle, pt.rows || pt.im2col ? 1 : SH * SW,
+      es != 4            ? ""
+      : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
+      : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"
+      : b_tf32           ? "; x rounded to tf32 in shared memory (w arrives rounded)"
+                         : "; operands rounded to tf32 in shared memory",
+      cl.size() == 1 ? ""
+      : cl.n == 1    ? "; clusters of 2 pixel tiles, the weight tile multicast"
+      : cl.m == 1    ? "; clusters of 2 channel blocks, the x tile multicast"
+                     : "; 2 x 2 clusters, both operand tiles multicast");
   return v;
 }
 
@@ -436,7 +465,12 @@ hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
     maps.push_back({"xmap0", overlapping_taps_map(xb, N, xb.shape[1], H, xb.shape[3], taps,
                                                   cfg_int_of(v, "OW"), swizzle / es,
                                                   cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"))});
-  } else if (cfg_bool_of(v, "ROW_TILES")) // the images' rows SH apart as one sequence
+  } else if (cfg_bool_of(v, "IM2COL")) // the taps' first positions, a tile's pixels a copy
+    maps.push_back(
+        {"xmap0", *im2col_map(xb, N, C, H, W, SH, SW, cfg_int_of(v, "PH"), cfg_int_of(v, "PW"),
+                              cfg_int_of(v, "OH"), cfg_int_of(v, "OW"), XP, swizzle, swizzle / es,
+                              64 * cfg_int_of(v, "CONSUMERS"))});
+  else if (cfg_bool_of(v, "ROW_TILES")) // the images' rows SH apart as one sequence
     maps.push_back({"xmap0", image_rows_map(xb, N, C, H, W, SH, SW, XP, swizzle, swizzle / es,
                                             cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"))});
   else {

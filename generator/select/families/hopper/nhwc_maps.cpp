@@ -53,6 +53,28 @@ TensorMapEncode overlapping_taps_map(const Buffer& b, int64_t N, int64_t C, int6
   return m;
 }
 
+std::optional<TensorMapEncode> im2col_map(const Buffer& b, int64_t N, int64_t C, int64_t H,
+                                          int64_t W, int64_t SH, int64_t SW, int64_t PH, int64_t PW,
+                                          int64_t OH, int64_t OW, int64_t pitch, int64_t swizzle,
+                                          int64_t box_c, int64_t pixels) {
+  const int64_t es = int64_t(dtype_size(b.dtype));
+  TensorMapEncode m;
+  m.buffer = b.name;
+  m.dtype = b.dtype;
+  m.mode = "im2col";
+  m.swizzle = swizzle;
+  m.dims = {C, W, H, N};
+  m.strides = {pitch * es, W * pitch * es, H * W * pitch * es};
+  m.box = {box_c, pixels};
+  m.element_strides = {1, SW, SH, 1};
+  m.lower = {-PW, -PH};
+  m.upper = {-PW + (OW - 1) * SW - (W - 1), -PH + (OH - 1) * SH - (H - 1)};
+  for (int64_t v : {m.lower[0], m.lower[1], m.upper[0], m.upper[1]})
+    if (v < -128 || v > 127) return std::nullopt;
+  if (SH > 8 || SW > 8) return std::nullopt; // traversal strides: 1..8
+  return m;
+}
+
 TensorMapEncode rows_map(const Buffer& b, int64_t rows, int64_t C, int64_t pitch, int64_t swizzle,
                          int64_t box_c, int64_t box_rows) {
   TensorMapEncode m;

@@ -5,6 +5,7 @@
 #include "runtime/plan.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace kiln {
@@ -32,6 +33,17 @@ TensorMapEncode image_rows_map(const Buffer& b, int64_t N, int64_t C, int64_t H,
 TensorMapEncode overlapping_taps_map(const Buffer& b, int64_t N, int64_t C, int64_t H, int64_t W,
                                      int64_t taps, int64_t ow, int64_t box_c, int64_t tq,
                                      int64_t tp);
+
+// An NHWC activation b [N, C, H, W] (its pixels `pitch` elements apart) as an im2col map (C,
+// W, H, N) for a KHxKW conv of strides SH, SW and padding PH, PW to OH x OW: its bounding box
+// the taps' first positions (-PW .. -PW + (OW - 1) * SW across, likewise down), traversed by
+// the strides; a copy brings `pixels` consecutive output pixels' box_c channels, a tap being
+// the copy's offsets (the Hopper family's IM2COL). nullopt where the corners fall outside the
+// driver's range for rank 4 (-128..127).
+std::optional<TensorMapEncode> im2col_map(const Buffer& b, int64_t N, int64_t C, int64_t H,
+                                          int64_t W, int64_t SH, int64_t SW, int64_t PH, int64_t PW,
+                                          int64_t OH, int64_t OW, int64_t pitch, int64_t swizzle,
+                                          int64_t box_c, int64_t pixels);
 
 // b as `rows` rows of C channels, `pitch` elements apart, boxes of box_c x box_rows: the
 // flat tiles' view of an NHWC activation (its pixels are the rows) or of a [rows, C] matrix.
