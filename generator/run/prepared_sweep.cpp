@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <set>
 
 namespace kiln {
 
@@ -71,6 +72,27 @@ std::vector<WorkItem> only_matching(std::vector<WorkItem> items,
   return items;
 }
 
+// The generated directory cut to the kernels a filtered sweep runs: the plan's own and its
+// items' variants. Compiling every variant of every layer first made an H200 session's
+// `--variants all --layers conv1` of resnet50 b256 time nothing in its 60 s
+// (bench/results/h200_2026-11-28b).
+void keep_swept_kernels(Generated& g, const std::vector<WorkItem>& items) {
+  std::set<std::string> swept;
+  for (const WorkItem& it : items)
+    swept.insert(it.variant.name);
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  std::set<std::string> dropped;
+  for (const auto& k : g.manifest["kernels"])
+    if (k.value("chosen", true) || swept.count(k.value("name", "")))
+      kept.push_back(k);
+    else
+      dropped.insert(k.value("source", ""));
+  g.manifest["kernels"] = std::move(kept);
+  std::erase_if(g.files, [&](const auto& f) { return dropped.count(f.first) > 0; });
+  for (auto& [path, text] : g.files)
+    if (path == "manifest.json") text = g.manifest.dump(2) + "\n";
+}
+
 } // namespace
 
 PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bool lock) {
@@ -106,6 +128,7 @@ PreparedSweep prepare_sweep(Model m, const GpuDesc& g, const SweepRequest& r, bo
   p.items = sweep_work(p.gen.plan, p.gen.layout, g, go.all_variants);
   if (!r.layers.empty()) p.items = only_layers(std::move(p.items), r.layers);
   if (!r.match.empty()) p.items = only_matching(std::move(p.items), r.match);
+  if (!r.layers.empty() || !r.match.empty()) keep_swept_kernels(p.gen, p.items);
   if (p.items.empty()) {
     // A layer the cost model splits along K in two steps runs as a partial GEMM plus a sum:
     // two kernels a sweep does not time as one variant (the in-kernel split is one, swept).

@@ -208,6 +208,12 @@ pp = [r for r in rows if "_pp_" in r["variant"]]
 kt.check(len(picks) == 1 and "_pp_" not in picks[0]["variant"] and len(pp) >= 2
          and len(rows) == len(pp) + 1 and all(r["check"] == "pass" for r in rows),
          f"--match _pp_: {[(r['variant'], r['model_choice'], r['check']) for r in rows]}")
+# What it compiled: the plan's kernels and the swept variants, not every variant of every layer.
+man = json.load(open(path("match/generated/manifest.json")))
+swept = {r["variant"] for r in rows}
+extra = [k["name"] for k in man["kernels"] if not k.get("chosen", True) and k["name"] not in swept]
+kt.check(not extra and swept <= {k["name"] for k in man["kernels"]},
+         f"--match _pp_: generated {len(man['kernels'])} kernels, {len(extra)} neither chosen nor swept")
 kt.expect_error([*MATCH, "--match", "_nosuchtile_", "-o", path("match2")], "--match",
                 "no variant of the swept layers but the cost model's picks has \"_nosuchtile_\"")
 kt.expect_error([*RES, "--match", "_pp_", "-o", path("match3")], "--match", "it needs --variants all")
