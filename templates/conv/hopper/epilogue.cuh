@@ -134,6 +134,35 @@ KILN_FN void fetch_slice(const KernelArgs& args, Shared<u8> buf, const Tile& tl,
     }
 }
 
+// The four rows of warp w's 16 (of rows 64g..) that `lane` fetches and stores (4j + lane / 8),
+// as y's rows; false past the output (their residual is zero-filled, their pairs never
+// stored). Chunk lane % 8 of a row is this lane's.
+template <class Cfg>
+KILN_FN void lane_rows(const Tile& tl, int g, int w, int lane, i64 (&srow)[4], bool (&sin)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    sin[j] = row_of<Cfg>(tl, 64 * g + 16 * w + 4 * j + lane / 8, srow[j]);
+}
+
+// The first slice's residual rows and bias for rows 64g.. of tile tl, by cp.async into the
+// staging of consumer `slot`, issued before the tile's main loop so that their latency hides
+// under its wgmmas; store_staged(..., prefetched = true) then skips that fetch. The H200's
+// ncu of 2026-11-28b found 5-9% of the consumer warps' samples waiting on it in the epilogue
+// of resnet50's 3x3 convs (bench/results/h200_2026-11-28b). Nothing without loads.
+template <class Cfg>
+KILN_FN void prefetch_epilogue(const KernelArgs& args, int g, const Tile& tl, Shared<u8> staging,
+                               int slot) {
+  using G = Geometry<Cfg>;
+  if constexpr (G::VECTOR_Y && G::STAGED_LOADS) {
+    const int t = thread_linear() % 128, w = t / 32, lane = t % 32;
+    i64 srow[4];
+    bool sin[4];
+    lane_rows<Cfg>(tl, g, w, lane, srow, sin);
+    fetch_slice<Cfg>(args, staging + (4 * slot + w) * G::STAGING_PER_WARP, tl, 0, srow, sin, lane);
+    cp_async_commit();
+  }
+}
+
 // The epilogue through shared memory (Geometry::VECTOR_Y), a 128-byte slice of channels (64
 // f16/bf16 or 32 f32) at a time, in the warp's staging: 16 rows x 128 bytes (and, with a bias
 // or residual, 128 bytes of bias; two such buffers, alternating). The slice's residual rows
@@ -150,7 +179,7 @@ KILN_FN void fetch_slice(const KernelArgs& args, Shared<u8> buf, const Tile& tl,
 // at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
 template <class Cfg>
 KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
-                          Shared<u8> staging, int slot) {
+                          Shared<u8> staging, int slot, bool prefetched) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
@@ -162,20 +191,19 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
   constexpr bool LOADS = G::STAGED_LOADS;
   const int t = thread_linear() % 128, w = t / 32, lane = t % 32, q = lane % 4, r = lane / 4;
   const Shared<u8> mine = staging + (4 * slot + w) * G::STAGING_PER_WARP;
-  // The four rows of the warp's 16 this lane fetches and stores (4j + lane / 8), as y's rows
-  // (false past the output: their residual is zero-filled, their pairs never stored); chunk
-  // k of a row is this lane's.
   i64 srow[4];
   bool sin[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    sin[j] = row_of<Cfg>(tl, 64 * g + 16 * w + 4 * j + lane / 8, srow[j]);
+  lane_rows<Cfg>(tl, g, w, lane, srow, sin);
   const int k = lane % 8;
   // A lane copies into exactly the chunks it reads back, after reading them back: no fetch
-  // waits for the other lanes.
+  // waits for the other lanes (the bias, which every lane reads, is rewritten only after the
+  // warp's sync_warp past its last read). `prefetched`: slice 0's copies are in flight
+  // already (prefetch_epilogue), one commit group as here.
   if constexpr (LOADS) {
-    fetch_slice<Cfg>(args, mine, tl, 0, srow, sin, lane);
-    cp_async_commit();
+    if (!prefetched) {
+      fetch_slice<Cfg>(args, mine, tl, 0, srow, sin, lane);
+      cp_async_commit();
+    }
   }
 #pragma unroll // constant register indices: the accumulators stay in registers
   for (int sl = 0; sl < SLICES; ++sl) {
@@ -219,13 +247,14 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
 }
 
 // The epilogue of rows 64g .. 64g + 63 of a tile: through shared memory in 16-byte accesses
-// where the groups are aligned (in the staging of consumer warpgroup `slot`, the one storing),
-// else pairs from registers.
+// where the groups are aligned (in the staging of consumer warpgroup `slot`, the one storing;
+// `prefetched`: its first slice's loads issued by prefetch_epilogue), else pairs from
+// registers.
 template <class Cfg>
 KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
-                   Shared<u8> staging, int slot) {
+                   Shared<u8> staging, int slot, bool prefetched) {
   if constexpr (Geometry<Cfg>::VECTOR_Y)
-    store_staged<Cfg>(args, acc, g, tl, staging, slot);
+    store_staged<Cfg>(args, acc, g, tl, staging, slot, prefetched);
   else
     store_registers<Cfg>(args, acc, g, tl);
 }

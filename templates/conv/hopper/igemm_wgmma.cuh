@@ -278,17 +278,19 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
         }
         if (j > 0) mbarrier_wait(turn + g, u32(((j - 1) / 2) & 1)); // this consumer's (j+1)/2-th
         const Tile tl = tile_at<Cfg>(t);
+        prefetch_epilogue<Cfg>(args, 0, tl, staging, g); // rows 0-63's first slice
         consume<Cfg>(lo, &hi, ring, full, empty, 0, 0, turn + (1 - g), ring_it);
-        store<Cfg>(args, lo, 0, tl, staging, g);
-        store<Cfg>(args, hi, 1, tl, staging, g);
+        store<Cfg>(args, lo, 0, tl, staging, g, true);
+        store<Cfg>(args, hi, 1, tl, staging, g, false);
       }
     } else {
       WgmmaAcc<G::BN> acc;
       int ring_it = 0;
       for (int t = first; t < G::CLUSTER_TILES; t += step) {
         const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
+        prefetch_epilogue<Cfg>(args, g, tl, staging, g);
         consume<Cfg>(acc, nullptr, ring, full, empty, g, rank, full /* no turns */, ring_it);
-        store<Cfg>(args, acc, g, tl, staging, g);
+        store<Cfg>(args, acc, g, tl, staging, g, true);
       }
     }
   }
