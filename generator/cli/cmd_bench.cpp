@@ -3,6 +3,7 @@
 #include "generator/cli/commands.hpp"
 #include "generator/cli/sweep_args.hpp"
 #include "generator/tune/stop_signal.hpp"
+#include "runtime/error.hpp"
 
 #include <cstring>
 
@@ -37,6 +38,7 @@ void bench_cmd(const SweepArgs& a) {
                   fmt::format("{} after {} of {} items; sweep.csv and report.html hold them",
                               strsignal(StopSignal::stopped()), r.rows.size(),
                               r.shard_items - r.skipped));
+  if (!r.context_lost.empty()) throw kiln::Error(r.context_lost);
   if (r.failed)
     throw CheckFailed(fmt::format("{} of {} variants differ from the reference (see {}/sweep.csv)",
                                   r.failed, r.rows.size(), r.dir));

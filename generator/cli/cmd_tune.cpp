@@ -103,6 +103,8 @@ void tune_cmd(const TuneArgs& a) {
                               strsignal(StopSignal::stopped()), r.rows.size(),
                               r.shard_items - r.skipped, r.skipped, added, added == 1 ? "" : "s",
                               db.path(), left));
+  if (!r.context_lost.empty())
+    throw Error(cat(r.context_lost, "; ", added, " checked variant(s) saved in ", db.path()));
   fmt::print("{} checked variant{} recorded{}{} ({} measurements, {} measured winners, one per "
              "shape); wrote {}\n",
              added, added == 1 ? "" : "s", r.device == "emu" ? " without timings (emu)" : "",

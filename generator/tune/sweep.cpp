@@ -74,6 +74,17 @@ Step cudnn_peer_step(Plan& p, Step s) {
 
 } // namespace
 
+std::string sticky_cuda_error(std::string_view message) {
+  // The CUDA runtime's errors that corrupt the context (its documentation: "the process is
+  // left in an inconsistent state and any further CUDA work will return the same error").
+  for (std::string_view e :
+       {"cudaErrorIllegalInstruction", "cudaErrorIllegalAddress", "cudaErrorMisalignedAddress",
+        "cudaErrorInvalidAddressSpace", "cudaErrorInvalidPc", "cudaErrorLaunchFailure",
+        "cudaErrorHardwareStackError", "cudaErrorAssert", "cudaErrorTensorMemoryLeak"})
+    if (message.find(e) != std::string_view::npos) return std::string(e);
+  return "";
+}
+
 std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& items,
                                 const std::vector<size_t>& mine, const SweepDevice& device,
                                 uint64_t seed, const SweepHooks& hooks) {
@@ -123,8 +134,17 @@ std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& i
       }
     }
     if (device.time) std::tie(row.cudnn_ms, row.cudnn_note) = cudnn[w.key.id];
+    const std::string sticky = sticky_cuda_error(row.check.error);
     rows.push_back(std::move(row));
     if (hooks.done) hooks.done(rows.back());
+    if (!sticky.empty()) { // the context is gone: what follows would fail for this item's fault
+      if (hooks.context_lost)
+        hooks.context_lost(cat(w.variant.name, " left the CUDA context unusable (", sticky,
+                               "); the sweep ended there, ", mine.size() - n - 1,
+                               " item(s) not run: rerun them with --match, without it"));
+      ++n;
+      break;
+    }
   }
   if (hooks.progress && n > 0) hooks.progress(mine.size(), mine.size(), items[mine[n - 1]]);
   // Winners: the fastest checked variant per shape.

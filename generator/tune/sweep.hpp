@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -66,7 +67,15 @@ struct SweepHooks {
   std::function<void(const SweepRow&)> done;
   // Asked before each item: true ends the sweep there (a SIGTERM), the rows so far returned.
   std::function<bool()> stop;
+  // An item left the CUDA context unusable (sticky_cuda_error): the sweep ends after its
+  // row, which names the error, and this hears why.
+  std::function<void(const std::string&)> context_lost;
 };
+
+// The sticky CUDA error a device failure's message names ("cudaErrorIllegalInstruction", an
+// illegal address, a launch failure, ...): after one, every later call in the process fails
+// with it, so the items after it would all read as failures of their own. "" where none.
+std::string sticky_cuda_error(std::string_view message);
 
 // Checks (and times) the items at `mine`, in order; cuDNN once per shape among them.
 std::vector<SweepRow> run_sweep(const Plan& plan, const std::vector<WorkItem>& items,

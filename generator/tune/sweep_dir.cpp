@@ -97,8 +97,9 @@ SweepResult sweep_directory(const std::string& dir, const Plan& plan, std::vecto
                                : std::string("pass"));
   };
   hooks.stop = o.stop;
+  hooks.context_lost = [&](const std::string& why) { r.context_lost = why; };
   r.rows = run_sweep(plan, r.items, mine, dev, o.seed, hooks);
-  r.stopped = r.rows.size() < mine.size();
+  r.stopped = r.rows.size() < mine.size() && r.context_lost.empty();
   for (const SweepRow& row : r.rows)
     r.failed += !row.check.pass;
   io::write_file_atomic(dir + "/sweep.csv", sweep_csv(g.identity(), o.device, r.items, r.rows));

@@ -40,6 +40,7 @@ struct SweepResult {
   size_t shard_items = 0;      // the shard's items, skipped ones included
   size_t skipped = 0;
   bool stopped = false; // by SweepOptions::stop, before the shard's last item
+  std::string context_lost; // why the sweep ended early: an item's sticky CUDA error
   size_t failed = 0;
 };
 

@@ -1,6 +1,11 @@
+#include "generator/emit/generate.hpp"
+#include "generator/gpu/gpu_desc.hpp"
 #include "generator/tune/device_timing.hpp"
+#include "generator/tune/layer_spec.hpp"
 #include "generator/tune/merge.hpp"
 #include "generator/tune/shard.hpp"
+#include "generator/tune/sweep.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/error.hpp"
 #include "tune_test_util.hpp"
 
@@ -159,4 +164,56 @@ TEST_CASE("timing: a timed run is every copy back to back in one phase, per copy
       CHECK(b.calls[2 + 8 * r + c] == "run " + std::to_string(2 * c));
     CHECK(b.calls[8 + 8 * r] == "end forward");
   }
+}
+
+TEST_CASE("sticky CUDA errors are told from an item's own failure") {
+  CHECK(sticky_cuda_error("cuda backend: cudaStreamSynchronize failed: "
+                          "cudaErrorIllegalInstruction: an illegal instruction was encountered") ==
+        "cudaErrorIllegalInstruction");
+  CHECK(sticky_cuda_error("cudaErrorIllegalAddress: an illegal memory access") ==
+        "cudaErrorIllegalAddress");
+  CHECK(sticky_cuda_error("max |y - ref| = 0.3 above the tolerance").empty());
+  CHECK(sticky_cuda_error("cudaErrorInvalidValue: invalid argument").empty()); // not sticky
+}
+
+namespace {
+
+// A device whose every run fails as a kernel that corrupts the context does.
+struct LostContext final : Backend {
+  std::string_view name() const override { return "lost"; }
+  void prepare(const Plan&) override {}
+  void upload(int, const Tensor&) override {}
+  Tensor download(int) override { return {}; }
+  void poison(int) override {}
+  void run(const Step&) override {
+    throw Error("cuda backend: cudaStreamSynchronize failed: cudaErrorIllegalInstruction: an "
+                "illegal instruction was encountered");
+  }
+};
+
+} // namespace
+
+TEST_CASE("a sweep ends at the item that lost the CUDA context, saying how many were not run") {
+  const Model m = layer_spec_model("conv:n=2,c=8,h=8,w=8,k=8,r=3,p=1");
+  GenerateOptions go;
+  go.all_variants = true;
+  const Generated g = generate(m, load_gpu("h100"), go);
+  const std::vector<WorkItem> items = sweep_work(g.plan, g.layout, load_gpu("h100"), true);
+  REQUIRE(items.size() >= 3);
+  std::vector<size_t> mine(items.size());
+  for (size_t i = 0; i < mine.size(); ++i)
+    mine[i] = i;
+  SweepDevice dev;
+  dev.name = "gpu";
+  dev.check = [] { return std::unique_ptr<Backend>(std::make_unique<LostContext>()); };
+  std::string lost;
+  SweepHooks hooks;
+  hooks.context_lost = [&](const std::string& why) { lost = why; };
+  const std::vector<SweepRow> rows = run_sweep(g.plan, items, mine, dev, 1, hooks);
+  REQUIRE(rows.size() == 1);
+  CHECK(!rows[0].check.pass);
+  INFO(lost);
+  CHECK(lost.find(items[0].variant.name + " left the CUDA context unusable "
+                                          "(cudaErrorIllegalInstruction)") != std::string::npos);
+  CHECK(lost.find(std::to_string(items.size() - 1) + " item(s) not run") != std::string::npos);
 }
