@@ -147,8 +147,9 @@ KILN_FN void lane_rows(const Tile& tl, int g, int w, int lane, i64 (&srow)[4], b
 // The first slice's residual rows and bias for rows 64g.. of tile tl, by cp.async into the
 // staging of consumer `slot`, issued before the tile's main loop so that their latency hides
 // under its wgmmas; store_staged(..., prefetched = true) then skips that fetch. The H200's
-// ncu of 2026-11-28b found 5-9% of the consumer warps' samples waiting on it in the epilogue
-// of resnet50's 3x3 convs (bench/results/h200_2026-11-28b). Nothing without loads.
+// ncu of 2026-11-28b found 7-9% of all warps' stall samples at the epilogue's cp.async waits
+// in resnet50's 3x3 convs, both halves' with ping-pong (bench/results/h200_2026-11-28b,
+// stall_split.py). Nothing without loads.
 template <class Cfg>
 KILN_FN void prefetch_epilogue(const KernelArgs& args, int g, const Tile& tl, Shared<u8> staging,
                                int slot) {
