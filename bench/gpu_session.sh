@@ -4,11 +4,11 @@
 # usage, on the device, from the repository root with `make bundle`'s tarball in DIR:
 #   bench/gpu_session.sh DIR OUT [PART...]      (OUT: $OUT under the run tool)
 # PARTS (default, what the next session should see first: hopper im2col check bench_r50_256
-# clusters_ab, about 520 s: more than one call may run, so in two calls, each after
+# clusters_ab split_b1, about 620 s: more than one call may run, so in two calls, each after
 # `mkdir -p /tmp/d && cp build/bundle/*.tar.gz /tmp/d/ &&`:
 #   HOPPER_LIMIT=90 IM2COL_LIMIT=170 bash bench/gpu_session.sh /tmp/d $OUT hopper im2col (~260 s)
-#   CHECK_LIMIT=80 BENCH_R50_256_LIMIT=200 CLUSTERS_AB_LIMIT=45
-#     bash bench/gpu_session.sh /tmp/d $OUT check bench_r50_256 clusters_ab  (~260 s)
+#   CHECK_LIMIT=110 BENCH_R50_256_LIMIT=200 CLUSTERS_AB_LIMIT=45 SPLIT_B1_LIMIT=150
+#     bash bench/gpu_session.sh /tmp/d $OUT check bench_r50_256 clusters_ab split_b1  (~390 s)
 # with timeout_s 590 each, the bundle carried as build/bundle.) The H200 runs of 2026-11-28
 # (bench/results/h200_2026-11-28b) measured resnet50 f16 b256's convs at 0.963x cuDNN's speed
 # as a per-layer geomean, the whole plan 1.07x the cuDNN-only plan (7.98 ms), the stem's
@@ -17,7 +17,10 @@
 # of 196). im2col tiles (IM2COL: BM consecutive output pixels of all rows and images, each
 # tap one im2col-mode TMA copy, as cuDNN's UTMALDG.IM2COL) have none; the emulator runs them,
 # no GPU has yet (a first try ran the generator's variants before they set IM2COL: illegal
-# instruction), so they are chosen only when measured:
+# instruction), so they are chosen only when measured. Split-K in the Hopper conv (SPLIT,
+# templates/conv/hopper/split_reduce.cuh; 2026-11-28c) is priced and chosen, unmeasured: at
+# batch 1 for layer4's convs and layer3's 1x1 C 1024 -> 256 on the h100 (4 layers on the h200),
+# at batch 32 for the classifier; check (b1 added) runs them, split_b1 times them:
 #   hopper: the Hopper family's instances against float64 on the GPU, the 6 im2col ones
 #   (_I2C_: stride 1 and 2, a 3x1 filter striding 2 across, tf32, ping-pong, a cluster) among
 #   them: the driver's cuTensorMapEncodeIm2col and the hardware's traversal against the
@@ -58,7 +61,13 @@
 #   detect` writes now, the first two are the same plan);
 #   correctness, run side by side (no timing in them): hopper (the Hopper family's instances
 #   against the CPU), models (the gpu suite), check (`kiln check --device gpu` on resnet50 f16
-#   and f32 at batch 32 for this GPU: every kernel, the Hopper family's among them);
+#   and f32 at batch 32 and f16 at batch 1 for this GPU: every kernel, the Hopper family's
+#   among them, its split-K ones at batch 1 and in the classifier at 32);
+#   split_b1: resnet50 f16 batch 1's split layers (layer3.1.conv1, layer4.0.conv2, layer4.1's
+#   three convs): every in-kernel split variant of both families but the im2col tiles (a
+#   split step's variants are all split; --match leaves out the unproven im2col copies, whose
+#   sticky error would end the sweep) against cuDNN (123 variants with them, all passing on the
+#   emulator; limit SPLIT_B1_LIMIT, default 150 s);
 #   models_rest (the gpu suite from densenet121 on), vgg16 (its tf32 kernels checked, and the
 #   whole network's error beside cuDNN's);
 #   timed, one after another on a quiet GPU: bench_r50_256 (resnet50 f16 b256's chosen
@@ -97,7 +106,7 @@
 set -u
 dir=$1 out=$2
 shift 2
-parts=${*:-hopper im2col check bench_r50_256 clusters_ab}
+parts=${*:-hopper im2col check bench_r50_256 clusters_ab split_b1}
 here=$(pwd)
 cd "$dir" && tar xzf kiln-*.tar.gz && B=$(pwd)/$(ls -d kiln-*/ | head -1) && cd "$here"
 K=$B/bin/kiln
@@ -125,6 +134,8 @@ check_r50() {
     $K generate resnet50 --gpu $W/gpu.json --dtype $dt --batch 32 -o $W/work_r50_$dt || rc=1
     $K check $W/work_r50_$dt --device gpu || rc=1
   done
+  $K generate resnet50 --gpu $W/gpu.json --dtype f16 --batch 1 -o $W/work_r50_b1 || rc=1
+  $K check $W/work_r50_b1 --device gpu || rc=1
   return $rc
 }
 vgg16_tf32() { # vgg16 in f32 (tf32 on tensor cores): every kernel's error, and cuDNN's whole-network error
@@ -288,6 +299,9 @@ has pp_flat && part pp_flat ${PP_FLAT_LIMIT:-150} $K bench resnet50 --dtype f16 
   --variants all --match flat_bn64_s4_c2_pp,flat_bn128_s4_c2_pp,flat_bn256_s3_c2_n,rows9x14_bn256_s3_c2_n \
   --runs 20 -o $W/pp_flat \
   --layers layer1.0.conv3,layer1.0.downsample.0,layer2.0.conv1,layer3.0.conv3,layer4.1.conv1,layer3.0.downsample.0
+has split_b1 && part split_b1 ${SPLIT_B1_LIMIT:-150} $K bench resnet50 --dtype f16 --batch 1 \
+  --variants all --match _nhwc_t,_flat_,implicit_gemm --runs 20 -o $W/split_b1 \
+  --layers layer3.1.conv1,layer4.0.conv2,layer4.1.conv1,layer4.1.conv2,layer4.1.conv3
 has bench_r50 && part bench_r50 ${BENCH_R50_LIMIT:-140} $K bench resnet50 --dtype f16 --batch 32 --variants default --runs 20 \
   -o $W/bench_r50_f16
 has layers_all && part layers_all ${LAYERS_ALL_LIMIT:-200} $K bench resnet50 --dtype f16 --batch 32 \

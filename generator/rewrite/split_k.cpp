@@ -35,14 +35,15 @@ struct Split {
   Step zero, compute, sum; // zero, sum: launch steps of the form's (fn copy where unused)
 };
 
-// The output's tiles at the smallest tile the implicit GEMM offers: a tile counter for each
-// tile of any variant the family may choose.
-int64_t most_tiles(const Shape& y) {
+// The counters an in-kernel split may use: one per output tile at the smallest tile the
+// implicit GEMM offers, four times over for the Hopper family's, which counts per consumer
+// warp's 16 rows of a tile of BN >= 64 channels (a variant needing more is not offered).
+int64_t most_counters(const Shape& y) {
   int bm = 1 << 30, bn = 1 << 30;
   for (const IgemmTile& t : igemm_tiles())
     bm = std::min(bm, t.bm), bn = std::min(bn, t.bn);
   const int64_t rows = numel(y) / y[1]; // N * OH * OW (y [N, O, ...])
-  return (rows + bm - 1) / bm * ((y[1] + bn - 1) / bn);
+  return 4 * ((rows + bm - 1) / bm * ((y[1] + bn - 1) / bn));
 }
 
 // The split of step s over `slices` ranges, in the form asked for; the buffers it adds go at
@@ -65,7 +66,7 @@ Split make_split(const Plan& p, const Step& s, int64_t slices, SplitForm form) {
   if (form == SplitForm::in_kernel) {
     // One step: the forward with its epilogue, the slices and the tile counters its workspace.
     out.tickets.name = fresh_buffer_name(p, y.name + ".tickets");
-    out.tickets.shape = {most_tiles(y.shape)};
+    out.tickets.shape = {most_counters(y.shape)};
     out.tickets.dtype = DType::i32;
     out.tickets.role = BufferRole::activation; // derived once the prepare phase zeroes it
     const int tickets = partial + 1;

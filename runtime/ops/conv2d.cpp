@@ -284,13 +284,21 @@ void check_forward_partial(const StepCheck& c) { check_split_k(c, true); }
 template <class T> void forward_partial(const StepArgs<T>& c) { split_k_reference(c, true); }
 
 // conv2d.forward_split: conv2d.forward with split-K completed inside its kernel; the partial
-// slices and the tile tickets are its workspace (split_k.hpp), which the reference leaves.
-constexpr sv split_in[] = {"x", "w", "b", "residual", "tickets", "gate"};
+// slices and the tile tickets are its workspace (split_k.hpp), which the reference leaves;
+// [xmap0.., wmap]: a Hopper kernel's tensor maps, as conv2d.forward's.
+constexpr sv split_in[] = {"x",     "w",     "b",     "residual", "tickets", "xmap0",
+                           "xmap1", "xmap2", "xmap3", "xmap4",    "xmap5",   "xmap6",
+                           "xmap7", "xmap8", "wmap",  "gate"};
 constexpr sv split_out[] = {"y", "partial"};
-constexpr sv split_optional[] = {"b", "residual", "gate"};
+constexpr sv split_optional[] = {"b",     "residual", "xmap0", "xmap1", "xmap2", "xmap3", "xmap4",
+                                 "xmap5", "xmap6",    "xmap7", "xmap8", "wmap",  "gate"};
 // conv2d.forward_partial: x, w, [gate] -> partial (split-K's raw sums, split_k.hpp).
 constexpr sv partial_in[] = {"x", "w", "gate"}, partial_optional[] = {"gate"};
-constexpr RoleType split_types[] = {{"tickets", ArgType::i32}};
+constexpr RoleType split_types[] = {
+    {"tickets", ArgType::i32}, {"xmap0", ArgType::u8}, {"xmap1", ArgType::u8},
+    {"xmap2", ArgType::u8},    {"xmap3", ArgType::u8}, {"xmap4", ArgType::u8},
+    {"xmap5", ArgType::u8},    {"xmap6", ArgType::u8}, {"xmap7", ArgType::u8},
+    {"xmap8", ArgType::u8},    {"wmap", ArgType::u8}};
 void check_forward_split(const StepCheck& c) { check_split_in_kernel(c, true); }
 
 // conv2d.pool_forward: x, w, [b] -> y = maxpool(activation(conv(x, w) + b)), the pool's

@@ -73,10 +73,13 @@ template <class T> void backward_weight(const StepArgs<T>& c) {
 void check_forward_partial(const StepCheck& c) { check_split_k(c, false); }
 template <class T> void forward_partial(const StepArgs<T>& c) { split_k_reference(c, false); }
 
-// linear.forward_split: linear.forward with split-K completed inside its kernel (split_k.hpp).
-constexpr std::string_view split_in[] = {"x", "w", "b", "tickets"};
+// linear.forward_split: linear.forward with split-K completed inside its kernel (split_k.hpp);
+// [xmap0, wmap]: a Hopper kernel's tensor maps, as linear.forward's.
+constexpr std::string_view split_in[] = {"x", "w", "b", "tickets", "xmap0", "wmap"};
 constexpr std::string_view split_out[] = {"y", "partial"};
-constexpr RoleType split_types[] = {{"tickets", ArgType::i32}};
+constexpr std::string_view split_optional[] = {"b", "xmap0", "wmap"};
+constexpr RoleType split_types[] = {
+    {"tickets", ArgType::i32}, {"xmap0", ArgType::u8}, {"wmap", ArgType::u8}};
 void check_forward_split(const StepCheck& c) { check_split_in_kernel(c, false); }
 
 constexpr FnDef fn_defs[] = {
@@ -110,7 +113,7 @@ constexpr FnDef fn_defs[] = {
      .cpu_f64 = forward_partial<double>},
     {.fn = Fn::linear_forward_split,
      .name = "linear.forward_split",
-     .signature = {split_in, split_out, roles::b},
+     .signature = {split_in, split_out, split_optional},
      .epilogue = true,
      .types = split_types,
      .check = check_forward_split,

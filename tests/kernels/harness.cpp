@@ -245,11 +245,11 @@ std::vector<KernelCheck> emu_checks(const std::vector<Built>& built, const std::
 }
 
 Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::string, Tensor>& in,
-               const std::string& out) {
+               const std::string& out, unsigned workers) {
   const auto [one, step] = bound_step(b);
   const Kernel k = kernel_of(b.variant);
   const Plan dev = single_step_plan(one, step, &k, false);
-  EmuBackend backend(lib, EmuOptions{KILN_EMU_CHECK_ALL, 2});
+  EmuBackend backend(lib, EmuOptions{KILN_EMU_CHECK_ALL, workers});
   Executor e(dev, backend);
   const Step& s = dev.phases.back().steps[0];
   for (const Arg& a : s.args)

@@ -74,11 +74,12 @@ KernelCheck emu_check(const Built& b, const BackendFactory& emu, uint64_t seed =
                       double density = -1);
 
 // One run of b's kernel on the emulated library at `lib` (emu_library_path of an
-// emu_library's dir; every emulator check on, two workers): the inputs given by role, as the
-// device holds them (memory order); returns output `out` the same way. For bit-for-bit
-// comparisons of two kernels on the same data.
+// emu_library's dir; every emulator check on, `workers` workers running its blocks): the
+// inputs given by role, as the device holds them (memory order); returns output `out` the
+// same way. For bit-for-bit comparisons of two kernels, or of one in other block orders, on
+// the same data.
 Tensor emu_run(const Built& b, const std::string& lib, const std::map<std::string, Tensor>& in,
-               const std::string& out);
+               const std::string& out, unsigned workers = 2);
 // Seeded random inputs of b's step by role, uniform in [-0.5, 0.5), in memory order.
 std::map<std::string, Tensor> random_inputs(const Built& b, uint64_t seed);
 // A tensor's bytes, for comparing runs bit for bit.

@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer1.1.conv2+layer1.1.bn2+layer1.1.add+layer1.1.relu2 (conv2d.forward_split)
 // variant: conv2d_implicit_gemm: implicit GEMM M=3136 N=64 K=576: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments from swizzled rows; split-K: 4 ranges of k, the last block of a tile adds them in order and applies the epilogue
-// chosen: cheapest of 5 valid variants: est. 4.7 us (floor 2.1 us), 6 blocks/SM (registers bound), fill 99%
+// chosen: cheapest of 12 valid variants: est. 4.7 us (floor 2.1 us), 6 blocks/SM (registers bound), fill 99%; 2 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c64h56w56_o64k3x3s1x1p1x1d1x1_bias_res_relu_split4reduce_xtf32_wtf32_ytf32_sm90_cfg {

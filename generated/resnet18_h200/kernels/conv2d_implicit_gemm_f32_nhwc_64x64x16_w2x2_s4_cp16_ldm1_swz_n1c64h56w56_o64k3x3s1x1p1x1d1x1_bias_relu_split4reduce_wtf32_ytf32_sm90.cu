@@ -3,7 +3,7 @@
 // node: layer1.0.conv1+layer1.0.bn1+layer1.0.relu1 (conv2d.forward_split)
 // node: layer1.1.conv1+layer1.1.bn1+layer1.1.relu1 (conv2d.forward_split)
 // variant: conv2d_implicit_gemm: implicit GEMM M=3136 N=64 K=576: 64x64x16 block tile, 2x2 warps of 32x32 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments from swizzled rows; split-K: 4 ranges of k, the last block of a tile adds them in order and applies the epilogue
-// chosen: cheapest of 5 valid variants: est. 4.6 us (floor 1.5 us), 4 blocks/SM (registers bound), fill 74%
+// chosen: cheapest of 12 valid variants: est. 4.6 us (floor 1.5 us), 4 blocks/SM (registers bound), fill 74%; 2 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x64x16_w2x2_s4_cp16_ldm1_swz_n1c64h56w56_o64k3x3s1x1p1x1d1x1_bias_relu_split4reduce_wtf32_ytf32_sm90_cfg {

@@ -77,6 +77,16 @@ template <class Cfg> struct pingpong_of<Cfg, decltype(void(Cfg::PINGPONG))> {
   static constexpr bool value = Cfg::PINGPONG;
 };
 
+// SPLIT (> 1; absent: 1): split-K completed in the kernel (split_reduce.cuh): a block's work
+// units are (tile, range of k) pairs, SPLIT ranges a tile, the tile's last unit to finish adding
+// the others' fp32 slices in a fixed order and applying the epilogue. For grids that one tile
+// per SM would leave mostly idle (batch 1's late stages: 7x7 maps of 512 channels are 8 tiles
+// of BN 64 for 132 SMs).
+template <class Cfg, class = void> struct split_of { static constexpr int value = 1; };
+template <class Cfg> struct split_of<Cfg, decltype(void(Cfg::SPLIT))> {
+  static constexpr int value = Cfg::SPLIT;
+};
+
 template <class Cfg> struct Geometry {
   using T = typename Cfg::T;
   static constexpr int C = Cfg::C, O = Cfg::O, KH = Cfg::KH, KW = Cfg::KW;
@@ -149,9 +159,17 @@ template <class Cfg> struct Geometry {
   static_assert(FLAT || TP % CN == 0, "CLUSTER_N: a pixel tile's rows split evenly");
   static_assert(!IM2COL || (!FLAT && !ROW_TILES && TP == 1 && TQ == BM && CN == 1),
                 "IM2COL: tiles of BM GEMM rows (TP 1, TQ = BM), A not split over a cluster");
+  // Split-K: UNITS work units, unit u tile u % TILES's k range u / TILES (unit_at).
+  static constexpr int SPLIT = split_of<Cfg>::value, UNITS = TILES * SPLIT;
+  static_assert(SPLIT == 1 || (SPLIT <= ITERS && CL == 1 && !PINGPONG),
+                "SPLIT: at most one range per stage of k, alone, the consumers on one tile");
   static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = ROW_TILES || IM2COL ? 1 : SH * SW;
   static constexpr int kArgWMap = MAPS, kArgY = MAPS + 3;
   static constexpr int kArgBias = MAPS + 4, kArgRes = kArgBias + (Cfg::HAS_BIAS ? 1 : 0);
+  // SPLIT > 1: the slices (float [SPLIT][ROWS][O]) and the counters (int, 4 * CONSUMERS a
+  // tile: one per consumer warp's rows).
+  static constexpr int kArgPartial = kArgRes + (Cfg::HAS_RESIDUAL ? 1 : 0);
+  static constexpr int kArgTickets = kArgPartial + 1;
   static_assert(sizeof(T) == 2 || sizeof(T) == 4, "f16, bf16 or float (tf32)");
   static_assert(SWZ == 128 || SWZ == 64 || SWZ == 32, "SWIZZLE: 128, 64 or 32 bytes");
   static_assert(C % BKC == 0, "C a multiple of BKC: one swizzle row per channel block");
@@ -186,6 +204,17 @@ template <class Cfg> KILN_CONST int smem_bytes() {
   using G = Geometry<Cfg>;
   return 1024 + G::STAGES * G::STAGE_BYTES + G::STAGING + 8 * G::BARRIERS * G::STAGES +
          (G::PINGPONG ? 16 : 0);
+}
+
+// Work unit u (of UNITS): output tile u % TILES, its stages [it0, it1) of ITERS, range `split`
+// of SPLIT (the same number of stages, or one more, each).
+struct Unit {
+  int tile, split, it0, it1;
+};
+template <class Cfg> KILN_FN Unit unit_at(int u) {
+  using G = Geometry<Cfg>;
+  const int tile = u % G::TILES, split = u / G::TILES;
+  return Unit{tile, split, G::ITERS * split / G::SPLIT, G::ITERS * (split + 1) / G::SPLIT};
 }
 
 // The output tile block `rank` of its cluster computes for cluster tile `ct` (of

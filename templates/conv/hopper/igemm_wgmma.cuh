@@ -53,26 +53,28 @@
 // FLAT (optional, above; TP = 1 and TQ = BM, a tile being BM rows of the GEMM); ROW_TILES
 // (optional, above; TQ = OW, TP = BM / OW rounded down); SWIZZLE
 // (optional: 128, 64 or 32, above; 128 where absent); Y_PITCH
-// (optional: y a channel window of a concat's output, its pixels Y_PITCH elements apart).
+// (optional: y a channel window of a concat's output, its pixels Y_PITCH elements apart);
+// SPLIT (optional: split-K completed in the kernel, split_reduce.cuh; alone, not PINGPONG).
 // Kernel arguments (M = SH * SW): 0..M-1 x's tensor maps (map
 // ph * SW + pw; FLAT: the one 2-D map; ROW_TILES: the one 3-D map, M = 1), M w's tensor map, then
 // x, w (what the maps read; named so the buffers stay arguments), y, and bias, residual when
-// present.
+// present; with SPLIT the slices and the tiles' counters (partial, tickets).
 #pragma once
 
 #include "common/kiln.cuh"
 #include "conv/hopper/epilogue.cuh"
 #include "conv/hopper/geometry.cuh"
+#include "conv/hopper/split_reduce.cuh"
 
 namespace kiln::hopper_conv {
 
-// The producer, for one output tile: for each k iteration, wait for its stage to be free,
-// announce the bytes, issue the two copies. `ring_it` counts the block's k iterations over
-// all its tiles: the stage and the barriers' phases follow from it. `rank`: the block's in its
-// cluster (0 alone).
+// The producer, for stages [it0, it1) of one output tile (all ITERS but with SPLIT): for each,
+// wait for its ring slot to be free, announce the bytes, issue the copies. `ring_it` counts the
+// block's stages over all its tiles: the slot and the barriers' phases follow from it. `rank`:
+// the block's in its cluster (0 alone).
 template <class Cfg>
 KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, Shared<u64> empty,
-                     const Tile& tl, int rank, int& ring_it) {
+                     const Tile& tl, int rank, int it0, int it1, int& ring_it) {
   using G = Geometry<Cfg>;
   const TensorMap* wmap = tensor_map_arg(args, G::kArgWMap);
   // IM2COL: the tile's first pixel (n, p, q) as its first tap position (h, w) in x.
@@ -83,7 +85,7 @@ KILN_FN void produce(const KernelArgs& args, Shared<u8> ring, Shared<u64> full, 
     i2c_h = pq / Cfg::OW * G::SH - Cfg::PH;
     i2c_w = pq % Cfg::OW * G::SW - Cfg::PW;
   }
-  for (int step = 0; step < G::ITERS; ++step, ++ring_it) {
+  for (int step = it0; step < it1; ++step, ++ring_it) {
     const int it = ring_it, s = it % G::STAGES;
     if (it >= G::STAGES) mbarrier_wait(empty + s, u32((it / G::STAGES - 1) & 1));
     mbarrier_arrive_expect_tx(full + s, u32(G::STAGE_TX));
@@ -165,8 +167,9 @@ template <class Cfg> KILN_FN void release(Shared<u64> empty, int s, int rank) {
   }
 }
 
-// A consumer warpgroup g, for one output tile: 64 pixel rows x BN channels in `acc` (rows
-// 64g.. of each stage's A). PINGPONG: the whole tile, its rows 0-63 in `acc` and 64-127 in
+// A consumer warpgroup g, for stages [it0, it1) of one output tile (all ITERS but with SPLIT):
+// 64 pixel rows x BN channels in `acc` (rows 64g.. of each stage's A). PINGPONG: the whole tile,
+// its rows 0-63 in `acc` and 64-127 in
 // `*hi`, its stages the tile's (the other consumer's tiles' stages lie between them in the
 // ring); it waits on a stage's full barrier only once the other consumer has waited on all of
 // its previous tile's (which then arrives, per warp, on this one's turn: `next_turn` is the
@@ -177,11 +180,11 @@ template <class Cfg> KILN_FN void release(Shared<u64> empty, int s, int rank) {
 template <class Cfg>
 KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, WgmmaAcc<Cfg::BN>* hi, Shared<u8> ring,
                      Shared<u64> full, Shared<u64> empty, int g, int rank, Shared<u64> next_turn,
-                     int& ring_it) {
+                     int it0, int it1, int& ring_it) {
   const Shared<u64> rounded = empty + Cfg::STAGES; // tf32 only
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
-  for (int k_it = 0; k_it < G::ITERS; ++k_it, ++ring_it) {
+  for (int k_it = it0; k_it < it1; ++k_it, ++ring_it) {
     const int it = ring_it, s = it % G::STAGES;
     mbarrier_wait(full + s, u32((it / G::STAGES) & 1));
     if constexpr (G::ROUND_TF32)
@@ -196,7 +199,7 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, WgmmaAcc<Cfg::BN>* hi, Shared<u8> r
       for (int k = 0; k < G::KSTEPS; ++k) { // a swizzle row of channels: k steps of 32 bytes
         const Shared<u8> ak = a + kb * G::A_BLOCK + 32 * k;
         const u64 db = wgmma_desc(b + kb * G::B_BLOCK + 32 * k, G::SWZ, 16, 8 * G::SWZ);
-        const bool accumulate = k_it > 0 || kb > 0 || k > 0;
+        const bool accumulate = k_it > it0 || kb > 0 || k > 0;
         wgmma(acc, wgmma_desc(ak, G::SWZ, 16, 8 * G::SWZ), db, accumulate, T{});
         if constexpr (G::PINGPONG)
           wgmma(*hi, wgmma_desc(ak + 64 * G::SWZ, G::SWZ, 16, 8 * G::SWZ), db, accumulate, T{});
@@ -205,7 +208,7 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, WgmmaAcc<Cfg::BN>* hi, Shared<u8> r
     // One group stays in flight (this stage's) while the next stage's copies are awaited;
     // the previous stage's wgmmas are then done reading it: release that one.
     wgmma_wait<1>();
-    if (k_it > 0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES, rank);
+    if (k_it > it0) release<Cfg>(empty, (it + G::STAGES - 1) % G::STAGES, rank);
   }
   if constexpr (G::PINGPONG) mbarrier_arrive_warp(next_turn); // the other consumer's turn
   wgmma_wait<0>();
@@ -215,7 +218,7 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, WgmmaAcc<Cfg::BN>* hi, Shared<u8> r
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
 // blocks < TILES: the producer fills the next tile's stages during the epilogue); in clusters
 // of CL = CM x CN, cluster c = b / CL computes cluster tiles c, c + blocks / CL, ...
-// (cluster_tile);
+// (cluster_tile); with SPLIT, work units b, b + blocks, ... of UNITS (unit_at);
 // THREADS threads; smem_bytes<Cfg>() dynamic.
 template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   using G = Geometry<Cfg>;
@@ -259,9 +262,15 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one()) {
       int ring_it = 0;
-      for (int t = first; t < G::CLUSTER_TILES; t += step)
-        produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(cluster_tile<Cfg>(t, rank)), rank,
-                     ring_it);
+      if constexpr (G::SPLIT > 1)
+        for (int t = first; t < G::UNITS; t += step) {
+          const Unit u = unit_at<Cfg>(t);
+          produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(u.tile), 0, u.it0, u.it1, ring_it);
+        }
+      else
+        for (int t = first; t < G::CLUSTER_TILES; t += step)
+          produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(cluster_tile<Cfg>(t, rank)), rank, 0,
+                       G::ITERS, ring_it);
     }
   } else {
     setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
@@ -279,9 +288,22 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
         if (j > 0) mbarrier_wait(turn + g, u32(((j - 1) / 2) & 1)); // this consumer's (j+1)/2-th
         const Tile tl = tile_at<Cfg>(t);
         prefetch_epilogue<Cfg>(args, 0, tl, staging, g); // rows 0-63's first slice
-        consume<Cfg>(lo, &hi, ring, full, empty, 0, 0, turn + (1 - g), ring_it);
+        consume<Cfg>(lo, &hi, ring, full, empty, 0, 0, turn + (1 - g), 0, G::ITERS, ring_it);
         store<Cfg>(args, lo, 0, tl, staging, g, true);
         store<Cfg>(args, hi, 1, tl, staging, g, false);
+      }
+    } else if constexpr (G::SPLIT > 1) {
+      WgmmaAcc<G::BN> acc;
+      int ring_it = 0;
+      for (int t = first; t < G::UNITS; t += step) {
+        const Unit u = unit_at<Cfg>(t);
+        const Tile tl = tile_at<Cfg>(u.tile);
+        consume<Cfg>(acc, nullptr, ring, full, empty, g, 0, full /* no turns */, u.it0, u.it1,
+                     ring_it);
+        if (!split_reduce<Cfg>(args, acc, g, tl, u)) continue; // another warp completes these rows
+        store<Cfg>(args, acc, g, tl, staging, g, false);
+        // Every unit has drawn its ticket for these rows: zero for the next launch.
+        if (lane_id() == 0) arg<int>(args, G::kArgTickets)[counter_of<Cfg>(u.tile, g)] = 0;
       }
     } else {
       WgmmaAcc<G::BN> acc;
@@ -289,7 +311,8 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
       for (int t = first; t < G::CLUSTER_TILES; t += step) {
         const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
         prefetch_epilogue<Cfg>(args, g, tl, staging, g);
-        consume<Cfg>(acc, nullptr, ring, full, empty, g, rank, full /* no turns */, ring_it);
+        consume<Cfg>(acc, nullptr, ring, full, empty, g, rank, full /* no turns */, 0, G::ITERS,
+                     ring_it);
         store<Cfg>(args, acc, g, tl, staging, g, true);
       }
     }

@@ -5,14 +5,11 @@
 // memory or serialised wgmmas, its SASS showing HGMMA and TMA loads and no HMMA.
 #include "tests/kernels/harness.hpp"
 
-#include "generator/compile/nvrtc.hpp"
-#include "generator/compile/sass_census.hpp"
-#include "generator/emit/instance.hpp"
+#include "tests/kernels/hopper/sm90a_compile.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <fstream>
 #include <set>
 
 using namespace kiln;
@@ -93,34 +90,8 @@ TEST_CASE("Hopper weight-gradient variants compile with NVRTC for sm_90a: HGMMA,
   for (const Built& b : built) {
     if (!seen.insert(b.variant.name).second) continue;
     const Variant& v = b.variant;
-    CAPTURE(v.name);
     bns.insert(v.name.substr(v.name.find("_bn") + 3, 3));
-    const CompileOutput out =
-        nvrtc_compile(instance_source(v, {}), v.name + ".cu", v.name, "sm_90a");
-    INFO(out.log);
-    REQUIRE(out.ok);
-    CHECK(out.log.find("C7508") == std::string::npos); // setmaxnreg not ignored
-    CHECK(out.log.find("C7514") == std::string::npos); // wgmmas not serialised
-    CHECK(out.resources.found);
-    CHECK(out.resources.stack_bytes == 0);
-    CHECK(out.resources.spill_stores + out.resources.spill_loads == 0);
-    CHECK(out.resources.registers <= v.registers_per_thread);
-    const std::string cubin = temp_dir("kiln-hopper-wgrad-sass") + "/" + v.name + ".cubin";
-    {
-      std::ofstream f(cubin, std::ios::binary);
-      f.write(out.image.data(), std::streamsize(out.image.size()));
-    }
-    const auto census = sass_census(cubin);
-    if (!census) {
-      MESSAGE("no cuobjdump (KILN_CUOBJDUMP or build/tools): census skipped for " << v.name);
-      continue;
-    }
-    MESSAGE(v.name << ": " << out.resources.registers << " registers, HGMMA " << census->hgmma
-                   << ", UTMALDG " << census->tma_loads);
-    CHECK(census->hgmma > 0);
-    CHECK(census->hmma == 0);
-    CHECK(census->tma_loads > 0);
-    CHECK(census->local_loads + census->local_stores == 0);
+    check_sm90a_compile(v);
   }
   CHECK(bns == std::set<std::string>{"64_", "128", "256"});
 }

@@ -1,6 +1,7 @@
 // Split-K's choice between unsplit, in the kernel (conv2d.forward_split: one launch, counters
 // zeroed once in the prepare phase) and two steps (forward_partial + partial.sum), by the cost
-// model: resnet50 at batch 1 in f16 on the H100, whose last stages are a few tiles each.
+// model: resnet50 at batch 1 in f16 on the H100, whose last stages are a few tiles each; on
+// both the mma.sync and the Hopper family.
 #include "generator/cost/rewrite_pays.hpp"
 #include "generator/emit/generate.hpp"
 #include "generator/gpu/gpu_desc.hpp"
@@ -58,7 +59,7 @@ TEST_CASE("resnet50 at batch 1 on the H100 completes its splits in the kernel wh
   std::map<int, int> zeroed; // tickets buffer -> fill_zero steps writing it
   for (const Step& s : p.phase("prepare")->steps)
     if (s.fn == Fn::fill_zero) ++zeroed[s.need("dst")];
-  int launches = 0;
+  int launches = 0, hopper = 0;
   for (const Step& s : p.phase("forward")->steps) {
     CHECK(s.fn != Fn::partial_sum);
     CHECK(s.fn != Fn::fill_zero);
@@ -75,7 +76,15 @@ TEST_CASE("resnet50 at batch 1 on the H100 completes its splits in the kernel wh
     const Kernel& k = p.kernels[size_t(s.kernel)];
     CHECK(k.name.find("reduce") != std::string::npos);
     CHECK(k.args.back() == "tickets");
+    // The Hopper family's (split_reduce.cuh): its tensor maps bound as an unsplit conv's, a
+    // counter per consumer warp's rows of each tile within the buffer's.
+    if (k.name.find("hopper_wgmma") == std::string::npos) continue;
+    ++hopper;
+    CHECK(s.arg("wmap") >= 0);
+    CHECK(s.arg("xmap0") >= 0);
   }
+  MESSAGE(hopper << " of " << launches << " in-kernel splits on the Hopper family");
+  CHECK(hopper >= 1); // where its tiles beat the mma.sync family's (layer4's 3x3 convs)
   CHECK(launches == in_kernel);
   CHECK(zeroed.size() == size_t(in_kernel));
   // The manifest says which form each split took and what the other would have cost.

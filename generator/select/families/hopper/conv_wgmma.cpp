@@ -97,12 +97,13 @@ struct Problem {
 std::optional<Problem> problem_of(const StepInfo& s) {
   const Step& st = s.step;
   if (st.accumulate || s.cc() != 90) return std::nullopt;
-  if (st.fn == Fn::linear_forward) {
+  if (st.fn == Fn::linear_forward || st.fn == Fn::linear_forward_split) {
     const Shape &x = s.shape("x"), &w = s.shape("w");
     if (x.size() != 2 || w.size() != 2) return std::nullopt;
     return Problem{true, x[0], x[1], 1, 1, w[0], 1, 1, 1, 1, 0, 0, 1, 1};
   }
-  if (st.fn != Fn::conv2d_forward || st.sparse.guard != Guard::none || st.arg("y_values") >= 0)
+  if ((st.fn != Fn::conv2d_forward && st.fn != Fn::conv2d_forward_split) ||
+      st.sparse.guard != Guard::none || st.arg("y_values") >= 0)
     return std::nullopt;
   const Attrs& a = st.attrs;
   if (a.groups != 1 || a.dilation[0] != 1 || a.dilation[1] != 1 || !padding_end_tag(a).empty())
@@ -133,6 +134,9 @@ struct Site {
   DType t;
   Math math;
   int64_t es, x_pitch, y_pitch, M, K, smem_limit, swizzle;
+  // Split-K in the kernel (conv2d.forward_split; generator/rewrite/split_k.cpp): the ranges
+  // of k and the tile counters the plan gives (1 and 0 unsplit).
+  int64_t slices, tickets;
   KernelEpilogue ep;
   bool flat_ok, rows_ok, b_tf32, a_tf32, y_tf32, staged, unrounded;
   std::string shape;
@@ -147,7 +151,20 @@ std::optional<Site> site_of(const StepInfo& s) {
   const DType t = xb.dtype;
   if (t != DType::f16 && t != DType::bf16 && t != DType::f32) return std::nullopt;
   for (const Arg& arg : st.args)
-    if (s.plan.buffers[arg.buffer].dtype != t) return std::nullopt;
+    if (arg.role != "partial" && arg.role != "tickets" && s.plan.buffers[arg.buffer].dtype != t)
+      return std::nullopt;
+  // The slices: partial holds SPLIT of y (its first dimension SPLIT times y's), in fp32.
+  const bool split = st.fn == Fn::conv2d_forward_split || st.fn == Fn::linear_forward_split;
+  int64_t slices = 1, tickets = 0;
+  if (split) {
+    const Shape &part = s.shape("partial"), &y = s.shape("y");
+    if (s.dtype("partial") != DType::f32 || s.dtype("tickets") != DType::i32 || part.empty() ||
+        y.empty() || y[0] <= 0 || part[0] % y[0] != 0)
+      return std::nullopt;
+    slices = part[0] / y[0];
+    tickets = numel(s.shape("tickets"));
+    if (slices < 2) return std::nullopt;
+  }
   const std::optional<Math> math = tensor_core_math(t, s.cc());
   if (!math) return std::nullopt;
   const auto [linear, N, C, H, W, O, KH, KW, SH, SW, PH, PW, OH, OW] = *pr;
@@ -173,14 +190,17 @@ std::optional<Site> site_of(const StepInfo& s) {
   // (Buffer::tf32): what arrives rounded is not rounded per stage; y rounded for its readers.
   const bool b_tf32 = es == 4 && s.arg("w").tf32, a_tf32 = es == 4 && s.arg("x").tf32;
   const bool y_tf32 = es == 4 && s.arg("y").tf32;
-  const std::string shape = linear ? fmt::format("n{}f{}k{}{}", N, C, O, ep.tag())
-                                   : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H, W,
-                                                 O, KH, KW, SH, SW, PH, PW, ep.tag()) +
-                                         pitch_tag("x", x_pitch) + pitch_tag("y", y_pitch);
+  const std::string shape = (linear ? fmt::format("n{}f{}k{}{}", N, C, O, ep.tag())
+                                    : fmt::format("n{}c{}h{}w{}_o{}k{}x{}s{}x{}p{}x{}{}", N, C, H,
+                                                  W, O, KH, KW, SH, SW, PH, PW, ep.tag()) +
+                                          pitch_tag("x", x_pitch) + pitch_tag("y", y_pitch)) +
+                            (split ? fmt::format("_split{}reduce", slices) : "");
+  // Split: S slices written, S - 1 read by the tiles' last units (as the mma.sync family's).
   const double bytes = double((conv_family::x_elements_read(N, C, H, W, OH, OW, KH * KW) +
                                numel(s.shape("w")) + (ep.bias ? O : 0)) *
                               es) +
-                       double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es);
+                       double(numel(s.shape("y")) * (ep.residual ? 2 : 1) * es) +
+                       (split ? 4.0 * double((2 * slices - 1) * numel(s.shape("y"))) : 0.0);
   const int64_t smem_limit = s.gpu.shared_memory_per_block_optin;
   // The template's VECTOR_Y: its epilogue stages y through shared memory, 16 rows x 128 bytes
   // a warp (STAGING in conv/hopper/geometry.cuh).
@@ -188,9 +208,9 @@ std::optional<Site> site_of(const StepInfo& s) {
   // No rounding pass in shared memory (f16, bf16, or tf32 operands that arrive rounded): the
   // ping-pong consumers and several k iterations a stage assume none.
   const bool unrounded = es == 2 || (a_tf32 && b_tf32);
-  return Site{s,      *pr,    t,          *math,   es,        x_pitch, y_pitch,
-              M,      K,      smem_limit, swizzle, ep,        flat_ok, rows_ok,
-              b_tf32, a_tf32, y_tf32,     staged,  unrounded, shape,   bytes};
+  return Site{s,      *pr,        t,       *math,  es,        x_pitch, y_pitch, M,
+              K,      smem_limit, swizzle, slices, tickets,   ep,      flat_ok, rows_ok,
+              b_tf32, a_tf32,     y_tf32,  staged, unrounded, shape,   bytes};
 }
 
 // Folded taps (TAPS_ROW): a conv unpadded and of stride 1 across whose KW taps' channels make
@@ -254,6 +274,9 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
                     !im2col_map(s.arg("x"), N, C, H, W, SH, SW, PH, PW, OH, OW, C, 128, 64, 64)))
     return std::nullopt;
   if (kb > 1 && clustered) return std::nullopt;
+  // Split-K in the kernel: alone, the consumers on one tile (the template's SPLIT).
+  const int64_t S = z.slices;
+  if (S > 1 && (clustered || pp)) return std::nullopt;
   // Ping-pong (PINGPONG): two consumers alone, a whole tile each in two 64 x BN
   // accumulators; 16-bit operands (no rounding pass to share).
   if (pp && (pt.consumers != 2 || clustered || bn > 128 || !unrounded)) return std::nullopt;
@@ -279,6 +302,9 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
                           : pt.rows      ? (N * OH + pt.tp - 1) / pt.tp
                                          : N * tiles_p * tiles_q;
   const int64_t o_blocks = (O + bn - 1) / bn, tiles = m_tiles * o_blocks;
+  // A stage of k per range at least, and a counter per consumer warp's rows of each tile.
+  const int64_t k_stages = KH * fo.KW * (fo.C * es / fo.swizzle) / kb;
+  if (S > 1 && (S > k_stages || tiles * 4 * pt.consumers > z.tickets)) return std::nullopt;
   // Clusters: the tiles of a pixel tile's channel blocks and a channel block's pixel
   // tiles share their operands by multicast, for loops L2 would starve (128 x 256 at
   // the tensor peak asks ~48 bytes per SM and clock of an H100's ~32; a 64-row tile,
@@ -334,6 +360,7 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   if (pt.im2col) cfg_bool(v, "IM2COL", true);
   if (pp) cfg_bool(v, "PINGPONG", true);
   if (kb > 1) cfg_int(v, "KBLOCKS", kb);
+  if (S > 1) cfg_int(v, "SPLIT", S);
   if (fo.swizzle < 128) cfg_int(v, "SWIZZLE", fo.swizzle);
   if (fo.taps > 1) cfg_int(v, "TAPS_ROW", fo.taps);
   cfg_pitch(v, "y", y_pitch);
@@ -343,9 +370,11 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
     v.args.push_back(fmt::format("xmap{}", m));
   v.args.insert(v.args.end(), {"wmap", "x", "w", "y"});
   ep.add_args(v);
+  if (S > 1) v.args.insert(v.args.end(), {"partial", "tickets"});
   if (!linear) { // a linear layer's [N, F] operands have no layout
     v.layouts = {{"x", Layout::nhwc}, {"w", Layout::nhwc}, {"y", Layout::nhwc}};
     if (ep.residual) v.layouts.push_back({"residual", Layout::nhwc});
+    if (S > 1) v.layouts.push_back({"partial", Layout::nhwc});
   }
   v.block = {threads, 1, 1};
   // Persistent: a block per SM (the ring and setmaxnreg's registers allow one), each
@@ -353,10 +382,11 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   // the consumers store this one's; priced by its tiles' waves, which are the same. In
   // clusters: whole clusters, as many as the SMs hold. (The cuda backend launches no
   // more clusters than can be resident at once.)
-  const int64_t cs = cl.size();
-  v.grid = {cs * std::min<int64_t>(tiles / cs, s.gpu.sm_count / cs), 1, 1};
+  // With SPLIT the work units are the tiles' S ranges of k each.
+  const int64_t cs = cl.size(), units = tiles * S;
+  v.grid = {cs * std::min<int64_t>(units / cs, s.gpu.sm_count / cs), 1, 1};
   if (cs > 1) v.cluster = {cs, 1, 1};
-  v.work_blocks = tiles;
+  v.work_blocks = units;
   v.dynamic_smem = 1024 + stages * stage + staging + barriers * stages + turns;
   // __launch_bounds__(threads, 1) caps ptxas at the register file's share (168 for two
   // consumers); one consumer's kernels take the 232 setmaxnreg gives the consumers
@@ -377,12 +407,17 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
   // last tile; in series with the wgmmas at the tensor peak, as the fit has them. What lies
   // outside the loop is in those clocks: the tiles' utilisation is all the efficiency keeps
   // (not kOutsideLoopEfficiency).
+  // With SPLIT a unit's: 1 / S of the tile's k rows and mmas; its epilogue writes its fp32
+  // slice, and one unit in S also reads the S - 1 others and stores y (each priced as the
+  // fit's output bytes; unmeasured).
   const double tile_mmas = double(bm * bn) * double(K) * 2 / v.loop.mma_flops;
   const double epilogue_bytes =
-      double(bm * bn * es) / (pp ? std::ceil(double(tiles) / double(v.grid[0])) : 1);
+      S > 1 ? double(bm * bn) * (4 + (4.0 * double(S - 1) + double(es)) / double(S))
+            : double(bm * bn * es) / (pp ? std::ceil(double(tiles) / double(v.grid[0])) : 1);
   v.loop.peak_fraction = 1;
   v.loop.serial_clocks_per_mma =
-      wgmma_tile_serial_clocks(double(K * es / fo.swizzle), epilogue_bytes) / tile_mmas;
+      wgmma_tile_serial_clocks(double(K * es / fo.swizzle) / double(S), epilogue_bytes) /
+      (tile_mmas / double(S));
   v.efficiency = util;
   if (cs > 1) v.measured_only = kClustersUnpriced;
   if (kb > 1) v.measured_only = kKBlocksUnmeasured;
@@ -396,8 +431,14 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
       : pt.rows   ? fmt::format("tile of {} whole output rows ({} of its {} rows)", pt.tp,
                                 pt.tp * pt.tq, bm)
                   : fmt::format("{}x{} pixel tile", pt.tp, pt.tq),
-      pt.consumers, pp ? " taking turns, a whole tile each (ping-pong)" : "", stages, kb,
-      fo.swizzle, pt.rows || pt.im2col ? 1 : SH * SW,
+      pt.consumers,
+      pp ? " taking turns, a whole tile each (ping-pong)"
+      : S > 1
+          ? fmt::format(" on {} ranges of k a tile, its last to finish adding them in order and "
+                        "applying the epilogue (split-K)",
+                        S)
+          : "",
+      stages, kb, fo.swizzle, pt.rows || pt.im2col ? 1 : SH * SW,
       es != 4            ? ""
       : a_tf32 && b_tf32 ? "; tf32 operands arrive rounded"
       : a_tf32           ? "; w rounded to tf32 in shared memory (x arrives rounded)"

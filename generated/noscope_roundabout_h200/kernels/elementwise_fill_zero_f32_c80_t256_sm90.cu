@@ -5,14 +5,14 @@
 // chosen: cheapest of 2 valid variants: est. 2.0 us (floor 0.0 us), 8 blocks/SM (threads bound), fill 1%
 #include "elementwise/elementwise.cuh"
 
-struct elementwise_fill_zero_f32_c20_t256_sm90_cfg {
+struct elementwise_fill_zero_f32_c80_t256_sm90_cfg {
   using T = float;
   static constexpr int OP = 5;
-  static constexpr int COUNT = 20;
+  static constexpr int COUNT = 80;
   static constexpr int INPUTS = 0;
   static constexpr bool ACCUMULATE = false;
   static constexpr float LR = 0.00000000f;
   static constexpr int THREADS = 256;
 };
 
-KILN_KERNEL(elementwise_fill_zero_f32_c20_t256_sm90, 256) { kiln::elementwise::elementwise<elementwise_fill_zero_f32_c20_t256_sm90_cfg>(kiln_args); }
+KILN_KERNEL(elementwise_fill_zero_f32_c80_t256_sm90, 256) { kiln::elementwise::elementwise<elementwise_fill_zero_f32_c80_t256_sm90_cfg>(kiln_args); }
