@@ -4,7 +4,7 @@ kernels for sm_90a); per chosen conv kernel: the mma.sync family HMMA and regist
 cost model assumed (no more than its estimate, and the blocks per SM those registers allow at
 least the blocks it priced, which the kernel's __launch_bounds__ promise), the Hopper family
 (conv2d_hopper_wgmma) HGMMA and no HMMA, with TMA loads (UTMALDG) and no GPU-scope fence
-(MEMBAR.ALL.GPU); no kernel with local-memory traffic (LDL/STL). The disassembler comes from PyPI into build/tools (`make
+(MEMBAR.ALL.GPU) but a cluster's barriers' and an in-kernel split-K's; no kernel with local-memory traffic (LDL/STL). The disassembler comes from PyPI into build/tools (`make
 test` fetches it); without it this test is skipped (exit 77), saying so.
 """
 import glob
@@ -64,10 +64,14 @@ for dtype in ("f16", "f32"):
             kt.check((sass["tma_multicasts"] > 0) == clustered,
                      f"{k['name']}: cluster {k.get('cluster')}, {sass['tma_multicasts']} multicast TMA loads")
             clusters += clustered
-            kt.check(sass["gpu_fences"] == (2 if clustered else 0),
-                     f"{k['name']}: {sass['gpu_fences']} MEMBAR.ALL.GPU (a cluster's two barriers only)")
+            # An in-kernel split's two fences (split_reduce.cuh: the slice's release, the
+            # sum's acquire).
+            split = "tickets" in k["args"]
+            kt.check(sass["gpu_fences"] == (2 if clustered else 0) + (2 if split else 0),
+                     f"{k['name']}: {sass['gpu_fences']} MEMBAR.ALL.GPU (a cluster's two barriers "
+                     f"and a split's two fences only)")
         if not k["name"].startswith(("conv2d_implicit_gemm", "linear_implicit_gemm",
-                                     "conv2d_hopper_wgmma")):
+                                     "conv2d_hopper_wgmma", "linear_hopper_wgmma")):
             kt.check(sass["mma"] == "", f"{k['name']}: MMA outside the tensor-core families")
     # tf32's wgmma reads twice f16's shared-memory bytes per FLOP: at these small layers the
     # mma.sync family with an in-kernel split-K is predicted faster for most f32 convs.

@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer4.0.conv1+layer4.0.bn1+layer4.0.relu1 (conv2d.forward_split)
 // variant: conv2d_hopper_wgmma: implicit GEMM M=49 N=512 K=2304 on wgmma m64n64k8 tf32: 8x8 pixel tile, 1 consumer warpgroup(s) on 16 ranges of k a tile, its last to finish adding them in order and applying the epilogue (split-K), 4 TMA stages of 1 (128-byte swizzle) row(s), 4 x-map(s) + a w-map; tf32 operands arrive rounded
-// chosen: cheapest of 24 valid variants: est. 4.6 us (floor 1.9 us), 1 blocks/SM (registers bound), fill 97%; 6 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
+// chosen: cheapest of 17 valid variants: est. 4.6 us (floor 1.9 us), 1 blocks/SM (registers bound), fill 97%; 4 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
 #include "conv/hopper/igemm_wgmma.cuh"
 
 struct conv2d_hopper_wgmma_f32_nhwc_t8x8_bn64_s4_c1_n1c256h14w14_o512k3x3s2x2p1x1_bias_relu_split16reduce_xtf32_wtf32_ytf32_sm90a_cfg {

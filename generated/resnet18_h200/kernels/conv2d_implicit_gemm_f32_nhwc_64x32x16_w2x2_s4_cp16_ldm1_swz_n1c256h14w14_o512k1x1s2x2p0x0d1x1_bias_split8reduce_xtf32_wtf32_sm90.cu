@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer4.0.downsample.0+layer4.0.downsample.1 (conv2d.forward_split)
 // variant: conv2d_implicit_gemm: implicit GEMM M=49 N=512 K=256: 64x32x16 block tile, 2x2 warps of 32x16 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments from swizzled rows; split-K: 8 ranges of k, the last block of a tile adds them in order and applies the epilogue
-// chosen: cheapest of 30 valid variants: est. 3.2 us (floor 0.5 us), 6 blocks/SM (registers bound), fill 97%; 6 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
+// chosen: cheapest of 21 valid variants: est. 3.2 us (floor 0.5 us), 6 blocks/SM (registers bound), fill 97%; 4 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x32x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o512k1x1s2x2p0x0d1x1_bias_split8reduce_xtf32_wtf32_sm90_cfg {

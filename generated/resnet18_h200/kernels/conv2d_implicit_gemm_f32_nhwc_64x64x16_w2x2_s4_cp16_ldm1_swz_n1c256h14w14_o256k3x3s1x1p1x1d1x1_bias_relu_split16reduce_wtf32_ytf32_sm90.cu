@@ -2,7 +2,7 @@
 // model: resnet18; gpu: NVIDIA H200 (sm_90)
 // node: layer3.1.conv1+layer3.1.bn1+layer3.1.relu1 (conv2d.forward_split)
 // variant: conv2d_implicit_gemm: implicit GEMM M=196 N=256 K=2304: 64x64x16 block tile, 2x2 warps of 32x32 mma.sync tf32, 4 shared stages (cp.async), 16-byte loads, ldmatrix fragments from swizzled rows; split-K: 16 ranges of k, the last block of a tile adds them in order and applies the epilogue
-// chosen: cheapest of 26 valid variants: est. 5.2 us (floor 1.9 us), 4 blocks/SM (registers bound), fill 97%; 6 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
+// chosen: cheapest of 19 valid variants: est. 5.2 us (floor 1.9 us), 4 blocks/SM (registers bound), fill 97%; 4 more chosen only when measured (im2col-mode TMA copies: run on the emulator, not yet on a GPU)
 #include "conv/implicit_gemm.cuh"
 
 struct conv2d_implicit_gemm_f32_nhwc_64x64x16_w2x2_s4_cp16_ldm1_swz_n1c256h14w14_o256k3x3s1x1p1x1d1x1_bias_relu_split16reduce_wtf32_ytf32_sm90_cfg {

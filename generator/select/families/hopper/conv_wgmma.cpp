@@ -117,15 +117,6 @@ std::optional<Problem> problem_of(const StepInfo& s) {
                  w[3],  a.stride[0], a.stride[1], a.padding[0], a.padding[1], y[2], y[3]};
 }
 
-// The bytes of channels a stage brings per row, its swizzle: the widest swizzle row (128, 64
-// or 32 bytes) `channel_bytes` is a multiple of; 0 where none is. 32 serves mobile nets' 16,
-// 144 or 240 channels in f16, at 4 times the stages (and barriers) per k of 128.
-int64_t row_swizzle(int64_t channel_bytes) {
-  for (int64_t w : {128, 64, 32})
-    if (channel_bytes % w == 0) return w;
-  return 0;
-}
-
 // What every variant of one step shares (candidates() below): the problem, its element size
 // and math, the step's epilogue and pitches, the tags and bytes of its names and price.
 struct Site {
@@ -274,9 +265,12 @@ std::optional<Variant> variant_of(const Site& z, const Choice& c, std::string_vi
                     !im2col_map(s.arg("x"), N, C, H, W, SH, SW, PH, PW, OH, OW, C, 128, 64, 64)))
     return std::nullopt;
   if (kb > 1 && clustered) return std::nullopt;
-  // Split-K in the kernel: alone, the consumers on one tile (the template's SPLIT).
+  // Split-K in the kernel: alone, the consumers on one tile (the template's SPLIT); BN 256's
+  // 128 accumulators a thread leave the split's state no registers (ptxas spilled tf32 ones,
+  // with one consumer and with two: models_compile's 3x3 convs over 32x32 and 64x64 maps at
+  // batch 1 on the h200).
   const int64_t S = z.slices;
-  if (S > 1 && (clustered || pp)) return std::nullopt;
+  if (S > 1 && (clustered || pp || bn > 128)) return std::nullopt;
   // Ping-pong (PINGPONG): two consumers alone, a whole tile each in two 64 x BN
   // accumulators; 16-bit operands (no rounding pass to share).
   if (pp && (pt.consumers != 2 || clustered || bn > 128 || !unrounded)) return std::nullopt;
@@ -480,49 +474,6 @@ std::vector<Variant> HopperConvFamily::candidates(const StepInfo& s) const {
                 out.push_back(std::move(*v));
   }
   return out;
-}
-
-std::vector<std::pair<std::string, TensorMapEncode>>
-hopper_conv_maps(const Variant& v, const Plan& p, const Step& s) {
-  if (is_hopper_wgrad(v)) return hopper_wgrad_maps(v, p, s);
-  const Buffer& xb = p.buffers[s.need("x")];
-  const Buffer& wb = p.buffers[s.need("w")];
-  const int64_t es = int64_t(dtype_size(xb.dtype));
-  const int64_t N = cfg_int_of(v, "N"), C = cfg_int_of(v, "C"), H = cfg_int_of(v, "H"),
-                W = cfg_int_of(v, "W"), O = cfg_int_of(v, "O"), SH = cfg_int_of(v, "SH"),
-                SW = cfg_int_of(v, "SW"), K = cfg_int_of(v, "KH") * cfg_int_of(v, "KW") * C;
-  // A pitched x (a channel slice as a view): its pixels XP elements apart.
-  const int64_t XP = xb.view_pitch > 0 ? xb.view_pitch : C;
-  // Each box row is one swizzle row of channels, as candidates() chose it (SWIZZLE).
-  const int64_t swizzle = row_swizzle(C * es);
-  std::vector<std::pair<std::string, TensorMapEncode>> maps;
-  const int64_t cn = cfg_int_or(v, "CLUSTER_N", 1), cm = cfg_int_or(v, "CLUSTER_M", 1);
-  if (cfg_bool_of(v, "FLAT")) // x as [N * H * W][C], boxes of BM rows (a block's slice)
-    maps.push_back({"xmap0", rows_map(xb, N * H * W, C, XP, swizzle, swizzle / es,
-                                      64 * cfg_int_of(v, "CONSUMERS") / cn)});
-  else if (const int64_t taps = cfg_int_or(v, "TAPS_ROW", 1); taps > 1) {
-    // x's pixels as rows of `taps` of them, a pixel apart: [N][H][OW][taps * C] (the buffer's
-    // own C and W: its shape, not the instance's).
-    maps.push_back({"xmap0", overlapping_taps_map(xb, N, xb.shape[1], H, xb.shape[3], taps,
-                                                  cfg_int_of(v, "OW"), swizzle / es,
-                                                  cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"))});
-  } else if (cfg_bool_of(v, "IM2COL")) // the taps' first positions, a tile's pixels a copy
-    maps.push_back(
-        {"xmap0", *im2col_map(xb, N, C, H, W, SH, SW, cfg_int_of(v, "PH"), cfg_int_of(v, "PW"),
-                              cfg_int_of(v, "OH"), cfg_int_of(v, "OW"), XP, swizzle, swizzle / es,
-                              64 * cfg_int_of(v, "CONSUMERS"))});
-  else if (cfg_bool_of(v, "ROW_TILES")) // the images' rows SH apart as one sequence
-    maps.push_back({"xmap0", image_rows_map(xb, N, C, H, W, SH, SW, XP, swizzle, swizzle / es,
-                                            cfg_int_of(v, "TQ"), cfg_int_of(v, "TP"))});
-  else {
-    std::vector<TensorMapEncode> xs = parity_maps(xb, N, C, H, W, SH, SW, XP, swizzle, swizzle / es,
-                                                  cfg_int_of(v, "TQ"), cfg_int_of(v, "TP") / cn);
-    for (size_t i = 0; i < xs.size(); ++i)
-      maps.push_back({fmt::format("xmap{}", i), std::move(xs[i])});
-  }
-  // w as [O][KH * KW * C], boxes of a block's slice of BN rows.
-  maps.push_back({"wmap", rows_map(wb, O, K, K, swizzle, swizzle / es, cfg_int_of(v, "BN") / cm)});
-  return maps;
 }
 
 } // namespace kiln

@@ -2,6 +2,12 @@
 
 namespace kiln {
 
+int64_t row_swizzle(int64_t channel_bytes) {
+  for (int64_t w : {128, 64, 32})
+    if (channel_bytes % w == 0) return w;
+  return 0;
+}
+
 std::vector<TensorMapEncode> parity_maps(const Buffer& b, int64_t N, int64_t C, int64_t H,
                                          int64_t W, int64_t SH, int64_t SW, int64_t pitch,
                                          int64_t swizzle, int64_t box_c, int64_t tq, int64_t tp) {

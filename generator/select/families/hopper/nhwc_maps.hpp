@@ -10,6 +10,11 @@
 
 namespace kiln {
 
+// The bytes of channels a Hopper tile's stage brings per row, its swizzle: the widest swizzle
+// row (128, 64 or 32 bytes) `channel_bytes` is a multiple of; 0 where none is. 32 serves mobile
+// nets' 16, 144 or 240 channels in f16, at 4 times the stages (and barriers) per k of 128.
+int64_t row_swizzle(int64_t channel_bytes);
+
 // An NHWC activation b ([N, C, H, W] logically, its pixels `pitch` elements apart) as the
 // SH * SW maps of its row and column parities: map (ph, pw) = ph * SW + pw holds rows ph, ph +
 // SH, ... and columns pw, pw + SW, ... as [N][ceil((H - ph) / SH)][ceil((W - pw) / SW)][C],
