@@ -178,9 +178,15 @@ KILN_FN void prefetch_epilogue(const KernelArgs& args, int g, const Tile& tl, Sh
 // shuffles, whose run-time-indexed selects compiled into ~130 dependent, branching
 // instructions per 8 channels: with one warp per scheduler (1 block per SM), the H100 stored
 // at ~3 bytes per clock per SM (bench/results/h100_2026-11-26b).
+// `first`: the buffer slice 0 is in (0, or where a previous store's chained fetch left it);
+// `next_g` (>= 0): rows 64 next_g.. of the same tile store next (ping-pong's second half), and
+// their first slice is fetched in place of a slice after this store's last, so that its
+// latency hides under this store (the H200's ncu of 2026-11-28b found the ping-pong halves'
+// fetches among the epilogue's cp.async waits). Returns the buffer the next store's first slice
+// is in.
 template <class Cfg>
-KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
-                          Shared<u8> staging, int slot, bool prefetched) {
+KILN_FN int store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
+                         Shared<u8> staging, int slot, bool prefetched, int first, int next_g) {
   using G = Geometry<Cfg>;
   using T = typename Cfg::T;
   using E = epilogue_of<Cfg>;
@@ -202,19 +208,28 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
   // already (prefetch_epilogue), one commit group as here.
   if constexpr (LOADS) {
     if (!prefetched) {
-      fetch_slice<Cfg>(args, mine, tl, 0, srow, sin, lane);
+      fetch_slice<Cfg>(args, mine + first * G::STAGING_BUFFER, tl, 0, srow, sin, lane);
       cp_async_commit();
     }
   }
+  int after = first; // the buffer after the last slice's
 #pragma unroll // constant register indices: the accumulators stay in registers
   for (int sl = 0; sl < SLICES; ++sl) {
     const int base = tl.o0 + sl * SLICE; // the slice's first channel
     if (base >= G::O) break;             // the same for the whole warp
-    const Shared<u8> buf = mine + (sl % 2) * (LOADS ? G::STAGING_BUFFER : 0);
+    const int b = (sl + first) % 2;
+    after = 1 - b;
+    const Shared<u8> buf = mine + b * (LOADS ? G::STAGING_BUFFER : 0);
     if constexpr (LOADS) {
+      const Shared<u8> other = mine + (1 - b) * G::STAGING_BUFFER;
       if (sl + 1 < SLICES && base + SLICE < G::O)
-        fetch_slice<Cfg>(args, mine + ((sl + 1) % 2) * G::STAGING_BUFFER, tl, sl + 1, srow, sin,
-                         lane);
+        fetch_slice<Cfg>(args, other, tl, sl + 1, srow, sin, lane);
+      else if (next_g >= 0) { // the next half's first slice: its rows, the same chunks a lane's
+        i64 nrow[4];
+        bool nin[4];
+        lane_rows<Cfg>(tl, next_g, w, lane, nrow, nin);
+        fetch_slice<Cfg>(args, other, tl, 0, nrow, nin, lane);
+      }
       cp_async_commit();
       cp_async_wait<1>(); // this lane's copies of slice sl have landed
     }
@@ -245,19 +260,22 @@ KILN_FN void store_staged(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
                 make_uint4(v.e[0], v.e[1], v.e[2], v.e[3]));
     }
   }
+  return after;
 }
 
 // The epilogue of rows 64g .. 64g + 63 of a tile: through shared memory in 16-byte accesses
 // where the groups are aligned (in the staging of consumer warpgroup `slot`, the one storing;
-// `prefetched`: its first slice's loads issued by prefetch_epilogue), else pairs from
-// registers.
+// `prefetched`: its first slice's loads issued, by prefetch_epilogue or by the previous store
+// into buffer `first`; `next_g`: the half whose first slice to fetch at the end: store_staged),
+// else pairs from registers. Returns the buffer the next store's first slice is in.
 template <class Cfg>
-KILN_FN void store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
-                   Shared<u8> staging, int slot, bool prefetched) {
+KILN_FN int store(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g, const Tile& tl,
+                  Shared<u8> staging, int slot, bool prefetched, int first = 0, int next_g = -1) {
   if constexpr (Geometry<Cfg>::VECTOR_Y)
-    store_staged<Cfg>(args, acc, g, tl, staging, slot, prefetched);
+    return store_staged<Cfg>(args, acc, g, tl, staging, slot, prefetched, first, next_g);
   else
     store_registers<Cfg>(args, acc, g, tl);
+  return 0;
 }
 
 } // namespace kiln::hopper_conv

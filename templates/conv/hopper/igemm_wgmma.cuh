@@ -289,8 +289,9 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
         const Tile tl = tile_at<Cfg>(t);
         prefetch_epilogue<Cfg>(args, 0, tl, staging, g); // rows 0-63's first slice
         consume<Cfg>(lo, &hi, ring, full, empty, 0, 0, turn + (1 - g), 0, G::ITERS, ring_it);
-        store<Cfg>(args, lo, 0, tl, staging, g, true);
-        store<Cfg>(args, hi, 1, tl, staging, g, false);
+        // Rows 0-63, fetching rows 64-127's first slice at its end (store_staged).
+        const int next = store<Cfg>(args, lo, 0, tl, staging, g, true, 0, 1);
+        store<Cfg>(args, hi, 1, tl, staging, g, true, next);
       }
     } else if constexpr (G::SPLIT > 1) {
       WgmmaAcc<G::BN> acc;
