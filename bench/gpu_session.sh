@@ -26,7 +26,9 @@
 #   them: the driver's cuTensorMapEncodeIm2col and the hardware's traversal against the
 #   emulator's (limit HOPPER_LIMIT, default 90 s: 45 s did not reach them on the H200);
 #   bench_r50_256 also measures the epilogue's first loads issued before the main loop
-#   (prefetch_epilogue, unmeasured): compare each layer with h200_2026-11-28b/per_layer.txt;
+#   (prefetch_epilogue) and ping-pong's second half's first loads chained to the first's
+#   (store_staged's next_g), both unmeasured: compare each layer with
+#   h200_2026-11-28b/per_layer.txt;
 #   im2col: resnet50 f16 b256's 3x3 convs at 56, 28, 14 and 7 and its strided 3x3 at 14: the
 #   im2col tiles against each layer's pick and cuDNN (kiln bench --match ...; limit
 #   IM2COL_LIMIT, default 170 s); a win is the reason to price them (kIm2colUnmeasured);
