@@ -275,8 +275,8 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
                                                                : nullptr;
     const bool writes_form = out_form != nullptr;
     const int32_t nnz_before = 7; // a compaction adds to what its count holds
-    // A batchnorm reading chunk sums: those of its x (and dy), as batchnorm.partials writes
-    // them (random ones would describe another tensor).
+    // A batchnorm reading chunk sums: those of its x (and dy, masked by relu_y), as
+    // batchnorm.partials writes them (random ones would describe another tensor).
     const bool reads_chunk_sums =
         ds.arg("partial") >= 0 && ds.fn != Fn::batchnorm_partials &&
         (ds.fn == Fn::batchnorm_forward_train || ds.fn == Fn::batchnorm_backward);
@@ -315,7 +315,8 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       dev.write(a.buffer, to_memory_order(t, b.layout));
       // Same values, exactly (of the images it computes).
       ref.write(a.buffer, for_reference(a.role, t, ref_plan.buffers[a.buffer].dtype));
-      if (reads_chunk_sums && (a.role == "x" || a.role == "dy")) written.emplace(a.role, t);
+      if (reads_chunk_sums && (a.role == "x" || a.role == "dy" || a.role == "relu_y"))
+        written.emplace(a.role, t);
     }
     if (reads_chunk_sums) {
       const int pb = ds.need("partial");
@@ -324,11 +325,12 @@ KernelCheck check_step(const Plan& plan, const Step& step, const Kernel& k, cons
       std::vector<double> xv(size_t(x.numel())), dyv;
       for (int64_t e = 0; e < x.numel(); ++e)
         xv[size_t(e)] = x.get(e);
-      if (backward) {
+      if (backward) { // dy as a fused relu's backward masks it (relu_y), as the step reads it
         const Tensor& dy = written.at("dy");
+        const Tensor* relu_y = written.count("relu_y") ? &written.at("relu_y") : nullptr;
         dyv.resize(xv.size());
         for (int64_t e = 0; e < dy.numel(); ++e)
-          dyv[size_t(e)] = dy.get(e);
+          dyv[size_t(e)] = relu_y && relu_y->get(e) <= 0 ? 0.0 : dy.get(e);
       }
       const Buffer& b = dev_plan.buffers[pb];
       Tensor t(DType::f32, b.shape);

@@ -231,6 +231,7 @@ Generated generate(const Model& m, const GpuDesc& g, const GenerateOptions& o) {
       chunked.push_back(batchnorm_chunks_json(d));
     man["batchnorm_chunks"] = chunked;
     man["batchnorm_activations"] = gen.training.batchnorm_activations;
+    man["relu_backwards"] = gen.training.relu_backwards;
     ojson convs = ojson::array();
     for (const BackwardDataConvDecision& d : gen.training.backward_data_convs)
       convs.push_back(backward_data_conv_json(d));

@@ -37,6 +37,7 @@ TrainingRewrites apply_training_rewrites(Plan& p, const GpuDesc& g, bool budgete
   if (!p.train || budgeted) return r;
   r.batchnorm_chunks = plan_batchnorm_chunks(p, g);
   r.batchnorm_activations = fuse_batchnorm_activations(p); // into the chunked forwards
+  r.relu_backwards = fuse_relu_backwards_into_batchnorm(p); // into the chunked backwards
   r.backward_data_convs = plan_backward_data_as_conv(p, g);
   r.backward_weight_splits = plan_backward_weight_split(p, g);
   r.forwarded_copies = forward_copies(p); // after the data gradients' residual readers

@@ -12,6 +12,7 @@
 #include "generator/rewrite/backward_weight_split.hpp"
 #include "generator/rewrite/batchnorm_activation.hpp"
 #include "generator/rewrite/batchnorm_chunks.hpp"
+#include "generator/rewrite/batchnorm_relu_backward.hpp"
 #include "generator/rewrite/copy_forwarding.hpp"
 #include "runtime/plan.hpp"
 
@@ -35,6 +36,7 @@ TrainingLayoutChoice choose_training_layout(const Plan& p, const GpuDesc& g, boo
 struct TrainingRewrites {
   std::vector<BatchnormChunksDecision> batchnorm_chunks;
   std::vector<std::string> batchnorm_activations; // fused into the chunked forwards
+  std::vector<std::string> relu_backwards;        // fused into the chunked backwards
   std::vector<BackwardDataConvDecision> backward_data_convs;
   std::vector<BackwardWeightSplitDecision> backward_weight_splits;
   std::vector<ForwardedCopy> forwarded_copies; // after the others (rewrite/copy_forwarding.hpp)

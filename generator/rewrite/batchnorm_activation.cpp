@@ -32,14 +32,6 @@ Activation activation_step(const std::vector<Step>& steps, int j, int x) {
   return activation(act.attrs);
 }
 
-// Whether a step of steps (from, to) writes buffer b.
-bool written_between(const std::vector<Step>& steps, size_t from, size_t to, int b) {
-  for (size_t k = from + 1; k < to; ++k)
-    for (const Arg& a : steps[k].args)
-      if (a.buffer == b && fn_writes(steps[k].fn, a.role)) return true;
-  return false;
-}
-
 // The fusion of step i, a chunked batchnorm.forward_train: the activation alone after it
 // ({j, none}), or an add of y and another tensor r then the activation ({j, k, r}).
 struct Chain {

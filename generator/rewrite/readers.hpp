@@ -1,8 +1,9 @@
-// Who reads a buffer in a phase's steps: what the fusing rewrites (conv + pool, a gate into
-// its conv) ask before they remove the step that writes it.
+// Who reads (and writes) a buffer in a phase's steps: what the fusing rewrites (conv + pool, a
+// gate into its conv, batchnorm activations) ask before they remove or move a step.
 #pragma once
 
 #include "runtime/plan.hpp"
+#include "runtime/step_fn.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -35,6 +36,14 @@ inline bool held_beyond_steps(const Plan& p, int b) {
   return in(p.inputs) || in(p.outputs) || b == p.target || b == p.loss ||
          std::any_of(p.buffers.begin(), p.buffers.end(),
                      [b](const Buffer& v) { return v.view_of == b; });
+}
+
+// Whether a step of steps (from, to) writes buffer b.
+inline bool written_between(const std::vector<Step>& steps, size_t from, size_t to, int b) {
+  for (size_t k = from + 1; k < to; ++k)
+    for (const Arg& a : steps[k].args)
+      if (a.buffer == b && fn_writes(steps[k].fn, a.role)) return true;
+  return false;
 }
 
 } // namespace kiln

@@ -93,15 +93,31 @@ template <class T> void forward_train(const StepArgs<T>& c) {
   cpu::epilogue(c); // a residual and activation fused into it (rewrite/batchnorm_activation.cpp)
 }
 
-// batchnorm.backward: x, dy, weight, [mean, invstd] -> dx, dweight, dbias; without the saved
-// statistics they are recomputed from x exactly as the forward computes them (kiln's plans
-// do this: it keeps nothing but x alive for the backward).
-constexpr sv bw_in[] = {"x", "dy", "weight", "mean", "invstd", "partial"};
+// batchnorm.backward: x, dy, weight, [mean, invstd], [relu_y] -> dx, dweight, dbias; without
+// the saved statistics they are recomputed from x exactly as the forward computes them (kiln's
+// plans do this: it keeps nothing but x alive for the backward). relu_y: the output of a relu
+// after the batchnorm, whose backward is fused in: dy counts where relu_y > 0 (zero elsewhere,
+// as relu.backward's dx; generator/rewrite/batchnorm_relu_backward.cpp).
+constexpr sv bw_in[] = {"x", "dy", "weight", "mean", "invstd", "partial", "relu_y"};
 constexpr sv bw_out[] = {"dx", "dweight", "dbias"};
+constexpr sv bw_optional[] = {"mean", "invstd", "partial", "relu_y"};
+
+// dy as the fused relu's backward passes it (relu_y given: zero where relu_y <= 0, as
+// cpu::relu_backward's dx), else dy itself; `keep` holds the masked copy.
+template <class T> CView<T> relu_masked_dy(const StepArgs<T>& c, std::vector<T>& keep) {
+  const CView<T> dy = c.in("dy");
+  if (c.s.arg("relu_y") < 0) return dy;
+  const T* y = c.in("relu_y").data;
+  keep.assign(dy.data, dy.data + numel(dy.shape));
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (y[i] <= T(0)) keep[i] = T(0);
+  return CView<T>{keep.data(), dy.shape};
+}
 
 void check_backward(const StepCheck& c) {
   c.same("x", "dy");
   c.same("x", "dx");
+  if (c.has("relu_y")) c.same("x", "relu_y");
   for (auto r : {"weight", "mean", "invstd", "dweight", "dbias"})
     if (c.has(r)) c.expect(r, c.channels("x"));
   if (c.has("mean") != c.has("invstd")) c.fail("mean and invstd come together or not at all");
@@ -112,27 +128,32 @@ void check_backward(const StepCheck& c) {
 
 template <class T> void backward(const StepArgs<T>& c) {
   const bool acc = c.s.accumulate;
+  std::vector<T> masked;
+  const CView<T> dy = relu_masked_dy(c, masked);
   if (c.s.arg("mean") >= 0)
-    return cpu::batchnorm_backward<T>(c.in("x"), c.in("dy"), c.in("weight").data, c.in("mean").data,
+    return cpu::batchnorm_backward<T>(c.in("x"), dy, c.in("weight").data, c.in("mean").data,
                                       c.in("invstd").data, c.out("dx"), c.out("dweight").data,
                                       c.out("dbias").data, acc);
   CView<T> x = c.in("x");
   std::vector<T> y(size_t(numel(x.shape))), mean(size_t(x.shape[1])), invstd(size_t(x.shape[1]));
   cpu::batchnorm_train<T>(c.s.attrs, x, c.in("weight").data, nullptr, View<T>{y.data(), x.shape},
                           mean.data(), invstd.data());
-  cpu::batchnorm_backward<T>(x, c.in("dy"), c.in("weight").data, mean.data(), invstd.data(),
-                             c.out("dx"), c.out("dweight").data, c.out("dbias").data, acc);
+  cpu::batchnorm_backward<T>(x, dy, c.in("weight").data, mean.data(), invstd.data(), c.out("dx"),
+                             c.out("dweight").data, c.out("dbias").data, acc);
 }
 
-// batchnorm.partials: x, [dy] -> partial [R, 2 (4 with dy), C] fp32: chunk r's shifted sums
-// (batchnorm_chunks.hpp), for the forward_train (without dy) or backward (with) after it.
-constexpr sv partials_in[] = {"x", "dy"}, partials_dy[] = {"dy"};
+// batchnorm.partials: x, [dy, [relu_y]] -> partial [R, 2 (4 with dy), C] fp32: chunk r's
+// shifted sums (batchnorm_chunks.hpp), for the forward_train (without dy) or backward (with)
+// after it; relu_y masks dy as the backward's.
+constexpr sv partials_in[] = {"x", "dy", "relu_y"}, partials_dy[] = {"dy", "relu_y"};
 
 void check_partials(const StepCheck& c) {
   const Shape& x = c.shape("x");
   if (x.size() != 4 && x.size() != 2)
     c.fail(cat("x is ", shape_str(x), ", not [N, C, H, W] or [N, C]"));
   if (c.has("dy")) c.same("x", "dy");
+  if (c.has("relu_y") && !c.has("dy")) c.fail("relu_y masks dy: not without it");
+  if (c.has("relu_y")) c.same("x", "relu_y");
   check_partial(c, c.has("dy"));
   c.not_accumulated();
 }
@@ -141,7 +162,9 @@ template <class T> void partials(const StepArgs<T>& c) {
   CView<T> x = c.in("x");
   View<T> part = c.out("partial");
   const int64_t N = x.shape[0], C = x.shape[1];
-  bn_chunk_sums(x.data, c.opt("dy"), N, C, numel(x.shape) / (N * C), part.shape[0], part.data);
+  std::vector<T> masked;
+  const T* dy = c.s.arg("dy") >= 0 ? relu_masked_dy(c, masked).data : nullptr;
+  bn_chunk_sums(x.data, dy, N, C, numel(x.shape) / (N * C), part.shape[0], part.data);
 }
 
 constexpr FnDef fn_defs[] = {
@@ -161,7 +184,7 @@ constexpr FnDef fn_defs[] = {
      .cpu_f64 = forward_train<double>},
     {.fn = Fn::batchnorm_backward,
      .name = "batchnorm.backward",
-     .signature = {bw_in, bw_out, stats_partial},
+     .signature = {bw_in, bw_out, bw_optional},
      .check = check_backward,
      .cpu_f32 = backward<float>,
      .cpu_f64 = backward<double>},

@@ -15,11 +15,13 @@
 //     * invstd (written by chunk 0's blocks), dx as batchnorm_backward (batchnorm_train.cuh).
 //
 // Cfg: T, N, C, S, CHANNELS_LAST (true), COLS, THREADS (as batchnorm_train.cuh), CHUNKS (R);
-//      partials: DY; forward_train_chunked: EPS, STATS; backward_chunked: EPS, ACCUMULATE.
-// Arguments, in order: partials: x, [dy] (DY), partial;
+//      partials: DY; forward_train_chunked: EPS, STATS; backward_chunked: EPS, ACCUMULATE;
+//      partials with DY and backward_chunked: RELU_MASK (optional: dy masked by a fused relu's
+//      output, batchnorm_train.cuh's masked_dy).
+// Arguments, in order: partials: x, [dy] (DY), partial, [relu_y] (RELU_MASK);
 //   forward_train_chunked: x, weight, bias, partial, y, [mean, invstd] (STATS), [residual]
 //     (HAS_RESIDUAL);
-//   backward_chunked: x, dy, weight, partial, dx, dweight, dbias.
+//   backward_chunked: x, dy, weight, partial, dx, dweight, dbias, [relu_y] (RELU_MASK).
 // Grid: ceil(C / COLS) x CHUNKS (blockIdx.y: the chunk).
 #pragma once
 
@@ -45,7 +47,7 @@ template <class Cfg> KILN_FN void batchnorm_partials(const KernelArgs& a) {
     v[0] += d;
     v[1] += d * d;
     if constexpr (Cfg::DY) {
-      const float g = to_float(arg<const T>(a, 1)[i]);
+      const float g = masked_dy<Cfg>(a, arg<const T>(a, 1), 3, i);
       v[NV - 2] += g;
       v[NV - 1] += g * d;
     }

@@ -111,9 +111,25 @@ template <class Cfg> KILN_FN void batchnorm_forward_train(const KernelArgs& a) {
   ch.each([&](I i) { y[i] = from_float<T>((to_float(x[i]) - mean) * scale + shift); });
 }
 
+// RELU_MASK (optional; absent: false): the backward of a relu after the batchnorm fused in
+// (generator/rewrite/batchnorm_relu_backward.cpp): dy counts where the relu's output, argument
+// `mask` (relu_y), is above zero and is zero elsewhere, as relu.backward's dx would be.
+template <class Cfg, class = void> struct relu_mask_of { static constexpr bool value = false; };
+template <class Cfg> struct relu_mask_of<Cfg, decltype(void(Cfg::RELU_MASK))> {
+  static constexpr bool value = Cfg::RELU_MASK;
+};
+template <class Cfg, class I>
+KILN_FN float masked_dy(const KernelArgs& a, Global<const typename Cfg::T> dy, int mask, I i) {
+  using T = typename Cfg::T;
+  if constexpr (relu_mask_of<Cfg>::value)
+    if (to_float(arg<const T>(a, mask)[i]) <= 0.f) return 0.f;
+  return to_float(dy[i]);
+}
+
 // The backward's outputs from the channel's statistics and sums (sdy = sum dy, dg = sum dy *
 // xhat): dweight and dbias by the thread of the block's first row where `params`, then dx over
-// the block's rows. Arguments x, dy, weight first; dx, dweight, dbias from `out` on.
+// the block's rows. Arguments x, dy, weight first; dx, dweight, dbias from `out` on, then
+// relu_y (RELU_MASK).
 template <class Cfg>
 KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, int out, float mean,
                                  float invstd, float sdy, float dg, bool params) {
@@ -130,7 +146,7 @@ KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, 
   const float mdy = sdy / float(M), mdg = dg / float(M);
   ch.each([&](I i) {
     const float xhat = (to_float(x[i]) - mean) * invstd;
-    float v = k * (to_float(dy[i]) - mdy - xhat * mdg);
+    float v = k * (masked_dy<Cfg>(a, dy, out + 3, i) - mdy - xhat * mdg);
     if (Cfg::ACCUMULATE) v += to_float(dx[i]);
     dx[i] = from_float<T>(v);
   });
@@ -153,7 +169,7 @@ template <class Cfg> KILN_FN void batchnorm_backward(const KernelArgs& a) {
   }
   float sums[2] = {0.f, 0.f}; // sum dy, sum dy * (x - mean)
   ch.each([&](I i) {
-    const float d = to_float(dy[i]);
+    const float d = masked_dy<Cfg>(a, dy, out + 3, i);
     sums[0] += d;
     sums[1] += d * (to_float(x[i]) - mean);
   });

@@ -42,6 +42,16 @@ kt.check(not copies and len(man["forwarded_copies"]) == 5,
 kt.check(man["batchnorm_activations"] == ["bn1+relu"], f"fused batchnorm activations: {man['batchnorm_activations']}")
 kt.check(any(k["name"].startswith("batchnorm_forward_train_chunked") and "_relu_" in k["name"] for k in man["kernels"]),
          "no chunked batchnorm forward with its relu")
+# The stem relu's backward in its chunked batchnorm's backward and partials
+# (rewrite/batchnorm_relu_backward.cpp: dy masked by the relu's output): the check below
+# compares both kernels with the reference's masked batchnorm backward, and the training run
+# at the end (the T4's plan fuses it too) the gradients.
+kt.check(man["relu_backwards"] == ["bn1+relu"], f"fused relu backwards: {man['relu_backwards']}")
+masked = [k["name"] for k in man["kernels"] if "_relumask_" in k["name"]]
+kt.check(len(masked) == 2 and any(n.startswith("batchnorm_partials") for n in masked),
+         f"relu-masked batchnorm kernels: {masked}")
+relus = [s for ph in plan["phases"].values() for s in ph if s.get("fn") == "relu.backward"]
+kt.check(all(s["node"] != "relu" for s in relus), "the stem relu's backward step is still there")
 out, _ = kt.kiln("check", path("train_nhwc"), "--device", "emu")
 print(out.splitlines()[-1])
 
@@ -57,7 +67,8 @@ kt.check(rel < 5e-4, f"emu inference differs: {rel}")
 # At 64x64 the last batchnorms still see 2x2x2 values per channel; at 32x32 only 2, which
 # makes the backward so ill-conditioned that even f32 on the CPU drifts from f64 by 6e-4.
 # Channels-last, for the T4 (no tf32 there, so every kernel computes in fp32 as the
-# reference does): chunked batchnorms, NHWC data and weight gradients.
+# reference does): chunked batchnorms (the stem's with its relu's backward), NHWC data and
+# weight gradients.
 np.save(path("x2.npy"), np.random.RandomState(1).standard_normal((2, 3, 64, 64)).astype(np.float32))
 np.save(path("t.npy"), np.array([2, 5], np.int64))
 for device, extra in (("emu", ["--gpu", "t4", "--layout", "nhwc"]), ("cpu", [])):

@@ -69,7 +69,9 @@ std::vector<Variant> BatchnormForwardFamily::candidates(const StepInfo& s) const
 std::vector<Variant> BatchnormTrainFamily::candidates(const StepInfo& s) const {
   const Fn fn = s.step.fn;
   // With chunk sums (partial): BatchnormChunksFamily's.
-  if ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) || s.has("partial"))
+  // (A fused relu's backward, relu_y: the chunked family's alone.)
+  if ((fn != Fn::batchnorm_forward_train && fn != Fn::batchnorm_backward) || s.has("partial") ||
+      s.has("relu_y"))
     return {};
   // A fused activation only the chunked forward applies (rewrite/batchnorm_activation.cpp
   // fuses into that one alone).

@@ -34,6 +34,9 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   const bool stats = s.has("mean");
   const bool acc = fn == Fn::batchnorm_backward && s.step.accumulate;
   if (partials && s.step.accumulate) return {};
+  // A relu's backward fused in (rewrite/batchnorm_relu_backward.cpp): dy masked by its output.
+  const bool mask = s.has("relu_y");
+  if (mask && (!backward || s.layout("relu_y") != *l || s.dtype("relu_y") != *t)) return {};
   const int64_t cols = std::min<int64_t>(32, next_pow2(g.c));
   const int64_t groups = (g.c + cols - 1) / cols;
   const double esize = double(dtype_size(*t)), xbytes = double(numel(x)) * esize;
@@ -42,10 +45,10 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   const std::string family = partials   ? "batchnorm_partials"
                              : backward ? "batchnorm_backward_chunked"
                                         : "batchnorm_forward_train_chunked";
-  const std::string config = partials
-                                 ? (backward ? "_dy" : "")
-                                 : fmt::format("_eps{}{}{}{}", name_number(s.step.attrs.eps),
-                                               stats ? "_stats" : "", acc ? "_acc" : "", ep.tag());
+  const std::string config =
+      partials ? (backward ? (mask ? "_dy_relumask" : "_dy") : "")
+               : fmt::format("_eps{}{}{}{}{}", name_number(s.step.attrs.eps), stats ? "_stats" : "",
+                             acc ? "_acc" : "", ep.tag(), mask ? "_relumask" : "");
   std::vector<Variant> out;
   for (int64_t threads : {256, 1024}) {
     // Rows per chunk: 1024 threads only where each would still walk a few of them.
@@ -84,6 +87,10 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
       v.args = {"x", "weight", "bias", "partial", "y"};
     if (stats) v.args.insert(v.args.end(), {"mean", "invstd"});
     if (ep.residual) v.args.push_back("residual");
+    if (mask) {
+      cfg_bool(v, "RELU_MASK", true);
+      v.args.push_back("relu_y");
+    }
     v.block = {threads, 1, 1};
     v.grid = {groups, chunks, 1};
     v.static_smem = int64_t(4 * threads * int64_t(nv));
@@ -92,11 +99,11 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
     // sums of its channels (R times the sums, from L2), then x (and dy) once, y or dx
     // written (and read when accumulating).
     if (partials) {
-      v.bytes = xbytes * (backward ? 2 : 1) + part_bytes;
+      v.bytes = xbytes * (backward ? (mask ? 3 : 2) : 1) + part_bytes;
       v.flops = (backward ? 6.0 : 3.0) * double(numel(x));
     } else {
       v.bytes = reread_bytes(s.gpu, part_bytes, double(chunks)) +
-                xbytes * (backward      ? (acc ? 4 : 3)
+                xbytes * (backward      ? (acc ? 4 : 3) + (mask ? 1 : 0)
                           : ep.residual ? 3
                                         : 2) +
                 5.0 * double(g.c) * esize;
