@@ -71,8 +71,10 @@ KILN_FN bool split_reduce(const KernelArgs& args, WgmmaAcc<Cfg::BN>& acc, int g,
   const Global<int> tickets = arg<int>(args, G::kArgTickets);
   int drawn = 0;
   if (lane_id() == 0) drawn = atomic_add(&tickets[counter_of<Cfg>(u.tile, g)], 1);
-  if (shfl_idx(drawn, 0) != G::SPLIT - 1) return false; // the rows' last warp completes them
-  thread_fence(); // acquire: the other slices, as their fences left them
+  drawn = shfl_idx(drawn, 0);
+  sync_warp(); // orders lane 0's atomic before every lane's reads (a shuffle moves registers only)
+  if (drawn != G::SPLIT - 1) return false; // the rows' last warp completes them
+  thread_fence();                          // acquire: the other slices, as their fences left them
   const Global<const float> part = arg<const float>(args, G::kArgPartial);
   for_each_acc_pair<Cfg>(g, tl, [&](int i, i64 row, int o) {
     float v0 = 0.0f, v1 = 0.0f; // partial.sum's order: 0 + slice 0 + slice 1 + ...
