@@ -13,10 +13,12 @@ namespace {
 // The readers of dx, step i's output, if they are a chunked batchnorm.backward and its
 // batchnorm.partials, both after i in this phase and reading dx as their dy alone:
 // (partials, backward); else none.
+// `uses`: buffer_uses of the plan (which phase a buffer is named in does not change as this
+// rewrite removes steps).
 std::optional<std::pair<size_t, size_t>>
-batchnorm_readers(const Plan& p, const std::vector<Step>& steps, size_t ph, size_t i, int dx) {
+batchnorm_readers(const Plan& p, const std::vector<std::vector<Use>>& uses,
+                  const std::vector<Step>& steps, size_t ph, size_t i, int dx) {
   if (held_beyond_steps(p, dx) || is_persistent(p.buffers[size_t(dx)].role)) return std::nullopt;
-  const std::vector<std::vector<Use>> uses = buffer_uses(p, false);
   for (const Use& u : uses[size_t(dx)])
     if (u.phase != ph) return std::nullopt; // read in another phase too
   const std::vector<size_t> r = readers(p, steps, dx, i);
@@ -42,6 +44,7 @@ batchnorm_readers(const Plan& p, const std::vector<Step>& steps, size_t ph, size
 std::vector<std::string> fuse_relu_backwards_into_batchnorm(Plan& p) {
   std::vector<std::string> out;
   if (!p.train) return out;
+  const std::vector<std::vector<Use>> uses = buffer_uses(p, false);
   for (size_t ph = 0; ph < p.phases.size(); ++ph) {
     std::vector<Step>& steps = p.phases[ph].steps;
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -50,7 +53,7 @@ std::vector<std::string> fuse_relu_backwards_into_batchnorm(Plan& p) {
           relu.args.size() != 3)
         continue;
       const int y = relu.need("y"), dy = relu.need("dy"), dx = relu.need("dx");
-      const auto found = batchnorm_readers(p, steps, ph, i, dx);
+      const auto found = batchnorm_readers(p, uses, steps, ph, i, dx);
       if (!found) continue;
       const auto [part, bw] = *found;
       // y and dy must still hold the relu's values where the batchnorm's steps read them.

@@ -159,8 +159,9 @@ template <class Cfg> struct Geometry {
   static_assert(FLAT || TP % CN == 0, "CLUSTER_N: a pixel tile's rows split evenly");
   static_assert(!IM2COL || (!FLAT && !ROW_TILES && TP == 1 && TQ == BM && CN == 1),
                 "IM2COL: tiles of BM GEMM rows (TP 1, TQ = BM), A not split over a cluster");
-  // Split-K: UNITS work units, unit u tile u % TILES's k range u / TILES (unit_at).
-  static constexpr int SPLIT = split_of<Cfg>::value, UNITS = TILES * SPLIT;
+  // Work units (unit_at): cluster tile u % CLUSTER_TILES's range u / CLUSTER_TILES of k, one
+  // range (all of k) without SPLIT.
+  static constexpr int SPLIT = split_of<Cfg>::value, UNITS = CLUSTER_TILES * SPLIT;
   static_assert(SPLIT == 1 || (SPLIT <= ITERS && CL == 1 && !PINGPONG),
                 "SPLIT: at most one range per stage of k, alone, the consumers on one tile");
   static constexpr int SH = Cfg::SH, SW = Cfg::SW, MAPS = ROW_TILES || IM2COL ? 1 : SH * SW;
@@ -206,14 +207,15 @@ template <class Cfg> KILN_CONST int smem_bytes() {
          (G::PINGPONG ? 16 : 0);
 }
 
-// Work unit u (of UNITS): output tile u % TILES, its stages [it0, it1) of ITERS, range `split`
-// of SPLIT (the same number of stages, or one more, each).
+// Work unit u (of UNITS): cluster tile u % CLUSTER_TILES (alone, as with SPLIT: the tile),
+// its stages [it0, it1) of ITERS, range `split` of SPLIT (the same number of stages, or one
+// more, each; all of them without SPLIT).
 struct Unit {
   int tile, split, it0, it1;
 };
 template <class Cfg> KILN_FN Unit unit_at(int u) {
   using G = Geometry<Cfg>;
-  const int tile = u % G::TILES, split = u / G::TILES;
+  const int tile = u % G::CLUSTER_TILES, split = u / G::CLUSTER_TILES;
   return Unit{tile, split, G::ITERS * split / G::SPLIT, G::ITERS * (split + 1) / G::SPLIT};
 }
 

@@ -218,7 +218,7 @@ KILN_FN void consume(WgmmaAcc<Cfg::BN>& acc, WgmmaAcc<Cfg::BN>* hi, Shared<u8> r
 // Grid: (blocks, 1, 1); block b computes tiles b, b + blocks, ... of TILES (persistent when
 // blocks < TILES: the producer fills the next tile's stages during the epilogue); in clusters
 // of CL = CM x CN, cluster c = b / CL computes cluster tiles c, c + blocks / CL, ...
-// (cluster_tile); with SPLIT, work units b, b + blocks, ... of UNITS (unit_at);
+// (cluster_tile): its work units (unit_at), with SPLIT a cluster tile's range of k each;
 // THREADS threads; smem_bytes<Cfg>() dynamic.
 template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
   using G = Geometry<Cfg>;
@@ -262,15 +262,11 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
     setmaxnreg_dec<40>();
     if (warp_id() == 0 && elect_one()) {
       int ring_it = 0;
-      if constexpr (G::SPLIT > 1)
-        for (int t = first; t < G::UNITS; t += step) {
-          const Unit u = unit_at<Cfg>(t);
-          produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(u.tile), 0, u.it0, u.it1, ring_it);
-        }
-      else
-        for (int t = first; t < G::CLUSTER_TILES; t += step)
-          produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(cluster_tile<Cfg>(t, rank)), rank, 0,
-                       G::ITERS, ring_it);
+      for (int t = first; t < G::UNITS; t += step) {
+        const Unit u = unit_at<Cfg>(t);
+        produce<Cfg>(args, ring, full, empty, tile_at<Cfg>(cluster_tile<Cfg>(u.tile, rank)), rank,
+                     u.it0, u.it1, ring_it);
+      }
     }
   } else {
     setmaxnreg_inc<232>(); // 128 x 40 + 256 x 232 <= 64K registers: one block per SM
@@ -293,28 +289,22 @@ template <class Cfg> KILN_FN void conv_fwd(const KernelArgs& args) {
         const int next = store<Cfg>(args, lo, 0, tl, staging, g, true, 0, 1);
         store<Cfg>(args, hi, 1, tl, staging, g, true, next);
       }
-    } else if constexpr (G::SPLIT > 1) {
+    } else {
       WgmmaAcc<G::BN> acc;
       int ring_it = 0;
       for (int t = first; t < G::UNITS; t += step) {
         const Unit u = unit_at<Cfg>(t);
-        const Tile tl = tile_at<Cfg>(u.tile);
-        consume<Cfg>(acc, nullptr, ring, full, empty, g, 0, full /* no turns */, u.it0, u.it1,
+        const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(u.tile, rank));
+        // (A split unit's epilogue runs for its tile's last unit alone: nothing to fetch ahead.)
+        if constexpr (G::SPLIT == 1) prefetch_epilogue<Cfg>(args, g, tl, staging, g);
+        consume<Cfg>(acc, nullptr, ring, full, empty, g, rank, full /* no turns */, u.it0, u.it1,
                      ring_it);
-        if (!split_reduce<Cfg>(args, acc, g, tl, u)) continue; // another warp completes these rows
-        store<Cfg>(args, acc, g, tl, staging, g, false);
+        if constexpr (G::SPLIT > 1)
+          if (!split_reduce<Cfg>(args, acc, g, tl, u)) continue; // another warp completes the rows
+        store<Cfg>(args, acc, g, tl, staging, g, G::SPLIT == 1);
         // Every unit has drawn its ticket for these rows: zero for the next launch.
-        if (lane_id() == 0) arg<int>(args, G::kArgTickets)[counter_of<Cfg>(u.tile, g)] = 0;
-      }
-    } else {
-      WgmmaAcc<G::BN> acc;
-      int ring_it = 0;
-      for (int t = first; t < G::CLUSTER_TILES; t += step) {
-        const Tile tl = tile_at<Cfg>(cluster_tile<Cfg>(t, rank));
-        prefetch_epilogue<Cfg>(args, g, tl, staging, g);
-        consume<Cfg>(acc, nullptr, ring, full, empty, g, rank, full /* no turns */, 0, G::ITERS,
-                     ring_it);
-        store<Cfg>(args, acc, g, tl, staging, g, true);
+        if constexpr (G::SPLIT > 1)
+          if (lane_id() == 0) arg<int>(args, G::kArgTickets)[counter_of<Cfg>(u.tile, g)] = 0;
       }
     }
   }
