@@ -40,10 +40,19 @@ CostEstimate estimate_kernel(const GpuDesc& g, const KernelWork& w) {
   // latency hiding needs resident warps, and below a quarter of the SM's warps it suffers.
   const double bps = c.occ.blocks_per_sm, sms = double(g.sm_count), blocks = double(w.blocks);
   const double warps_per_block = std::ceil(double(w.threads) / double(g.warp_size));
+  // A streaming kernel that states its loads in flight: Little's law, those of the resident
+  // threads against the SM's share of the DRAM bandwidth over the DRAM latency.
+  const double dram_bytes_per_clock =
+      g.memory_bandwidth_gbps * 1e3 / g.clock_mhz / double(g.sm_count);
   const auto hiding = [&](double resident) {
     if (loop)
       return std::max(1e-3,
                       loop_latency_hiding(g, w.math, w.loop, resident, resident * warps_per_block));
+    if (w.stream_bytes_in_flight > 0 && dram_bytes_per_clock > 0 &&
+        std::isfinite(dram_bytes_per_clock))
+      return std::clamp(resident * double(w.threads) * w.stream_bytes_in_flight /
+                            (dram_bytes_per_clock * kDramLatencyClocks),
+                        1e-3, 1.0);
     return std::min(1.0, 0.25 + c.occ.warps_fraction * resident / bps * 1.5);
   };
   c.ceilings.latency = hiding(bps);

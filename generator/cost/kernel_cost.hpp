@@ -23,6 +23,10 @@ struct KernelWork {
   int registers_per_thread = 32;
   int64_t shared_bytes = 0; // per block, static and dynamic
   MainLoop loop;            // mma_flops 0: none described
+  // A streaming kernel's global loads a thread issues before it waits on them, in bytes: its
+  // latency hiding by Little's law over the DRAM latency. 0: not described (then resident
+  // warps judge it).
+  double stream_bytes_in_flight = 0;
 };
 
 struct CostEstimate {

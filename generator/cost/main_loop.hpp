@@ -66,6 +66,8 @@ struct Ceilings {
 // Cycles the model assumes for global memory latency (an L2 hit under load, about half a
 // DRAM access): what the pipeline's bytes in flight must cover.
 inline constexpr double kGlobalLatencyClocks = 600;
+// A DRAM access under load: what a streaming kernel's bytes in flight must cover.
+inline constexpr double kDramLatencyClocks = 2 * kGlobalLatencyClocks;
 // The share of a main-loop variant's time its loop's ceilings do not see (the prologue, the
 // pipeline's fill and drain, the epilogue): the efficiency a tensor-core family multiplies by
 // its tiles' utilisation. Stated, not measured: the mma.sync family's and the Hopper weight

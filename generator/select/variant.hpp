@@ -62,6 +62,8 @@ struct Variant {
   // A tensor-core family's main loop per MMA (cost/main_loop.hpp): the shared-memory,
   // issue and latency ceilings the cost model prices it by. Empty for the other families.
   MainLoop loop;
+  // A streaming kernel's loads in flight per thread (KernelWork::stream_bytes_in_flight).
+  double stream_bytes_in_flight = 0;
   std::string note;       // why these parameters
   // Layout each 4-D argument must have (roles absent here accept either: none of ours).
   std::vector<std::pair<std::string, Layout>> layouts;
@@ -86,7 +88,8 @@ struct Variant {
             work_blocks > 0 ? work_blocks : blocks(),
             registers_per_thread,
             static_smem + dynamic_smem,
-            loop};
+            loop,
+            stream_bytes_in_flight};
   }
 };
 

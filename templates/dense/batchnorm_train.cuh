@@ -28,21 +28,32 @@
 
 namespace kiln::dense {
 
+// VEC (optional; absent: 1): a thread's V consecutive channels of a channels-last tensor, read
+// and written as one 16-byte pack (batchnorm_chunks.cuh's kernels; C a multiple of V, every
+// tensor 16-byte aligned).
+template <class Cfg, class = void> struct bn_vec { static constexpr int value = 1; };
+template <class Cfg> struct bn_vec<Cfg, decltype(void(Cfg::VEC))> {
+  static constexpr int value = Cfg::VEC;
+};
+
 // Where a block's threads find the elements of their channel: element j in [0, M) of the
-// thread's channel is at index(j); a thread visits j = first(), first() + step, ...
+// thread's channel is at index(j); a thread visits j = first(), first() + step, ... With
+// VEC, the thread's V channels c .. c + V - 1 are consecutive from index(j).
 template <class Cfg> struct BnChannel {
   static constexpr int M = Cfg::N * Cfg::S; // elements per channel
   static constexpr int ROWS = Cfg::THREADS / Cfg::COLS;
+  static constexpr int V = bn_vec<Cfg>::value;
   static_assert(Cfg::CHANNELS_LAST || Cfg::COLS == 1,
                 "channel-major tensors: one channel per block");
+  static_assert(V == 1 || (Cfg::CHANNELS_LAST && Cfg::C % V == 0), "VEC: whole packs of a row");
   static_assert(Cfg::THREADS % 32 == 0 && Cfg::THREADS % Cfg::COLS == 0, "whole warps and rows");
   using I = index_t<(long long)Cfg::N * Cfg::C * Cfg::S>;
-  int c;      // the thread's channel
+  int c;      // the thread's (first) channel
   bool valid; // c < C (a channels-last block's last group may be partial)
   int lo = 0, hi = M; // the rows (positions) the block walks: all, or one chunk's
   KILN_FN BnChannel() {
     const int t = int(threadIdx.x);
-    c = int(blockIdx.x) * Cfg::COLS + t % Cfg::COLS;
+    c = (int(blockIdx.x) * Cfg::COLS + t % Cfg::COLS) * V;
     valid = c < Cfg::C;
   }
   // Chunk `chunk` of `chunks` (runtime/ops/batchnorm_chunks.hpp): ceil(M / chunks) rows each.
@@ -73,6 +84,20 @@ template <class Cfg> struct BnChannel {
     const int lim = valid ? hi : 0;
     for (int j = first(); j < lim; j += step)
       f(index(j));
+  }
+  // The same, B rows at a time: f(at, n) with the indices of a batch's rows, the first n of
+  // them in range. A kernel loads every row of a batch before it stores any: its stores may
+  // alias its loads for all the compiler knows, and one row's loads at a time leave too few
+  // bytes in flight to cover DRAM latency (~0.3 of the bandwidth on an H200).
+  template <int B, class F> KILN_FN void batches(F&& f) const {
+    const int lim = valid ? hi : 0;
+    for (int j = first(); j < lim; j += B * step) {
+      I at[B];
+      for (int u = 0; u < B; ++u)
+        at[u] = j + u * step < lim ? index(j + u * step) : I(0);
+      const int left = (lim - j + step - 1) / step;
+      f(at, left < B ? left : B);
+    }
   }
   // The channel's mean and 1 / sqrt(biased variance + EPS), two passes over x.
   template <class G>
@@ -126,29 +151,71 @@ KILN_FN float masked_dy(const KernelArgs& a, Global<const typename Cfg::T> dy, i
   return to_float(dy[i]);
 }
 
-// The backward's outputs from the channel's statistics and sums (sdy = sum dy, dg = sum dy *
+// Rows a thread loads before it uses them (BnChannel::batches): with 16-byte packs, 64 bytes a
+// tensor in flight per thread.
+constexpr int kBnBatch = 4;
+
+// The V channels' elements of a row as one pack, argument k seen as packs, and a pack's floats.
+template <class Cfg> using BnPack = Pack<typename Cfg::T, BnChannel<Cfg>::V>;
+template <class Cfg> KILN_FN Global<const BnPack<Cfg>> bn_packs(const KernelArgs& a, int k) {
+  return view_as<const BnPack<Cfg>>(arg<const typename Cfg::T>(a, k));
+}
+template <class T, int V> KILN_FN void unpack(const Pack<T, V>& p, float (&f)[V]) {
+  for (int e = 0; e < V; ++e)
+    f[e] = to_float(p.e[e]);
+}
+
+// The backward's outputs from its V channels' statistics and sums (sdy = sum dy, dg = sum dy *
 // xhat): dweight and dbias by the thread of the block's first row where `params`, then dx over
 // the block's rows. Arguments x, dy, weight first; dx, dweight, dbias from `out` on, then
 // relu_y (RELU_MASK).
-template <class Cfg>
-KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, int out, float mean,
-                                 float invstd, float sdy, float dg, bool params) {
+template <class Cfg, int V>
+KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, int out,
+                                 const float (&mean)[V], const float (&invstd)[V],
+                                 const float (&sdy)[V], const float (&dg)[V], bool params) {
   using T = typename Cfg::T;
-  using I = typename BnChannel<Cfg>::I;
-  constexpr int M = BnChannel<Cfg>::M;
-  const Global<const T> x = arg<const T>(a, 0), dy = arg<const T>(a, 1);
-  const Global<T> dx = arg<T>(a, out), dgamma = arg<T>(a, out + 1), dbeta = arg<T>(a, out + 2);
-  if (params && ch.first() == ch.lo) {
-    dgamma[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[ch.c]) + dg : dg);
-    dbeta[ch.c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[ch.c]) + sdy : sdy);
+  using Ch = BnChannel<Cfg>;
+  using I = typename Ch::I;
+  using P = BnPack<Cfg>;
+  static_assert(V == Ch::V, "one value per channel of the thread");
+  constexpr int M = Ch::M, B = kBnBatch;
+  constexpr bool MASK = relu_mask_of<Cfg>::value;
+  const Global<T> dgamma = arg<T>(a, out + 1), dbeta = arg<T>(a, out + 2);
+  const Global<const T> gamma = arg<const T>(a, 2);
+  float k[V], mdy[V], mdg[V];
+  for (int e = 0; e < V; ++e) {
+    const int c = ch.c + e;
+    if (params && ch.first() == ch.lo) {
+      dgamma[c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dgamma[c]) + dg[e] : dg[e]);
+      dbeta[c] = from_float<T>(Cfg::ACCUMULATE ? to_float(dbeta[c]) + sdy[e] : sdy[e]);
+    }
+    k[e] = to_float(gamma[c]) * invstd[e];
+    mdy[e] = sdy[e] / float(M);
+    mdg[e] = dg[e] / float(M);
   }
-  const float k = to_float(arg<const T>(a, 2)[ch.c]) * invstd;
-  const float mdy = sdy / float(M), mdg = dg / float(M);
-  ch.each([&](I i) {
-    const float xhat = (to_float(x[i]) - mean) * invstd;
-    float v = k * (masked_dy<Cfg>(a, dy, out + 3, i) - mdy - xhat * mdg);
-    if (Cfg::ACCUMULATE) v += to_float(dx[i]);
-    dx[i] = from_float<T>(v);
+  const Global<const P> x = bn_packs<Cfg>(a, 0), dy = bn_packs<Cfg>(a, 1);
+  const Global<P> dx = view_as<P>(arg<T>(a, out));
+  ch.template batches<B>([&](const I(&at)[B], int n) {
+    P xv[B], dv[B], mv[B], av[B];
+    for (int u = 0; u < B; ++u)
+      if (u < n) {
+        xv[u] = x[at[u] / V];
+        dv[u] = dy[at[u] / V];
+        if constexpr (MASK) mv[u] = bn_packs<Cfg>(a, out + 3)[at[u] / V];
+        if constexpr (Cfg::ACCUMULATE) av[u] = dx[at[u] / V];
+      }
+    for (int u = 0; u < B; ++u)
+      if (u < n) {
+        P o;
+        for (int e = 0; e < V; ++e) {
+          const float xhat = (to_float(xv[u].e[e]) - mean[e]) * invstd[e];
+          const float g = MASK && to_float(mv[u].e[e]) <= 0.f ? 0.f : to_float(dv[u].e[e]);
+          float v = k[e] * (g - mdy[e] - xhat * mdg[e]);
+          if (Cfg::ACCUMULATE) v += to_float(av[u].e[e]);
+          o.e[e] = from_float<T>(v);
+        }
+        dx[at[u] / V] = o;
+      }
   });
 }
 
@@ -175,7 +242,8 @@ template <class Cfg> KILN_FN void batchnorm_backward(const KernelArgs& a) {
   });
   ch.totals(sums, scratch);
   if (!ch.valid) return;
-  bn_backward_outputs<Cfg>(a, ch, out, mean, invstd, sums[0], sums[1] * invstd, true);
+  const float m[1] = {mean}, is[1] = {invstd}, sdy[1] = {sums[0]}, dg[1] = {sums[1] * invstd};
+  bn_backward_outputs<Cfg>(a, ch, out, m, is, sdy, dg, true);
 }
 
 } // namespace kiln::dense

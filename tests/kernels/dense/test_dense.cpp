@@ -10,6 +10,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <doctest/doctest.h>
 
@@ -218,6 +219,19 @@ std::vector<StepSpec> specs(bool large) {
       fused.epilogue.activation = Activation::relu;
       s.push_back(fused);
     }
+    // 16-byte packs of a row's channels (VEC) over several batches of rows a thread, the last
+    // batch partial, and a relu's backward fused in (dy masked by its output, relu_y)
+    {
+      const Shape x{4, 64, 12, 12};
+      const auto masked = [&](StepSpec st) {
+        st.label += " relu_y";
+        st.args.push_back({"relu_y", x, t, nhwc});
+        return st;
+      };
+      s.push_back(masked(bn_partials(t, x, nhwc, 2, true)));
+      s.push_back(chunked(bn_train(t, x, nhwc, !f32), 2));
+      s.push_back(masked(chunked(bn_backward(t, x, nhwc, false, f32), 2)));
+    }
     if (f32) {
       s.push_back(bn_partials(t, {300, 5}, nchw, 4, true));
       s.push_back(chunked(bn_train(t, {300, 5}, nchw, false), 4));
@@ -280,6 +294,15 @@ TEST_CASE("dense variants compile with NVRTC for sm_75, sm_80 and sm_90") {
 TEST_CASE("dense variants match the reference on the emulator") {
   const auto built = all_variants(specs(false), {"h200"});
   REQUIRE(built.size() >= specs(false).size());
+  // The chunked batchnorm's packed forms are among them: 8 f16 or bf16 channels, 4 f32 ones.
+  for (const char* packed :
+       {"batchnorm_partials_f16_nhwc_n4c64h12w12_dy_relumask_r2_cols8_v8",
+        "batchnorm_backward_chunked_bf16_nhwc_n4c64h12w12_eps1em05_relumask_r2_cols8_v8",
+        "batchnorm_forward_train_chunked_f32_nhwc_n4c64h12w12_eps1em05_r2_cols16_v4",
+        "batchnorm_forward_train_chunked_f32_nhwc_n4c64h12w12_eps1em05_r2_cols8_v4"})
+    CHECK_MESSAGE(std::any_of(built.begin(), built.end(),
+                              [&](const Built& b) { return b.variant.name.starts_with(packed); }),
+                  packed);
   for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-dense"))) {
     INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
     CHECK(r.pass);

@@ -143,8 +143,10 @@ std::vector<Variant> BatchnormTrainFamily::candidates(const StepInfo& s) const {
       v.flops = (stats ? 9.0 : 13.0) * double(numel(x));
     }
     // A strided channel-major walk stays coalesced along the spatial axis; channels-last
-    // groups narrower than a warp read partial lines.
-    v.efficiency = last ? 0.7 * double(std::min<int64_t>(cols, 8)) / 8.0 : 0.7;
+    // groups narrower than a warp read partial lines. Channels-last, one element a thread and
+    // row: an H200 ran resnet50 f16 b32's (C 2048) at 0.4-0.47 of the DRAM bandwidth
+    // (bench/results/h200_2026-11-28b/train_prof.csv), as batchnorm_chunks.cpp's alike.
+    v.efficiency = last ? 0.44 * double(std::min<int64_t>(cols, 8)) / 8.0 : 0.7;
     v.note = last ? fmt::format("one block per {} neighbouring channels, {} positions per step; "
                                 "two-pass fp32 statistics, column sums in row order",
                                 cols, threads / cols)

@@ -37,8 +37,6 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
   // A relu's backward fused in (rewrite/batchnorm_relu_backward.cpp): dy masked by its output.
   const bool mask = s.has("relu_y");
   if (mask && (!backward || s.layout("relu_y") != *l || s.dtype("relu_y") != *t)) return {};
-  const int64_t cols = std::min<int64_t>(32, next_pow2(g.c));
-  const int64_t groups = (g.c + cols - 1) / cols;
   const double esize = double(dtype_size(*t)), xbytes = double(numel(x)) * esize;
   const double nv = double(bn_partial_sums(backward));
   const double part_bytes = 4.0 * double(chunks) * nv * double(g.c);
@@ -49,17 +47,40 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
       partials ? (backward ? (mask ? "_dy_relumask" : "_dy") : "")
                : fmt::format("_eps{}{}{}{}{}", name_number(s.step.attrs.eps), stats ? "_stats" : "",
                              acc ? "_acc" : "", ep.tag(), mask ? "_relumask" : "");
-  std::vector<Variant> out;
-  for (int64_t threads : {256, 1024}) {
+  // 16-byte packs of a row's channels (the template's VEC) where every tensor of the step's
+  // elements is a contiguous run starting 16-byte aligned (the arena aligns buffers to 256
+  // bytes; a view may start anywhere).
+  const int64_t pack = 16 / int64_t(esize);
+  bool packable = g.c % pack == 0;
+  for (const char* role : {"x", "dy", "y", "dx", "residual", "relu_y"})
+    if (s.has(role))
+      packable = packable && s.arg(role).view_pitch == 0 &&
+                 s.arg(role).view_offset * int64_t(esize) % 16 == 0;
+  struct Form {
+    int64_t vec, cols, threads;
+  };
+  std::vector<Form> forms;
+  const int64_t cols1 = std::min<int64_t>(32, next_pow2(g.c));
+  for (int64_t threads : {256, 1024})
     // Rows per chunk: 1024 threads only where each would still walk a few of them.
-    if (threads > 256 && bn_chunk_rows(g.n * g.s, chunks) <= 4 * (threads / cols)) continue;
+    if (threads == 256 || bn_chunk_rows(g.n * g.s, chunks) > 4 * (threads / cols1))
+      forms.push_back({1, cols1, threads});
+  // Packed: 256 threads (the column sums' scratch, 4 * THREADS * NV * VEC bytes, stays within
+  // static shared memory); a warp's row segments at least 128 bytes (8 columns), fewer columns
+  // a block giving more blocks for few chunks.
+  if (packable)
+    for (int64_t cols = std::min<int64_t>(32, next_pow2(g.c / pack)); cols >= 8; cols /= 2)
+      forms.push_back({pack, cols, 256});
+  std::vector<Variant> out;
+  for (const auto [vec, cols, threads] : forms) {
+    const int64_t groups = (g.c + cols * vec - 1) / (cols * vec);
     Variant v;
     v.family = family;
     v.header = "dense/batchnorm_chunks.cuh";
     v.function = "kiln::dense::" + family;
-    v.name =
-        fmt::format("{}_{}_{}_{}{}_r{}_cols{}_t{}_{}", family, dtype_tag(*t), layout_tag(x, *l),
-                    shape_tag(x), config, chunks, cols, threads, s.arch_tag());
+    v.name = fmt::format("{}_{}_{}_{}{}_r{}_cols{}{}_t{}_{}", family, dtype_tag(*t),
+                         layout_tag(x, *l), shape_tag(x), config, chunks, cols,
+                         vec > 1 ? fmt::format("_v{}", vec) : "", threads, s.arch_tag());
     cfg_type(v, "T", cpp_type(*t));
     cfg_int(v, "N", g.n);
     cfg_int(v, "C", g.c);
@@ -67,6 +88,7 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
     cfg_bool(v, "CHANNELS_LAST", true);
     cfg_int(v, "COLS", cols);
     cfg_int(v, "THREADS", threads);
+    if (vec > 1) cfg_int(v, "VEC", vec);
     cfg_int(v, "CHUNKS", chunks);
     if (partials) {
       cfg_bool(v, "DY", backward);
@@ -93,8 +115,14 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
     }
     v.block = {threads, 1, 1};
     v.grid = {groups, chunks, 1};
-    v.static_smem = int64_t(4 * threads * int64_t(nv));
-    v.registers_per_thread = 64;
+    v.static_smem = int64_t(4 * threads * int64_t(nv) * vec);
+    // ptxas for sm_90: 90-128 registers packed (resnet50 f16 b32's), 44 one element a row.
+    v.registers_per_thread = vec > 1 ? 128 : 64;
+    // Each thread loads kBnBatch (4) rows of every tensor it reads before it uses them.
+    const int64_t reads = partials   ? (backward ? (mask ? 3 : 2) : 1)
+                          : backward ? 2 + (mask ? 1 : 0) + (acc ? 1 : 0)
+                                     : 1 + (ep.residual ? 1 : 0);
+    if (vec > 1) v.stream_bytes_in_flight = 4.0 * double(reads) * esize * double(vec);
     // partials: x (and dy) once, the sums written; the others: every block reads all chunks'
     // sums of its channels (R times the sums, from L2), then x (and dy) once, y or dx
     // written (and read when accumulating).
@@ -109,10 +137,16 @@ std::vector<Variant> BatchnormChunksFamily::candidates(const StepInfo& s) const 
                 5.0 * double(g.c) * esize;
       v.flops = (backward ? 9.0 : 4.0) * double(numel(x));
     }
-    v.efficiency = 0.7 * double(std::min<int64_t>(cols, 8)) / 8.0;
-    v.note = fmt::format("a block per {} neighbouring channels and one of {} chunks of rows; "
+    // One element a thread and row, an H200 ran resnet50 f16 b32's at 0.61 (partials) and 0.34
+    // (the others, whose stores kept each row's loads from overlapping the next row's) of the
+    // DRAM bandwidth (bench/results/h200_2026-11-28b/train_prof.csv); every thread now loads a
+    // batch of rows before it stores, unmeasured. 16-byte packs stated as elementwise's (an
+    // H200 ran its packed relu backward at 0.9 there), unmeasured.
+    v.efficiency =
+        vec > 1 ? 0.8 : (partials ? 0.61 : 0.34) * double(std::min<int64_t>(cols, 8)) / 8.0;
+    v.note = fmt::format("a block per {} neighbouring channels{} and one of {} chunks of rows; "
                          "{}",
-                         cols, chunks,
+                         cols * vec, vec > 1 ? fmt::format(" ({}-channel packs)", vec) : "", chunks,
                          partials ? "shifted fp32 sums of the chunk, column sums in row order"
                                   : "the chunks' sums added in chunk order, then the chunk "
                                     "normalised");
