@@ -12,8 +12,9 @@
 # with timeout_s 590 each, the bundle carried as build/bundle.) With device time left, a third
 # call: TRAIN_AB_LIMIT=65 TRAIN_PROF_LIMIT=40 ... train_ab train_prof: the chunked batchnorms
 # now read 16-byte packs of channels, 4 rows in flight a thread (2026-11-28d, unmeasured;
-# they took 4.1 ms of the 11.6 ms step in h200_2026-11-28b/train_prof_summary.txt), and the
-# relu backwards fused into them (2026-11-28c). The H200 runs of 2026-11-28
+# they took 4.1 ms of the 11.6 ms step in h200_2026-11-28b/train_prof_summary.txt), the
+# stem's weight gradient on mma.sync GATHER tiles (1.01 ms there on CUDA cores) and the relu
+# backwards fused into the batchnorms (2026-11-28c). The H200 runs of 2026-11-28
 # (bench/results/h200_2026-11-28b) measured resnet50 f16 b256's convs at 0.963x cuDNN's speed
 # as a per-layer geomean, the whole plan 1.07x the cuDNN-only plan (7.98 ms), the stem's
 # _taps4_pp 1.80x cuDNN, the training step 11.6-12.2 ms (PyTorch eager 14.8); its 3x3 convs

@@ -2,7 +2,9 @@
 // group, f16 or bf16, fp32 accumulation): per block a BM x BN tile of the GEMM
 //   dw[o][n] = sum over positions r of dy[r][o] * x[r shifted by tap(n)][c(n)],
 // r = (img * OH + oh) * OW + ow, n = tap * C + c with tap = kh * KW + kw (a tile stays within
-// one tap: C % BN == 0), x zero outside the image. The positions are the reduction: SLICES
+// one tap: C % BN == 0; with GATHER, for C not a multiple of 8 (the stem's 3), a tile's
+// columns run across taps, the last tile partial, and x is staged element by element), x zero
+// outside the image. The positions are the reduction: SLICES
 // blocks share a tile, slice s taking [s * R / SLICES, (s + 1) * R / SLICES), each writing
 // its own fp32 slice of `partial` (partial.sum adds them in slice order) or, with one slice,
 // dw itself. Each BK-position step stages dy's and x's 16-byte channel runs transposed into
@@ -12,14 +14,20 @@
 //
 // Cfg: T (f16, bf16), N, C, H, W, O, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, G (1),
 //      BM (64), BN (32 or 64), BK (32), SLICES, PARTIAL (write fp32 slices: [SLICES][O][C][KH][KW];
-//      else dw, OIHW, as T), THREADS (128).
+//      else dw, OIHW, as T), THREADS (128), GATHER (optional; absent: false).
 // Arguments, in order: x, dy, out (partial or dw).
-// Grid: x = KH * KW * C / BN, y = ceil(O / BM), z = SLICES.
+// Grid: x = ceil(KH * KW * C / BN), y = ceil(O / BM), z = SLICES.
 #pragma once
 
 #include "common/tensor4.cuh"
 
 namespace kiln::conv {
+
+// GATHER: absent, false.
+template <class Cfg, class = void> struct wgrad_gather { static constexpr bool value = false; };
+template <class Cfg> struct wgrad_gather<Cfg, decltype(void(Cfg::GATHER))> {
+  static constexpr bool value = Cfg::GATHER;
+};
 
 template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
   using T = typename Cfg::T;
@@ -28,9 +36,10 @@ template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
   constexpr int ROW = BK + 8; // halves a shared row holds: 80 bytes, so ldmatrix is conflict-free
   constexpr int WTN = BN / 2, NT = WTN / 8, MT = 2;
   constexpr i64 R = i64(Cfg::N) * Cfg::OH * Cfg::OW;
-  static_assert(Cfg::G == 1 && C % BN == 0 && C % 8 == 0 && O % 8 == 0 && BM == 64 && BK == 32 &&
-                    (BN == 32 || BN == 64) && Cfg::THREADS == 128,
-                "one group; whole 16-byte channel runs; 4 warps of 32 x BN/2");
+  constexpr bool GATHER = wgrad_gather<Cfg>::value;
+  static_assert(Cfg::G == 1 && (GATHER || (C % BN == 0 && C % 8 == 0)) && O % 8 == 0 && BM == 64 &&
+                    BK == 32 && (BN == 32 || BN == 64) && Cfg::THREADS == 128,
+                "one group; whole 16-byte channel runs (or GATHER); 4 warps of 32 x BN/2");
   constexpr i64 XE = i64(Cfg::N) * Cfg::H * Cfg::W * C, YE = R * O;
   using I = index_t<(XE > YE ? XE : YE) + 1>;
 
@@ -64,21 +73,41 @@ template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
         dst[(run * 8 + q) * ROW + k] = v.e[q];
     }
   };
+  // x at position r and column n of the GEMM (tap n / C, channel n % C), zero outside.
+  const auto x_at = [&](I r, int n) -> T {
+    const int tp = n / C, c = n % C;
+    const int ow = int(r % Cfg::OW), oh = int((r / Cfg::OW) % Cfg::OH);
+    const I img = r / (i64(Cfg::OW) * Cfg::OH);
+    const int ih = oh * Cfg::SH - Cfg::PH + tp / KW * Cfg::DH;
+    const int iw = ow * Cfg::SW - Cfg::PW + tp % KW * Cfg::DW;
+    if (ih < 0 || ih >= Cfg::H || iw < 0 || iw >= Cfg::W) return T{};
+    return x[((img * Cfg::H + ih) * Cfg::W + iw) * C + c];
+  };
   for (I r0 = r_begin; r0 < r_end; r0 += BK) {
     stage(as, BM / 8, O - m0, [&](int k, int run, Run& v) {
       const I r = r0 + k;
       if (r < r_end) v = view_as<const Run>(dy + (r * O + m0 + run * 8))[0];
     });
-    stage(bs, BN / 8, BN, [&](int k, int run, Run& v) {
-      const I r = r0 + k;
-      if (r >= r_end) return;
-      const int ow = int(r % Cfg::OW), oh = int((r / Cfg::OW) % Cfg::OH);
-      const I img = r / (i64(Cfg::OW) * Cfg::OH);
-      const int ih = oh * Cfg::SH - Cfg::PH + kh * Cfg::DH;
-      const int iw = ow * Cfg::SW - Cfg::PW + kw * Cfg::DW;
-      if (ih < 0 || ih >= Cfg::H || iw < 0 || iw >= Cfg::W) return;
-      v = view_as<const Run>(x + (((img * Cfg::H + ih) * Cfg::W + iw) * C + c0 + run * 8))[0];
-    });
+    if constexpr (GATHER) {
+      // Element by element: consecutive threads take consecutive positions of a column, so
+      // their stores fill consecutive halves of a shared row.
+      for (int e = t; e < BN * BK; e += Cfg::THREADS) {
+        const int k = e % BK, col = e / BK;
+        const I r = r0 + k;
+        bs[col * ROW + k] = r < r_end && n0 + col < KK * C ? x_at(r, n0 + col) : T{};
+      }
+    } else {
+      stage(bs, BN / 8, BN, [&](int k, int run, Run& v) {
+        const I r = r0 + k;
+        if (r >= r_end) return;
+        const int ow = int(r % Cfg::OW), oh = int((r / Cfg::OW) % Cfg::OH);
+        const I img = r / (i64(Cfg::OW) * Cfg::OH);
+        const int ih = oh * Cfg::SH - Cfg::PH + kh * Cfg::DH;
+        const int iw = ow * Cfg::SW - Cfg::PW + kw * Cfg::DW;
+        if (ih < 0 || ih >= Cfg::H || iw < 0 || iw >= Cfg::W) return;
+        v = view_as<const Run>(x + (((img * Cfg::H + ih) * Cfg::W + iw) * C + c0 + run * 8))[0];
+      });
+    }
     sync_threads();
     for (int ks = 0; ks < BK; ks += 16) {
       // Lane l addresses row l % 8 of matrix l / 8: A's the fragment's quarters (rows + 8
@@ -106,9 +135,9 @@ template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
     for (int j = 0; j < NT; ++j)
       for (int q = 0; q < 4; ++q) {
         const int o = m0 + wm + i * 16 + g + (q >> 1) * 8;
-        const int c = c0 + wn + j * 8 + 2 * tq + (q & 1);
-        if (o >= O) continue;
-        const i64 at = (i64(o) * C + c) * KK + tap; // OIHW
+        const int n = n0 + wn + j * 8 + 2 * tq + (q & 1); // column: tap n / C, channel n % C
+        if (o >= O || n >= KK * C) continue;
+        const i64 at = (i64(o) * C + n % C) * KK + n / C; // OIHW
         if constexpr (Cfg::PARTIAL)
           arg<float>(a, 2)[i64(blockIdx.z) * O * C * KK + at] = acc[i][j][q];
         else

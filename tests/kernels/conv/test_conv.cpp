@@ -264,6 +264,11 @@ const Conv dw3s2_small{2, 96, 4, 4, 96, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 96};
 const Conv s2d2{1, 4, 9, 11, 6, {3, 3}, {2, 2}, {2, 2}, {2, 2}};
 // Stride 3, dilation 2: the taps of a stride phase read dy rows two apart.
 const Conv s3d2{2, 3, 13, 11, 4, {3, 3}, {3, 3}, {1, 1}, {2, 2}};
+// Channels not a multiple of 8 on tensor cores (conv2d_backward_weight_mma's GATHER): the
+// stem's 7x7 stride 2 over 3 (147 columns: a partial last tile, every tile across taps), and
+// 12 channels over a 3x3.
+const Conv stem{2, 3, 19, 17, 16, {7, 7}, {2, 2}, {3, 3}};
+const Conv c12{1, 12, 9, 9, 8, {3, 3}, {1, 1}, {1, 1}};
 
 std::vector<StepSpec> forward_specs() {
   return {
@@ -386,6 +391,9 @@ std::vector<StepSpec> backward_specs() {
       sliced(nhwc_grads(backward_weight(wg3, f16, false)), 3),
       sliced(nhwc_grads(backward_weight(wg1, bf16, false)), 4),
       sliced(nhwc_grads(backward_weight(wg3s2, f16, false)), 2),
+      nhwc_grads(backward_weight(stem, f16, false)),
+      sliced(nhwc_grads(backward_weight(stem, bf16, false)), 3),
+      nhwc_grads(backward_weight(c12, bf16, false)),
       // The CUDA-core kernel's slices: NCHW, groups, f32, the stem's 7x7 stride 2 (C = 3).
       sliced(backward_weight(k5s2g2, f32, false), 3),
       sliced(backward_weight(k7s2, f16, false), 4),
@@ -433,6 +441,7 @@ std::vector<StepSpec> nvrtc_specs() {
       backward_weight(dw_d2, bf16, false),
       sliced(backward_weight(k7s2, bf16, false), 3),
       sliced(nhwc_grads(backward_weight(k5s2g2, f32, false)), 2),
+      sliced(nhwc_grads(backward_weight(stem, f16, false)), 4),
       bias_backward({2, 8, 7, 9}, f16, true),
       bias_backward({5, 37}, bf16, false),
       fold_bn(k3, f32, nhwc, true, 1e-5),
@@ -515,6 +524,11 @@ TEST_CASE("conv group variants match the reference on the emulator") {
   for (const Built& b : built)
     specs.insert(b.spec.label);
   CHECK(specs.size() == all_specs().size());
+  // The tensor-core weight gradient serves C = 3 and 12 (GATHER), whole and sliced.
+  int gathers = 0;
+  for (const Built& b : built)
+    gathers += b.variant.name.find("_gather") != std::string::npos;
+  CHECK(gathers >= 6);
   for (const KernelCheck& r : emu_checks(built, temp_dir("kiln-conv"))) {
     INFO(r.node << ": " << r.kernel << " rel " << r.rel << " " << r.error);
     CHECK(r.pass);
