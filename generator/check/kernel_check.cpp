@@ -15,6 +15,7 @@
 #include "runtime/param_init.hpp"
 #include "runtime/sparse_form.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -69,7 +70,10 @@ Tensor random_for(const Plan& p, const Step& s, const std::string& role, const B
   const double span = role == "x" && is_activation_op(s.op) ? 8 : 1;
   for (int64_t i = 0; i < n; ++i) {
     const double u = double(splitmix64(st) >> 11) * 0x1.0p-53;
-    const double v = positive ? 0.5 + u : (role == "probs" ? u : span * (2 * u - 1));
+    double v = positive ? 0.5 + u : (role == "probs" ? u : span * (2 * u - 1));
+    // A fused relu's output (a masked batchnorm backward's relu_y) as a relu writes it: half
+    // exact zeros, the mask's edge.
+    if (role == "relu_y") v = std::max(0.0, v);
     // A tf32 buffer holds rounded values (its writer rounds them): its readers may rely on it.
     t.set(i, b.tf32 ? double(round_to_tf32(float(v))) : v);
   }

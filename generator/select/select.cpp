@@ -99,16 +99,17 @@ Choice select_variant(const StepInfo& s, bool keep_activation_layouts,
     }
   std::vector<std::string> converting; // valid, but left out for the layouts they need
   if (keep_activation_layouts) {
-    std::vector<Candidate> in_place;
-    for (Candidate& cand : c.valid)
-      if (!converts_activations(s, cand.variant))
-        in_place.push_back(cand);
-      else
-        converting.push_back(cand.variant.name);
-    if (in_place.empty())
+    // Moved, not copied: the rewrites price every step several times through here.
+    const auto in_place_end =
+        std::stable_partition(c.valid.begin(), c.valid.end(), [&](const Candidate& k) {
+          return !converts_activations(s, k.variant);
+        });
+    for (auto it = in_place_end; it != c.valid.end(); ++it)
+      converting.push_back(it->variant.name);
+    if (in_place_end == c.valid.begin())
       converting.clear(); // none serves in place: all stay
     else
-      c.valid = std::move(in_place);
+      c.valid.erase(in_place_end, c.valid.end());
   }
   std::stable_sort(c.valid.begin(), c.valid.end(), [](const Candidate& a, const Candidate& b) {
     return a.cost.micros < b.cost.micros;
@@ -182,56 +183,21 @@ double own_ceiling(const Ceilings& c) {
   return std::min({c.math, c.l2, c.smem, c.issue, c.latency});
 }
 
-namespace {
-
-// Of elements with a `cost` sorted by it, the near tie with the most headroom (the first, if
-// none has more).
-template <class T> size_t headroom_pick(std::span<const T> sorted) {
-  if (sorted.size() < 2) return 0;
-  const double limit = sorted.front().cost.micros * (1 + kNearTie);
-  size_t best = 0;
-  for (size_t i = 1; i < sorted.size() && sorted[i].cost.micros <= limit; ++i)
-    if (own_ceiling(sorted[i].cost.ceilings) > own_ceiling(sorted[best].cost.ceilings) + 1e-9)
-      best = i;
-  return best;
-}
-
-} // namespace
-
 bool prefer_headroom_among_near_ties(std::span<Candidate> sorted) {
-  const size_t best = headroom_pick(std::span<const Candidate>(sorted));
-  if (best == 0) return false;
-  std::rotate(sorted.begin(), sorted.begin() + long(best), sorted.begin() + long(best) + 1);
+  if (sorted.size() < 2) return false;
+  const double limit = sorted.front().cost.micros * (1 + kNearTie);
+  auto best = sorted.begin();
+  for (auto it = sorted.begin() + 1; it != sorted.end() && it->cost.micros <= limit; ++it)
+    if (own_ceiling(it->cost.ceilings) > own_ceiling(best->cost.ceilings) + 1e-9) best = it;
+  if (best == sorted.begin()) return false;
+  std::rotate(sorted.begin(), best, best + 1);
   return true;
 }
 
 double kernel_estimate_us(const StepInfo& s) {
-  // select_variant(s)'s price without its copies of the variants (the rewrites price every
-  // step several times: most of a large model's generation), chosen as it chooses: of the
-  // valid variants that keep the activations' layouts (all, where none does), by price,
-  // trusted prices first, the near tie with the most headroom.
-  struct Priced {
-    CostEstimate cost;
-    bool converts, untrusted;
-  };
   try {
-    std::vector<Priced> all;
-    for (const Family* f : all_families())
-      for (Variant& v : step_candidates(*f, s))
-        if (invalid_reason(s.gpu, v).empty())
-          all.push_back(
-              {price_variant(s.gpu, v), converts_activations(s, v), !v.measured_only.empty()});
-    const bool in_place = std::any_of(all.begin(), all.end(), [](auto& p) { return !p.converts; });
-    std::erase_if(all, [&](const Priced& p) { return in_place && p.converts; });
-    if (all.empty()) return INFINITY;
-    std::stable_sort(all.begin(), all.end(), [](const Priced& a, const Priced& b) {
-      return a.cost.micros < b.cost.micros;
-    });
-    const auto priced_end =
-        std::stable_partition(all.begin(), all.end(), [](const Priced& p) { return !p.untrusted; });
-    const size_t pick =
-        headroom_pick(std::span<const Priced>(all.data(), size_t(priced_end - all.begin())));
-    return all[pick].cost.micros;
+    const Choice c = select_variant(s);
+    return c.kernel ? c.kernel->cost.micros : INFINITY;
   } catch (const Error&) { // neither a template nor cuDNN computes it
     return INFINITY;
   }

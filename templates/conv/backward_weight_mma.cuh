@@ -47,8 +47,7 @@ template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
   KILN_SHARED_ARRAY(T, as, BM * ROW);
   KILN_SHARED_ARRAY(T, bs, BN * ROW);
 
-  const int n0 = int(blockIdx.x) * BN, tap = n0 / C, c0 = n0 % C;
-  const int kh = tap / KW, kw = tap % KW;
+  const int n0 = int(blockIdx.x) * BN, tap = n0 / C, c0 = n0 % C; // without GATHER, one tap
   const int m0 = int(blockIdx.y) * BM;
   const I r_begin = I(i64(blockIdx.z) * R / Cfg::SLICES);
   const I r_end = I((i64(blockIdx.z) + 1) * R / Cfg::SLICES);
@@ -73,15 +72,15 @@ template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
         dst[(run * 8 + q) * ROW + k] = v.e[q];
     }
   };
-  // x at position r and column n of the GEMM (tap n / C, channel n % C), zero outside.
-  const auto x_at = [&](I r, int n) -> T {
-    const int tp = n / C, c = n % C;
+  // The index of x's pixel (its channel 0) that position r reads for tap tp, or -1 outside
+  // the image.
+  const auto pixel = [&](I r, int tp) -> I {
     const int ow = int(r % Cfg::OW), oh = int((r / Cfg::OW) % Cfg::OH);
     const I img = r / (i64(Cfg::OW) * Cfg::OH);
     const int ih = oh * Cfg::SH - Cfg::PH + tp / KW * Cfg::DH;
     const int iw = ow * Cfg::SW - Cfg::PW + tp % KW * Cfg::DW;
-    if (ih < 0 || ih >= Cfg::H || iw < 0 || iw >= Cfg::W) return T{};
-    return x[((img * Cfg::H + ih) * Cfg::W + iw) * C + c];
+    if (ih < 0 || ih >= Cfg::H || iw < 0 || iw >= Cfg::W) return I(-1);
+    return ((img * Cfg::H + ih) * Cfg::W + iw) * C;
   };
   for (I r0 = r_begin; r0 < r_end; r0 += BK) {
     stage(as, BM / 8, O - m0, [&](int k, int run, Run& v) {
@@ -94,18 +93,15 @@ template <class Cfg> KILN_FN void backward_weight_mma(const KernelArgs& a) {
       for (int e = t; e < BN * BK; e += Cfg::THREADS) {
         const int k = e % BK, col = e / BK;
         const I r = r0 + k;
-        bs[col * ROW + k] = r < r_end && n0 + col < KK * C ? x_at(r, n0 + col) : T{};
+        const int n = n0 + col; // tap n / C, channel n % C
+        const I px = r < r_end && n < KK * C ? pixel(r, n / C) : I(-1);
+        bs[col * ROW + k] = px < 0 ? T{} : T(x[px + n % C]);
       }
     } else {
       stage(bs, BN / 8, BN, [&](int k, int run, Run& v) {
         const I r = r0 + k;
-        if (r >= r_end) return;
-        const int ow = int(r % Cfg::OW), oh = int((r / Cfg::OW) % Cfg::OH);
-        const I img = r / (i64(Cfg::OW) * Cfg::OH);
-        const int ih = oh * Cfg::SH - Cfg::PH + kh * Cfg::DH;
-        const int iw = ow * Cfg::SW - Cfg::PW + kw * Cfg::DW;
-        if (ih < 0 || ih >= Cfg::H || iw < 0 || iw >= Cfg::W) return;
-        v = view_as<const Run>(x + (((img * Cfg::H + ih) * Cfg::W + iw) * C + c0 + run * 8))[0];
+        const I px = r < r_end ? pixel(r, tap) : I(-1);
+        if (px >= 0) v = view_as<const Run>(x + (px + c0 + run * 8))[0];
       });
     }
     sync_threads();

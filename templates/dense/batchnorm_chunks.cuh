@@ -48,7 +48,7 @@ template <class Cfg> KILN_FN void batchnorm_partials(const KernelArgs& a) {
   if (ch.valid) unpack(x[ch.index(0) / V], k);
   float v[NV * V] = {}; // sum q of channel c + e at q * V + e
   ch.template batches<B>([&](const I(&at)[B], int n) {
-    P xv[B], dv[B], mv[B];
+    P xv[B], dv[B], mv[B] = {}; // mv loaded with RELU_MASK only
     for (int u = 0; u < B; ++u)
       if (u < n) {
         xv[u] = x[at[u] / V];
@@ -62,7 +62,7 @@ template <class Cfg> KILN_FN void batchnorm_partials(const KernelArgs& a) {
           v[e] += d;
           v[V + e] += d * d;
           if constexpr (Cfg::DY) {
-            const float g = MASK && to_float(mv[u].e[e]) <= 0.f ? 0.f : to_float(dv[u].e[e]);
+            const float g = relu_masked<Cfg>(dv[u].e[e], mv[u].e[e]);
             v[2 * V + e] += g;
             v[3 * V + e] += g * d;
           }

@@ -143,12 +143,16 @@ template <class Cfg, class = void> struct relu_mask_of { static constexpr bool v
 template <class Cfg> struct relu_mask_of<Cfg, decltype(void(Cfg::RELU_MASK))> {
   static constexpr bool value = Cfg::RELU_MASK;
 };
+// One element of dy so masked by its element of relu_y (read only with RELU_MASK).
+template <class Cfg, class T> KILN_FN float relu_masked(T dy, T relu_y) {
+  if constexpr (relu_mask_of<Cfg>::value)
+    if (to_float(relu_y) <= 0.f) return 0.f;
+  return to_float(dy);
+}
 template <class Cfg, class I>
 KILN_FN float masked_dy(const KernelArgs& a, Global<const typename Cfg::T> dy, int mask, I i) {
   using T = typename Cfg::T;
-  if constexpr (relu_mask_of<Cfg>::value)
-    if (to_float(arg<const T>(a, mask)[i]) <= 0.f) return 0.f;
-  return to_float(dy[i]);
+  return relu_masked<Cfg, T>(dy[i], relu_mask_of<Cfg>::value ? T(arg<const T>(a, mask)[i]) : T{});
 }
 
 // Rows a thread loads before it uses them (BnChannel::batches): with 16-byte packs, 64 bytes a
@@ -196,7 +200,7 @@ KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, 
   const Global<const P> x = bn_packs<Cfg>(a, 0), dy = bn_packs<Cfg>(a, 1);
   const Global<P> dx = view_as<P>(arg<T>(a, out));
   ch.template batches<B>([&](const I(&at)[B], int n) {
-    P xv[B], dv[B], mv[B], av[B];
+    P xv[B], dv[B], mv[B] = {}, av[B]; // mv loaded with RELU_MASK only
     for (int u = 0; u < B; ++u)
       if (u < n) {
         xv[u] = x[at[u] / V];
@@ -209,8 +213,7 @@ KILN_FN void bn_backward_outputs(const KernelArgs& a, const BnChannel<Cfg>& ch, 
         P o;
         for (int e = 0; e < V; ++e) {
           const float xhat = (to_float(xv[u].e[e]) - mean[e]) * invstd[e];
-          const float g = MASK && to_float(mv[u].e[e]) <= 0.f ? 0.f : to_float(dv[u].e[e]);
-          float v = k[e] * (g - mdy[e] - xhat * mdg[e]);
+          float v = k[e] * (relu_masked<Cfg>(dv[u].e[e], mv[u].e[e]) - mdy[e] - xhat * mdg[e]);
           if (Cfg::ACCUMULATE) v += to_float(av[u].e[e]);
           o.e[e] = from_float<T>(v);
         }

@@ -13,6 +13,34 @@
 
 namespace kiln::test {
 
+// A training plan's backward phase built by hand for a rewrite's tests: buffers by name and
+// shape, then launch steps over them, each argument a role and a buffer's name.
+struct HandBackward {
+  Plan p;
+  explicit HandBackward(const std::vector<std::pair<const char*, Shape>>& buffers) {
+    p.train = true;
+    for (const auto& [name, shape] : buffers) {
+      Buffer b;
+      b.name = name;
+      b.shape = shape;
+      p.buffers.push_back(b);
+    }
+    p.phases.push_back(Phase{"backward", {}});
+  }
+  int id(const std::string& n) const { return p.find_buffer(n); }
+  std::vector<Step>& steps() { return p.phases[0].steps; }
+  const std::vector<Step>& steps() const { return p.phases[0].steps; }
+  void step(Fn fn, const char* node, const std::vector<std::pair<const char*, const char*>>& args) {
+    Step s;
+    s.kind = StepKind::launch;
+    s.fn = fn;
+    s.node = node;
+    for (auto [role, buf] : args)
+      s.args.push_back({role, id(buf)});
+    steps().push_back(s);
+  }
+};
+
 // A one-step f64 plan: step s over buffers named and shaped as given, the third its output
 // and the others inputs, bound to the step by their names.
 inline Plan one_step_plan(Step s, const std::vector<const char*>& names,

@@ -4,6 +4,7 @@
 // relu_y and the relu's step goes; not where anything else reads dx, the batchnorm is not
 // chunked, or a step between writes the relu's y or dy.
 #include "generator/rewrite/batchnorm_relu_backward.hpp"
+#include "tests/unit/plan/plan_fixtures.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,31 +12,20 @@ using namespace kiln;
 
 namespace {
 
-struct Backward {
-  Plan p;
-  Backward() {
-    p.train = true;
-    for (const char* n : {"x", "w", "part", "y", "dy", "dbn", "dx", "dw", "db", "other"}) {
-      Buffer b;
-      b.name = n;
-      b.shape = std::string(n) == "w" || std::string(n) == "dw" || std::string(n) == "db"
-                    ? Shape{8}
-                    : Shape{2, 8, 4, 4};
-      p.buffers.push_back(b);
-    }
-    p.phases.push_back(Phase{"backward", {}});
-  }
-  int id(const char* n) const { return p.find_buffer(n); }
-  std::vector<Step>& steps() { return p.phases[0].steps; }
-  void step(Fn fn, const char* node, std::vector<std::pair<const char*, const char*>> args) {
-    Step s;
-    s.kind = StepKind::launch;
-    s.fn = fn;
-    s.node = node;
-    for (auto [role, buf] : args)
-      s.args.push_back({role, id(buf)});
-    steps().push_back(s);
-  }
+// Activations [2, 8, 4, 4]: the batchnorm's x, the relu's y and dy, dbn (the relu's dx, the
+// batchnorm's dy), the batchnorm's dx; its weight and gradients [8]; partial its chunk sums.
+struct Backward : test::HandBackward {
+  Backward()
+      : HandBackward({{"x", {2, 8, 4, 4}},
+                      {"w", {8}},
+                      {"part", {2, 8, 4, 4}},
+                      {"y", {2, 8, 4, 4}},
+                      {"dy", {2, 8, 4, 4}},
+                      {"dbn", {2, 8, 4, 4}},
+                      {"dx", {2, 8, 4, 4}},
+                      {"dw", {8}},
+                      {"db", {8}},
+                      {"other", {2, 8, 4, 4}}}) {}
   void relu() { step(Fn::relu_backward, "relu", {{"y", "y"}, {"dy", "dy"}, {"dx", "dbn"}}); }
   void bn(bool chunked) {
     if (chunked)

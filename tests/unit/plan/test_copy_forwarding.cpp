@@ -2,6 +2,7 @@
 // readers read the source and the copy goes, unless something writes the source before the
 // last of them, the destination is written again, or something else holds it.
 #include "generator/rewrite/copy_forwarding.hpp"
+#include "tests/unit/plan/plan_fixtures.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,32 +12,19 @@ namespace {
 
 // A training plan's backward phase over three 4-D buffers: dy (`src`), its copy (`dst`) and
 // what the reader writes (`dx`); then the steps given, each over named buffers.
-struct Backward {
-  Plan p;
-  Backward() {
-    p.train = true;
-    for (const char* n : {"dy", "copy", "dx", "other"}) {
-      Buffer b;
-      b.name = n;
-      b.shape = {2, 8, 4, 4};
-      p.buffers.push_back(b);
-    }
-    p.phases.push_back(Phase{"backward", {}});
-  }
-  int id(const std::string& n) const { return p.find_buffer(n); }
-  Backward& step(Fn fn, std::vector<std::pair<const char*, const char*>> args) {
-    Step s;
-    s.kind = StepKind::launch;
-    s.fn = fn;
-    s.node = "n";
-    for (auto [role, buf] : args)
-      s.args.push_back({role, id(buf)});
-    p.phases[0].steps.push_back(s);
+struct Backward : test::HandBackward {
+  Backward()
+      : HandBackward({{"dy", {2, 8, 4, 4}},
+                      {"copy", {2, 8, 4, 4}},
+                      {"dx", {2, 8, 4, 4}},
+                      {"other", {2, 8, 4, 4}}}) {}
+  Backward& step(Fn fn, const std::vector<std::pair<const char*, const char*>>& args) {
+    HandBackward::step(fn, "n", args);
     return *this;
   }
   std::vector<Fn> fns() const {
     std::vector<Fn> f;
-    for (const Step& s : p.phases[0].steps)
+    for (const Step& s : steps())
       f.push_back(s.fn);
     return f;
   }
